@@ -1,0 +1,13 @@
+"""hatt: attention-based document classifiers for Keras 3.
+
+Importing ``hatt`` registers every hatt layer and model with Keras'
+serialization registry, so ``keras.saving.load_model("model.keras")`` works
+without ``custom_objects`` once ``import hatt`` has run.
+"""
+
+__version__ = "0.1.0"
+
+from hatt import layers, models  # noqa: E402  (registers serializable classes)
+from hatt import data  # noqa: E402
+
+__all__ = ["__version__", "data", "layers", "models"]

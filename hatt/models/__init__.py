@@ -1,0 +1,3 @@
+"""Document-classifier families built on :mod:`hatt.layers`."""
+
+__all__: list[str] = []
