@@ -1,3 +1,5 @@
 """Attention layers written with ``keras.ops`` only (no TensorFlow import)."""
 
-__all__: list[str] = []
+from hatt.layers.context_attention import ContextAttention
+
+__all__ = ["ContextAttention"]

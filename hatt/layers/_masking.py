@@ -1,0 +1,53 @@
+"""Private mask helpers shared by the attention layers (``keras.ops`` only)."""
+
+from keras import backend, ops
+
+
+def large_negative(dtype):
+    """Return a large negative logit that is finite in `dtype`.
+
+    `-1e9` overflows float16 (its largest finite value is 65504), so float16
+    gets `-3e4`, the value `keras.layers.Softmax` uses; bfloat16 and the
+    wider floats share float32's exponent range and get `-1e9`.
+    """
+    if backend.standardize_dtype(dtype) == "float16":
+        return -3e4
+    return -1e9
+
+
+def to_bool_mask(mask):
+    """Return `mask` as a bool tensor: bool passes, numbers are `> 0.5`."""
+    if mask is None:
+        return None
+    mask = ops.convert_to_tensor(mask)
+    if backend.standardize_dtype(mask.dtype) == "bool":
+        return mask
+    return ops.greater(ops.cast(mask, "float32"), 0.5)
+
+
+def masked_softmax(scores, mask=None, axis=-1):
+    """Softmax over `axis` that gives masked positions exactly zero weight.
+
+    Masked logits are replaced by a dtype-aware large negative value, the
+    logits are shifted by their maximum, and after the softmax the masked
+    positions are set to 0 again. A row whose positions are all masked thus
+    gets all-zero weights (never NaN, never a uniform spread over padding).
+
+    Args:
+        scores: float tensor of logits.
+        mask: optional bool tensor broadcastable to `scores`; `True` keeps a
+            position.
+        axis: the axis to normalize over.
+
+    Returns:
+        A tensor shaped and typed like `scores`.
+    """
+    if mask is not None:
+        scores = ops.where(mask, scores, ops.cast(large_negative(scores.dtype), scores.dtype))
+    # The max-shift makes exp() safe whatever the magnitude of the logits;
+    # it does not change the result, so no gradient needs to flow through it.
+    scores = scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True))
+    weights = ops.softmax(scores, axis=axis)
+    if mask is not None:
+        weights = ops.where(mask, weights, ops.zeros_like(weights))
+    return weights
