@@ -1,3 +1,23 @@
-"""IMDB loading, text preprocessing (TensorFlow string ops), vectorizing and tf.data pipelines."""
+"""IMDB loading, text preprocessing (TensorFlow string ops), vectorizing and tf.data pipelines.
 
-__all__: list[str] = []
+This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
+"""
+
+from hatt.data.imdb import DataNotFoundError, Imdb, Split, load_imdb
+from hatt.data.pipeline import encode, make_dataset, padding_share
+from hatt.data.text import tokenize
+from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer
+
+__all__ = [
+    "OOV_ID",
+    "PAD_ID",
+    "DataNotFoundError",
+    "Imdb",
+    "Split",
+    "Vectorizer",
+    "encode",
+    "load_imdb",
+    "make_dataset",
+    "padding_share",
+    "tokenize",
+]

@@ -1,0 +1,269 @@
+"""IMDB movie reviews (Maas et al. 2011) from raw text.
+
+Three sources, tried in this order:
+
+1. ``source=`` (``--data PATH`` on the command line): an ``aclImdb`` folder
+   (or the folder holding it), or a ``.tar.gz`` of one. A tarball is
+   extracted once into the cache folder (``$HATT_CACHE``, default
+   ``~/.cache/hatt``), with a progress bar, and re-used afterwards.
+2. The environment variable ``HATT_IMDB``, holding such a path.
+3. ``tensorflow_datasets.load("imdb_reviews")``, which downloads the data
+   when there is a network.
+
+The validation split is carved out of ``train`` (stratified, seeded) and is
+disjoint from what remains of it; ``test`` is only for the final figure.
+"""
+
+import dataclasses
+import hashlib
+import os
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+ENV_VAR = "HATT_IMDB"
+CACHE_ENV_VAR = "HATT_CACHE"
+_LABELS = {"neg": 0, "pos": 1}
+
+
+class DataNotFoundError(FileNotFoundError):
+    """No usable IMDB source was found (the message says how to give one)."""
+
+
+def _how_to_provide(reason):
+    return (
+        f"Could not load IMDB: {reason}\n"
+        "Provide the data in one of three ways:\n"
+        "  1. pass a path: load_imdb('/path/to/aclImdb') or `hatt ... --data /path/to/aclImdb`"
+        " (an aclImdb folder or a .tar.gz of one, e.g. aclImdb_v1.tar.gz);\n"
+        f"  2. set the environment variable {ENV_VAR}=/path/to/aclImdb (folder or .tar.gz);\n"
+        "  3. with a network, let tensorflow-datasets download it: "
+        "tfds.load('imdb_reviews') (pip install tensorflow-datasets)."
+    )
+
+
+@dataclasses.dataclass
+class Split:
+    """One split of the corpus: raw review texts and labels (1 = positive)."""
+
+    texts: list
+    labels: np.ndarray
+
+    def __len__(self):
+        return len(self.texts)
+
+    def subset(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        return Split([self.texts[i] for i in indices], self.labels[indices])
+
+
+@dataclasses.dataclass
+class Imdb:
+    """The three splits, and where they came from."""
+
+    train: Split
+    validation: Split
+    test: Split
+    source: str
+
+    def __repr__(self):
+        return (
+            f"Imdb(train={len(self.train)}, validation={len(self.validation)}, "
+            f"test={len(self.test)}, source={self.source!r})"
+        )
+
+
+def cache_dir():
+    """Folder where tarballs are extracted (``$HATT_CACHE`` or ``~/.cache/hatt``)."""
+    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "hatt")
+
+
+def _find_root(folder):
+    """The ``aclImdb`` folder at or just below ``folder`` (or None)."""
+    folder = Path(folder)
+    for candidate in (folder, folder / "aclImdb"):
+        if (candidate / "train").is_dir() and (candidate / "test").is_dir():
+            return candidate
+    return None
+
+
+def _extract(tarball, progress=True):
+    """Extract ``tarball`` once into the cache and return the aclImdb root."""
+    import keras
+
+    tarball = Path(tarball)
+    stat = tarball.stat()
+    key = hashlib.sha1(f"{tarball.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    target = cache_dir() / f"{tarball.name.split('.')[0]}-{key.hexdigest()[:10]}"
+    done = target / ".complete"
+    if not done.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        try:
+            with tarfile.open(tarball, "r:*") as archive:
+                members = [
+                    m
+                    for m in archive.getmembers()
+                    if (m.isfile() or m.isdir()) and "/unsup/" not in m.name + "/"
+                ]
+                bar = keras.utils.Progbar(len(members), unit_name="file") if progress else None
+                if progress:
+                    print(f"Extracting {tarball} into {target} (once)")
+                for i, member in enumerate(members):
+                    archive.extract(member, target, filter="data")
+                    if bar is not None and (i % 500 == 0 or i == len(members) - 1):
+                        bar.update(i + 1)
+        except (tarfile.TarError, EOFError, OSError) as error:
+            raise DataNotFoundError(
+                _how_to_provide(f"{tarball} is not a readable .tar.gz ({error}).")
+            ) from error
+        done.write_text(str(tarball.resolve()))
+    root = _find_root(target)
+    if root is None:
+        raise DataNotFoundError(
+            _how_to_provide(f"{tarball} holds no aclImdb/train and aclImdb/test folders.")
+        )
+    return root
+
+
+def _read_split(root, split, progress=True):
+    import keras
+
+    files = []
+    for name, label in _LABELS.items():
+        folder = Path(root) / split / name
+        if not folder.is_dir():
+            raise DataNotFoundError(_how_to_provide(f"missing folder {folder}."))
+        # Sort by the numeric review id so the order never depends on the file system.
+        paths = sorted(folder.glob("*.txt"), key=lambda p: (_review_id(p), p.name))
+        files.extend((p, label) for p in paths)
+    bar = keras.utils.Progbar(len(files), unit_name="review") if progress else None
+    texts = []
+    for i, (path, _) in enumerate(files):
+        # IMDB reviews are UTF-8; a few bytes elsewhere may not be: replace them.
+        texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        if bar is not None and (i % 1000 == 0 or i == len(files) - 1):
+            bar.update(i + 1)
+    labels = np.array([label for _, label in files], dtype=np.int64)
+    return Split(texts, labels)
+
+
+def _review_id(path):
+    head = path.stem.split("_")[0]
+    return int(head) if head.isdigit() else -1
+
+
+def _load_local(path, progress=True):
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DataNotFoundError(_how_to_provide(f"the path {str(path)!r} does not exist."))
+    if path.is_file():
+        root = _extract(path, progress=progress)
+    else:
+        root = _find_root(path)
+        if root is None:
+            raise DataNotFoundError(
+                _how_to_provide(
+                    f"{str(path)!r} is not an aclImdb folder (expected train/ and test/ in it)."
+                )
+            )
+    if progress:
+        print(f"Reading IMDB reviews from {root}")
+    train = _read_split(root, "train", progress)
+    test = _read_split(root, "test", progress)
+    return train, test, str(root)
+
+
+def _load_tfds():
+    import tensorflow_datasets as tfds
+
+    splits = tfds.load("imdb_reviews", split=["train", "test"], as_supervised=True)
+    out = []
+    for ds in splits:
+        texts, labels = [], []
+        for text, label in tfds.as_numpy(ds):
+            texts.append(text.decode("utf-8", errors="replace"))
+            labels.append(int(label))
+        out.append(Split(texts, np.array(labels, dtype=np.int64)))
+    return out[0], out[1], "tensorflow_datasets:imdb_reviews"
+
+
+def _stratified_indices(labels, size, seed):
+    """A seeded, stratified choice of ``size`` indices (sorted)."""
+    from sklearn.model_selection import train_test_split
+
+    labels = np.asarray(labels)
+    if size >= len(labels):
+        return np.arange(len(labels))
+    chosen, _ = train_test_split(
+        np.arange(len(labels)), train_size=size, stratify=labels, random_state=seed
+    )
+    return np.sort(chosen)
+
+
+def load_imdb(source=None, *, validation_size=2500, seed=1337, limit=None, progress=True):
+    """Load IMDB as raw texts with train / validation / test splits.
+
+    Args:
+        source: path to an ``aclImdb`` folder (or its parent) or to a
+            ``.tar.gz`` of one. ``None`` tries ``$HATT_IMDB``, then
+            tensorflow-datasets.
+        validation_size: number of reviews carved out of ``train`` for
+            validation (stratified, seeded; disjoint from the rest of train).
+        seed: seed of the validation split and of ``limit`` subsets.
+        limit: if given, every split keeps at most this many reviews, a
+            stratified seeded subset (for quick runs and tests).
+        progress: show progress bars while extracting and reading.
+
+    Returns:
+        An :class:`Imdb` with ``.train``, ``.validation`` and ``.test``
+        :class:`Split` objects (``.texts`` list of str, ``.labels`` int64
+        NumPy array, 1 = positive) and ``.source``.
+
+    Raises:
+        DataNotFoundError: no source works; the message names the three ways
+            to provide the data.
+        ValueError: ``validation_size`` or ``limit`` is out of range.
+    """
+    if limit is not None and (not isinstance(limit, int | np.integer) or limit < 2):
+        raise ValueError(f"Expected limit to be None or an int >= 2. Received: limit={limit!r}")
+    if not isinstance(validation_size, int | np.integer) or validation_size < 0:
+        raise ValueError(
+            "Expected validation_size to be a non-negative int. "
+            f"Received: validation_size={validation_size!r}"
+        )
+
+    if source is not None:
+        train, test, origin = _load_local(source, progress)
+    elif os.environ.get(ENV_VAR):
+        train, test, origin = _load_local(os.environ[ENV_VAR], progress)
+    else:
+        try:
+            train, test, origin = _load_tfds()
+        except Exception as error:  # no network, no tfds cache, ...
+            raise DataNotFoundError(
+                _how_to_provide(
+                    f"no source was given, {ENV_VAR} is not set, and tensorflow-datasets "
+                    f"failed ({type(error).__name__}: {str(error).splitlines()[0][:200]})."
+                )
+            ) from error
+
+    if validation_size >= len(train) - 1:
+        raise ValueError(
+            f"Expected validation_size to be smaller than the train split ({len(train)}). "
+            f"Received: validation_size={validation_size}"
+        )
+    validation_idx = (
+        _stratified_indices(train.labels, validation_size, seed)
+        if validation_size > 0
+        else np.array([], dtype=np.int64)
+    )
+    rest = np.setdiff1d(np.arange(len(train)), validation_idx)
+    validation = train.subset(validation_idx)
+    train = train.subset(rest)
+
+    if limit is not None:
+        train = train.subset(_stratified_indices(train.labels, limit, seed))
+        validation = validation.subset(_stratified_indices(validation.labels, limit, seed))
+        test = test.subset(_stratified_indices(test.labels, limit, seed))
+    return Imdb(train=train, validation=validation, test=test, source=origin)

@@ -1,0 +1,157 @@
+"""Review text → sentences → words, with TensorFlow string ops only.
+
+Everything here is a pure function of ``tf.string`` tensors, so the very same
+code runs in ``tf.data`` during training and inside an exported SavedModel at
+serving time (no train/serve skew).
+
+Rules (applied in this order):
+
+1. Bytes that are not valid UTF-8 (and U+FFFD replacement characters) become
+   spaces (never an error).
+2. HTML: ``<br>``, ``<br/>``, ``<br />`` become line breaks; any other tag
+   ``<...>`` becomes a space. The common entities ``&amp; &quot; &#39; &lt;
+   &gt; &nbsp;`` are decoded.
+3. Lower-casing (Unicode-aware), curly apostrophes ``’ ‘`` become ``'``.
+4. Sentences end at a run of ``.``, ``!``, ``?`` (and ``…``) followed by
+   whitespace (optionally after closing quotes or brackets), and at line
+   breaks. ``7.5/10`` or ``e.g.x`` therefore stay inside one sentence, and a
+   text with no punctuation is one sentence.
+5. Words are runs of letters, digits and combining marks, with inner
+   apostrophes kept (``don't``, ``o'clock`` stay whole; quotes around a word
+   are dropped). Every symbol such as an emoji (Unicode category ``So``, with
+   its modifiers and zero-width-joiner sequence) is a token of its own. **Punctuation is dropped** (it only
+   delimits sentences and words): ``well-made`` → ``well``, ``made``;
+   ``$5`` → ``5``.
+6. Sentences without any word are dropped, so an empty, whitespace-only or
+   punctuation-only review has zero sentences.
+
+No length limit is applied here (a 50,000-word review is tokenized in linear
+time); truncation is the vectorizer's job.
+"""
+
+import tensorflow as tf
+
+_SENTENCE_BREAK = "\x1e"  # ASCII record separator: never left in cleaned text
+
+# Characters that make up a word: letters, numbers, combining marks, and "'".
+_WORD_CHARS = r"\p{L}\p{N}\p{M}'"
+# A symbol (emoji, ♥, ©) with its variation selectors, skin-tone modifiers and
+# zero-width-joiner sequences (👍🏽, ❤️, 👨‍👩‍👧) is one token.
+_SKIN_TONE = r"\x{1F3FB}-\x{1F3FF}"
+_SYMBOL = r"\p{So}[\p{M}" + _SKIN_TONE + r"]*(?:\x{200d}\p{So}[\p{M}" + _SKIN_TONE + r"]*)*"
+_SYMBOL_CHARS = r"\p{So}\x{200d}" + _SKIN_TONE
+
+
+def _as_string_tensor(texts):
+    if isinstance(texts, str | bytes):
+        raise ValueError(
+            "Expected texts to be a batch of strings (a list or a 1-D tf.string tensor), "
+            f"not a single string. Received: texts={texts[:60]!r}. Wrap it in a list."
+        )
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
+    if texts.shape.rank is not None and texts.shape.rank != 1:
+        raise ValueError(
+            f"Expected texts to be a 1-D batch of strings. Received: texts with shape {texts.shape}"
+        )
+    return texts
+
+
+def clean(texts):
+    """Normalise raw review text (UTF-8 repair, HTML, case, apostrophes).
+
+    Args:
+        texts: 1-D ``tf.string`` tensor (or list of str) of raw reviews.
+
+    Returns:
+        1-D ``tf.string`` tensor of the same length. Line breaks (``\\n``)
+        stand where the HTML had ``<br />``.
+    """
+    x = _as_string_tensor(texts)
+    x = tf.strings.unicode_transcode(
+        x, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace"
+    )
+    # U+FFFD (from undecodable bytes) carries no meaning: make it a separator.
+    x = tf.strings.regex_replace(x, "\ufffd", " ")
+    x = tf.strings.regex_replace(x, r"(?i)<\s*br\s*/?\s*>", "\n")
+    x = tf.strings.regex_replace(x, r"<[^<>]{0,200}>", " ")
+    for entity, char in (
+        ("&quot;", '"'),
+        ("&#39;", "'"),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&nbsp;", " "),
+        ("&amp;", "&"),
+    ):
+        x = tf.strings.regex_replace(x, entity, char, replace_global=True)
+    x = tf.strings.lower(x, encoding="utf-8")
+    x = tf.strings.regex_replace(x, "[\u2019\u2018\u02bc]", "'")
+    return x
+
+
+def split_sentences(texts):
+    """Split cleaned texts into sentences.
+
+    Args:
+        texts: 1-D ``tf.string`` tensor, usually the output of :func:`clean`.
+
+    Returns:
+        ``tf.RaggedTensor`` of strings, ``[batch, (sentences)]``. Sentences
+        may still be empty or hold only punctuation; :func:`tokenize` drops
+        those after word splitting.
+    """
+    x = _as_string_tensor(texts)
+    x = tf.strings.regex_replace(x, _SENTENCE_BREAK, " ")
+    # End of sentence: a run of . ! ? … (possibly with closing quotes or
+    # brackets) followed by whitespace; or any line break.
+    x = tf.strings.regex_replace(x, r"[.!?\x{2026}]+[\"')\]]*(\s|$)", "\\0" + _SENTENCE_BREAK)
+    x = tf.strings.regex_replace(x, r"[\r\n]+", _SENTENCE_BREAK)
+    return tf.strings.split(x, sep=_SENTENCE_BREAK)
+
+
+def split_words(sentences):
+    """Split sentences into words (see the module docstring for the rules).
+
+    Args:
+        sentences: ``tf.string`` tensor or ``tf.RaggedTensor`` of any rank.
+
+    Returns:
+        ``tf.RaggedTensor`` with one more ragged dimension of words.
+    """
+    x = sentences
+    # Every symbol (emoji, ©, ♥ ...) stands alone as a token.
+    x = tf.strings.regex_replace(x, "(" + _SYMBOL + ")", " \\1 ")
+    # Anything that is neither a word character nor a symbol is a separator.
+    x = tf.strings.regex_replace(x, "[^" + _WORD_CHARS + _SYMBOL_CHARS + "]+", " ")
+    # Apostrophes only survive inside words: 'quoted' -> quoted, don't -> don't.
+    x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
+    x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
+    return tf.strings.split(x)
+
+
+def tokenize(texts):
+    """Tokenize a batch of raw reviews into sentences of words.
+
+    Built only from TensorFlow string ops: the same function runs eagerly, in
+    ``tf.data`` and inside an exported SavedModel.
+
+    Args:
+        texts: a list of Python strings, or a 1-D ``tf.string`` tensor.
+
+    Returns:
+        ``tf.RaggedTensor`` of strings shaped ``[batch, (sentences), (words)]``.
+        Every sentence holds at least one word; a review without any word
+        (``""``, ``"   "``, ``"!!!"``) has zero sentences.
+
+    Example:
+
+    >>> hatt.data.tokenize(["Great film!<br />I don't regret it... 10/10"]).to_list()
+    [[[b'great', b'film'], [b'i', b"don't", b'regret', b'it'], [b'10', b'10']]]
+    """
+    words = split_words(split_sentences(clean(texts)))
+    keep = words.row_lengths(axis=2) > 0
+    return tf.ragged.boolean_mask(words, keep)
+
+
+def flatten(tokens):
+    """``[batch, (sentences), (words)]`` → ``[batch, (words)]``."""
+    return tokens.merge_dims(1, 2)
