@@ -45,17 +45,24 @@ def _how_to_provide(reason):
 
 @dataclasses.dataclass
 class Split:
-    """One split of the corpus: raw review texts and labels (1 = positive)."""
+    """One split of the corpus: raw review texts, labels (1 = positive) and ids.
+
+    ``ids`` name each review's origin (``"train/pos/123_9"`` for a file,
+    ``"train/17"`` for tensorflow-datasets); IMDB has duplicate texts, so ids,
+    not texts, tell reviews apart.
+    """
 
     texts: list
     labels: np.ndarray
+    ids: list = dataclasses.field(default_factory=list)
 
     def __len__(self):
         return len(self.texts)
 
     def subset(self, indices):
         indices = np.asarray(indices, dtype=np.int64)
-        return Split([self.texts[i] for i in indices], self.labels[indices])
+        ids = [self.ids[i] for i in indices] if self.ids else []
+        return Split([self.texts[i] for i in indices], self.labels[indices], ids)
 
 
 @dataclasses.dataclass
@@ -145,7 +152,8 @@ def _read_split(root, split, progress=True):
         if bar is not None and (i % 1000 == 0 or i == len(files) - 1):
             bar.update(i + 1)
     labels = np.array([label for _, label in files], dtype=np.int64)
-    return Split(texts, labels)
+    ids = [f"{split}/{path.parent.name}/{path.stem}" for path, _ in files]
+    return Split(texts, labels, ids)
 
 
 def _review_id(path):
@@ -179,12 +187,13 @@ def _load_tfds():
 
     splits = tfds.load("imdb_reviews", split=["train", "test"], as_supervised=True)
     out = []
-    for ds in splits:
+    for name, ds in zip(("train", "test"), splits, strict=True):
         texts, labels = [], []
         for text, label in tfds.as_numpy(ds):
             texts.append(text.decode("utf-8", errors="replace"))
             labels.append(int(label))
-        out.append(Split(texts, np.array(labels, dtype=np.int64)))
+        ids = [f"{name}/{i}" for i in range(len(texts))]
+        out.append(Split(texts, np.array(labels, dtype=np.int64), ids))
     return out[0], out[1], "tensorflow_datasets:imdb_reviews"
 
 

@@ -13,8 +13,8 @@ Rules (applied in this order):
    &gt; &nbsp;`` are decoded.
 3. Lower-casing (Unicode-aware), curly apostrophes ``’ ‘`` become ``'``.
 4. Sentences end at a run of ``.``, ``!``, ``?`` (and ``…``) followed by
-   whitespace (optionally after closing quotes or brackets), and at line
-   breaks. ``7.5/10`` or ``e.g.x`` therefore stay inside one sentence, and a
+   whitespace (optionally after closing quotes or brackets), at line breaks,
+   and at the full-width terminators ``。！？`` (no space needed after them). ``7.5/10`` or ``e.g.x`` therefore stay inside one sentence, and a
    text with no punctuation is one sentence.
 5. Words are runs of letters, digits and combining marks, with inner
    apostrophes kept (``don't``, ``o'clock`` stay whole; quotes around a word
@@ -104,6 +104,8 @@ def split_sentences(texts):
     # End of sentence: a run of . ! ? … (possibly with closing quotes or
     # brackets) followed by whitespace; or any line break.
     x = tf.strings.regex_replace(x, r"[.!?\x{2026}]+[\"')\]]*(\s|$)", "\\0" + _SENTENCE_BREAK)
+    # Full-width terminators (。！？) end a sentence even without a space after them.
+    x = tf.strings.regex_replace(x, r"[\x{3002}\x{FF01}\x{FF1F}]+", "\\0" + _SENTENCE_BREAK)
     x = tf.strings.regex_replace(x, r"[\r\n]+", _SENTENCE_BREAK)
     return tf.strings.split(x, sep=_SENTENCE_BREAK)
 

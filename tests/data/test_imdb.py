@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+
+from hatt.data import DataNotFoundError, load_imdb
+from hatt.data import imdb as imdb_lib
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+
+
+def test_tiny_folder_splits_labels_and_text(tiny_imdb):
+    data = load_imdb(tiny_imdb, validation_size=4, progress=False)
+    assert (len(data.train), len(data.validation), len(data.test)) == (8, 4, 4)
+    # stratified: both classes in every split, in equal numbers here
+    for split in (data.train, data.validation, data.test):
+        assert split.labels.dtype == np.int64
+        assert split.labels.sum() * 2 == len(split)
+    assert "Lovely film." in data.test.texts
+    assert data.test.ids[data.test.texts.index("Lovely film.")] == "test/pos/0_9"
+    # label follows the folder
+    texts = data.train.texts + data.validation.texts
+    labels = np.concatenate([data.train.labels, data.validation.labels])
+    assert labels[texts.index("Awful. Just awful.")] == 0
+    assert labels[texts.index("A gem.")] == 1
+
+
+def test_parent_folder_of_aclimdb_is_accepted(tiny_imdb):
+    data = load_imdb(tiny_imdb.parent, validation_size=2, progress=False)
+    assert len(data.train) + len(data.validation) == 12
+
+
+def test_tarball_is_extracted_once_into_the_cache(tiny_imdb_tarball, tmp_path):
+    first = load_imdb(tiny_imdb_tarball, validation_size=4, progress=False)
+    extracted = list((tmp_path / "cache").iterdir())
+    assert len(extracted) == 1 and (extracted[0] / ".complete").exists()
+    marker_time = (extracted[0] / ".complete").stat().st_mtime_ns
+    second = load_imdb(str(tiny_imdb_tarball), validation_size=4, progress=False)
+    assert (extracted[0] / ".complete").stat().st_mtime_ns == marker_time
+    assert first.train.texts == second.train.texts
+
+
+def test_environment_variable_is_the_second_source(tiny_imdb, monkeypatch):
+    monkeypatch.setenv("HATT_IMDB", str(tiny_imdb))
+    data = load_imdb(validation_size=2, progress=False)
+    assert len(data.test) == 4
+
+
+def test_missing_path_names_all_three_ways(tmp_path):
+    with pytest.raises(DataNotFoundError) as info:
+        load_imdb(tmp_path / "nowhere", progress=False)
+    message = str(info.value)
+    assert "nowhere" in message
+    assert "--data" in message and "HATT_IMDB" in message and "imdb_reviews" in message
+
+
+def test_no_source_and_no_network_gives_the_same_clear_error(monkeypatch):
+    monkeypatch.delenv("HATT_IMDB", raising=False)
+
+    def offline():
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(imdb_lib, "_load_tfds", offline)
+    with pytest.raises(DataNotFoundError, match="HATT_IMDB") as info:
+        load_imdb(progress=False)
+    assert "ConnectionError" in str(info.value)
+
+
+def test_folder_without_aclimdb_layout_and_corrupt_tarball(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataNotFoundError, match="not an aclImdb folder"):
+        load_imdb(tmp_path / "empty", progress=False)
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"this is not a tarball")
+    with pytest.raises(DataNotFoundError, match="not a readable"):
+        load_imdb(bad, progress=False)
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tiny_imdb):
+    (tiny_imdb / "test" / "pos" / "5_9.txt").write_bytes(b"Caf\xe9 \xff great film")
+    data = load_imdb(tiny_imdb, validation_size=2, progress=False)
+    assert "Caf\ufffd \ufffd great film" in data.test.texts
+
+
+def test_limit_keeps_a_stratified_subset_of_every_split(tiny_imdb):
+    data = load_imdb(tiny_imdb, validation_size=4, limit=2, progress=False)
+    for split in (data.train, data.validation, data.test):
+        assert len(split) == 2 and split.labels.tolist().count(1) == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs,name", [({"limit": 1}, "limit"), ({"validation_size": -1}, "validation_size")]
+)
+def test_bad_arguments(tiny_imdb, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        load_imdb(tiny_imdb, progress=False, **kwargs)
+
+
+@pytest.mark.imdb
+def test_real_imdb_splits(imdb_path):
+    data = load_imdb(imdb_path, progress=False)
+    assert (len(data.train), len(data.validation), len(data.test)) == (22500, 2500, 25000)
+    for split in (data.train, data.validation, data.test):
+        assert split.labels.sum() * 2 == len(split)  # balanced
+    assert not set(data.train.ids) & set(data.validation.ids)  # disjoint
+    assert len(set(data.train.ids) | set(data.validation.ids)) == 25000
+    assert all(i.startswith("test/") for i in data.test.ids)
+    # the same seed gives the same split, another seed another one
+    again = load_imdb(imdb_path, progress=False)
+    assert again.validation.ids == data.validation.ids
+    other = load_imdb(imdb_path, seed=7, progress=False)
+    assert set(other.validation.ids) != set(data.validation.ids)
+    assert len(other.validation) == 2500 and other.validation.labels.sum() == 1250
