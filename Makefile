@@ -1,0 +1,52 @@
+# hatt — the two jobs a fresh machine needs, each creating its own environment.
+#   make train   environment + hatt, then the main job on IMDB
+#   make test    environment + hatt + test tools, then the whole test suite
+# Offline: DATA=/path/to/aclImdb (folder or .tar.gz) or HATT_IMDB=... in the environment.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA ?=
+TORCH_VERSION ?= 2.13.0
+
+.PHONY: install train test test-tf test-torch bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+# The main job. Until the model families land it runs the data step: load
+# IMDB, carve the validation split, print sizes and length statistics.
+train: install
+	$(BIN)/hatt data $(if $(DATA),--data $(DATA))
+
+# The test suite: every test under the TensorFlow backend, then the layer
+# tests again under a second Keras backend (PyTorch, CPU build).
+test: test-tf test-torch
+
+test-tf: install
+	$(BIN)/python -m pytest -q
+
+$(VENV)/.torch: | $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"
+	touch $@
+
+test-torch: install $(VENV)/.torch
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/layers
+
+bench: install
+	$(BIN)/python experiments/benchmarks/padding.py $(if $(DATA),--data $(DATA))
+	$(BIN)/python experiments/benchmarks/attention_overhead.py
+
+lint: install
+	$(BIN)/ruff format --check hatt tests experiments
+	$(BIN)/ruff check hatt tests experiments
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
