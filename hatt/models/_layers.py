@@ -1,0 +1,222 @@
+"""Small weightless layers the model builders wire together (`keras.ops` only).
+
+They are registered under the "hatt" package so that the functional models
+that use them reload from `.keras` after `import hatt`. They exist because a
+functional graph needs a layer for every step: computing padding masks from
+ids, folding `[batch, S, W]` into `[batch * S, W]` and back (`keras.ops.reshape`
+drops Keras masks, so masks are computed from the ids and passed explicitly),
+and masked max-over-time pooling.
+"""
+
+import keras
+from keras import ops
+
+from hatt.layers._masking import large_negative, to_bool_mask
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class PaddingMask(keras.layers.Layer):
+    """Bool mask of the non-padding ids (`id != 0`).
+
+    With `reduce_last=True` the last axis is reduced with "any": for
+    `[batch, S, W]` ids this gives the `[batch, S]` mask of the sentences that
+    hold at least one word.
+
+    Args:
+        reduce_last: Bool, whether to reduce the last axis with "any".
+            Defaults to `False`.
+        **kwargs: Base layer keyword arguments, such as `name`.
+
+    Call arguments:
+        inputs: Integer ids of any rank; 0 is padding.
+
+    Returns:
+        A bool tensor shaped like `inputs` (without its last axis when
+        `reduce_last=True`).
+    """
+
+    def __init__(self, reduce_last=False, **kwargs):
+        super().__init__(**kwargs)
+        self.reduce_last = reduce_last
+
+    def call(self, inputs):
+        mask = ops.not_equal(inputs, 0)
+        if self.reduce_last:
+            mask = ops.any(mask, axis=-1)
+        return mask
+
+    def compute_output_spec(self, inputs):
+        shape = inputs.shape[:-1] if self.reduce_last else inputs.shape
+        return keras.KerasTensor(shape, dtype="bool")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"reduce_last": self.reduce_last})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class EncoderMask(keras.layers.Layer):
+    """Right-padded mask for an RNN: every step up to the last kept one, and step 0.
+
+    cuDNN's RNN kernels accept only right-padded masks and reject rows with no
+    kept step (tensorflow#43103; Keras then fails an assertion instead of
+    falling back). This layer turns a padding mask into one they accept: a
+    step is kept when it is at or before the row's last kept step, and step 0
+    is always kept, so an empty review or sentence runs one step over
+    padding. The attention that pools the RNN's output must use the true
+    padding mask, which gives those steps zero weight, so the result does not
+    depend on them. The same mask is used on every device, so CPU and GPU
+    compute the same function.
+
+    Call arguments:
+        inputs: Mask of shape `[batch, T]`, bool or 0/1.
+
+    Returns:
+        A bool tensor of shape `[batch, T]`.
+    """
+
+    def call(self, inputs):
+        mask = to_bool_mask(inputs)
+        steps = ops.arange(ops.shape(mask)[1], dtype="int32")[None, :]
+        last = ops.max(ops.where(mask, steps, ops.zeros_like(steps)), axis=1, keepdims=True)
+        return ops.less_equal(steps, last)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(inputs.shape, dtype="bool")
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class FoldSentences(keras.layers.Layer):
+    """Fold the first two axes together: `[batch, S, ...]` → `[batch * S, ...]`.
+
+    Used to run the HAN's word encoder over all sentences of a batch at once
+    (no Python loop, no `TimeDistributed`). The output carries no mask.
+
+    Call arguments:
+        inputs: Tensor of rank 3 or more.
+
+    Returns:
+        The same values, shaped `[batch * S, ...]`.
+    """
+
+    def call(self, inputs):
+        shape = ops.shape(inputs)
+        return ops.reshape(inputs, (-1, *shape[2:]))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_spec(self, inputs):
+        batch, sentences = inputs.shape[0], inputs.shape[1]
+        folded = None if batch is None or sentences is None else batch * sentences
+        return keras.KerasTensor((folded, *inputs.shape[2:]), dtype=inputs.dtype)
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class UnfoldSentences(keras.layers.Layer):
+    """Undo `FoldSentences`: `[batch * S, ...]` → `[batch, S, ...]`.
+
+    `batch` and `S` are read from a reference tensor (the `[batch, S, W]`
+    ids). The output carries no mask: pass the sentence mask explicitly to
+    the layers that follow.
+
+    Call arguments:
+        inputs: List `[folded, reference]`: `folded` of shape
+            `[batch * S, ...]`, `reference` of shape `[batch, S, ...]`.
+
+    Returns:
+        `folded` reshaped to `[batch, S, ...]`.
+    """
+
+    def call(self, inputs):
+        folded, reference = inputs
+        batch_and_sentences = ops.shape(reference)[:2]
+        return ops.reshape(folded, (*batch_and_sentences, *ops.shape(folded)[1:]))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_spec(self, inputs):
+        folded, reference = inputs
+        return keras.KerasTensor((*reference.shape[:2], *folded.shape[1:]), dtype=folded.dtype)
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class ApplyMask(keras.layers.Layer):
+    """Zero the masked steps of a `[batch, T, d]` tensor.
+
+    Convolutions ignore Keras masks; zeroing the padded embeddings makes a
+    `padding="same"` convolution see the same zeros at the end of a review
+    whether the batch is padded further or not.
+
+    Call arguments:
+        inputs: Float tensor of shape `[batch, T, d]`.
+        mask: Tensor of shape `[batch, T]`, bool or 0/1.
+
+    Returns:
+        `inputs` with masked steps set to 0; the output carries no mask.
+    """
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return inputs
+        mask = to_bool_mask(mask)
+        return ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class MaxOverTime(keras.layers.Layer):
+    """Max-over-time pooling that ignores masked steps (Collobert et al.; Kim 2014).
+
+    Masked steps are pushed to a dtype-aware large negative value before the
+    maximum; a row with no kept step gives a zero vector.
+
+    With `return_attention_scores=True` the layer also returns, for every
+    step, the share of feature channels whose maximum lies at that step: a
+    `[batch, T]` distribution that sums to 1 over the kept steps (0 on
+    padding, all zeros for an empty row). It is the max-pooling analogue of
+    attention weights: how much of the pooled vector each step supplied.
+
+    Call arguments:
+        inputs: Float tensor of shape `[batch, T, d]`.
+        mask: Optional tensor of shape `[batch, T]`, bool or 0/1.
+        return_attention_scores: Bool. Defaults to `False`.
+
+    Returns:
+        `output` of shape `[batch, d]`, or `(output, weights)` with `weights`
+        of shape `[batch, T]`.
+    """
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        mask = to_bool_mask(mask)
+        if mask is None:
+            mask = ops.ones(ops.shape(inputs)[:2], dtype="bool")
+        keep = mask[:, :, None]
+        low = ops.cast(large_negative(inputs.dtype), inputs.dtype)
+        masked = ops.where(keep, inputs, low)
+        has_step = ops.any(mask, axis=1, keepdims=True)  # [batch, 1]
+        outputs = ops.where(has_step, ops.max(masked, axis=1), ops.zeros_like(inputs[:, 0]))
+        if not return_attention_scores:
+            return outputs
+        steps = ops.shape(inputs)[1]
+        winners = ops.one_hot(ops.argmax(masked, axis=1), steps, axis=1, dtype=inputs.dtype)
+        weights = ops.mean(winners, axis=2)  # [batch, T]
+        weights = ops.where(ops.logical_and(mask, has_step), weights, ops.zeros_like(weights))
+        return outputs, weights
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        output = keras.KerasTensor((inputs.shape[0], inputs.shape[2]), dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return output
+        weights = keras.KerasTensor(inputs.shape[:2], dtype=self.compute_dtype)
+        return output, weights

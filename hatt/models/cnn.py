@@ -1,0 +1,113 @@
+"""Kim (2014)-style convolutional document classifier."""
+
+import keras
+
+from hatt.layers import ContextAttention
+from hatt.layers.context_attention import SCORES
+from hatt.models import _checks
+from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
+
+POOLINGS = ("max", "attention")
+
+
+def build_cnn(
+    vocabulary_size,
+    embedding_dim=128,
+    kernel_sizes=(3, 4, 5),
+    filters=100,
+    pooling="max",
+    attention_units=None,
+    attention_score="dot",
+    dropout=0.5,
+    name="cnn",
+):
+    """Build a Kim (2014) CNN: parallel convolutions, pooled over time.
+
+    `Embedding` → one `Conv1D` (ReLU, `padding="same"`) per kernel size, run
+    in parallel and concatenated → pooling over time → `Dropout` →
+    `Dense(1, sigmoid)`.
+
+    Pooling is max-over-time (`pooling="max"`, Kim's choice) or
+    `hatt.layers.ContextAttention` (`pooling="attention"`).
+
+    Masking: padding (id 0) never reaches the result. Padded embeddings are
+    zeroed before the convolutions, so `padding="same"` sees the same zeros
+    whatever the batch's length (the result does not change when a review
+    is padded further, and reviews shorter than the widest kernel work);
+    max-over-time ignores padded steps, and the attention gives them zero
+    weight. An empty review gives a finite probability.
+
+    The pooling layer is named `"word_attention"` and is called with
+    `return_attention_scores=True`, so `hatt.models.attention_model` can
+    read its weights. For max pooling these are, per token, the share of
+    feature channels whose maximum lies at that token (sums to 1 over the
+    review's tokens); for attention pooling, the attention weights.
+
+    Args:
+        vocabulary_size: Positive int, number of ids (padding and OOV
+            included).
+        embedding_dim: Positive int. Defaults to `128`.
+        kernel_sizes: Non-empty list of positive ints, the convolution
+            widths. Defaults to `(3, 4, 5)`.
+        filters: Positive int, feature maps per width. Defaults to `100`.
+        pooling: `"max"` or `"attention"`. Defaults to `"max"`.
+        attention_units: Positive int or `None`, `units` of the attention
+            (`pooling="attention"` only). Defaults to `None`.
+        attention_score: The attention's `score`. Defaults to `"dot"`.
+        dropout: Float in `[0, 1)`, dropout on the pooled features.
+            Defaults to `0.5`.
+        name: The model's name. Defaults to `"cnn"`.
+
+    Returns:
+        A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
+        to the probability of the positive class, `[batch, 1]` (float32).
+
+    Example:
+
+    >>> model = hatt.models.build_cnn(vocabulary_size=20000)
+    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+
+    References:
+        - [Kim, 2014. Convolutional Neural Networks for Sentence
+          Classification](https://aclanthology.org/D14-1181/)
+    """
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_ints("kernel_sizes", kernel_sizes)
+    if len(set(kernel_sizes)) != len(kernel_sizes):
+        raise ValueError(
+            f"Expected kernel_sizes to hold distinct widths. Received: kernel_sizes={kernel_sizes!r}"
+        )
+    _checks.check_positive_int("filters", filters)
+    _checks.check_choice("pooling", pooling, POOLINGS)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_rate("dropout", dropout)
+
+    # === Layers ===
+    padding_mask = PaddingMask(name="padding_mask")
+    embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
+    zero_padding = ApplyMask(name="zero_padding")
+    convolutions = [
+        keras.layers.Conv1D(filters, width, padding="same", activation="relu", name=f"conv_{width}")
+        for width in kernel_sizes
+    ]
+    if pooling == "max":
+        pool = MaxOverTime(name="word_attention")
+    else:
+        pool = ContextAttention(units=attention_units, score=attention_score, name="word_attention")
+    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
+
+    # === Functional Model ===
+    token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    mask = padding_mask(token_ids)
+    x = zero_padding(embedding(token_ids), mask=mask)
+    features = [conv(x) for conv in convolutions]
+    if len(features) > 1:
+        x = keras.layers.Concatenate(name="concatenate")(features)
+    else:
+        x = features[0]
+    pooled, _ = pool(x, mask=mask, return_attention_scores=True)
+    probability = head(dropout_layer(pooled))
+    return keras.Model(token_ids, probability, name=name)

@@ -1,0 +1,117 @@
+"""Hierarchical Attention Network (Yang et al. 2016)."""
+
+import keras
+
+from hatt.layers import ContextAttention
+from hatt.layers.context_attention import SCORES
+from hatt.models import _checks
+from hatt.models._layers import EncoderMask, FoldSentences, PaddingMask, UnfoldSentences
+from hatt.models.rnn import CELLS, recurrent_layer
+
+
+def build_han(
+    vocabulary_size,
+    embedding_dim=100,
+    word_units=50,
+    sentence_units=50,
+    cell="gru",
+    attention_units=None,
+    attention_score="dot",
+    dropout=0.3,
+    name="han",
+):
+    """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
+
+    Words: the ids are folded to `[batch * S, W]` (one row per sentence, all
+    sentences of the batch at once), embedded (`mask_zero=True`), encoded
+    by a `Bidirectional` GRU (or LSTM) and pooled by a `ContextAttention`
+    named `"word_attention"` into sentence vectors. Sentences: the vectors
+    are unfolded to `[batch, S, 2 * word_units]`, encoded by a second
+    bidirectional RNN and pooled by a `ContextAttention` named
+    `"sentence_attention"` into a document vector → `Dropout` →
+    `Dense(1, sigmoid)`.
+
+    Masking: words are masked by id != 0, sentences by "holds at least one
+    word". Masks are computed from the ids and passed explicitly, since
+    reshapes drop Keras masks. Padded words and padded (or empty) sentences
+    get exactly zero attention weight, so the result does not change when
+    a review gets extra padded words or sentences; an empty review gives a
+    finite probability. Both RNNs run under a right-padded mask that always
+    keeps step 0 (see `hatt.models._layers.EncoderMask`), which cuDNN
+    accepts for empty sentences and reviews.
+
+    Args:
+        vocabulary_size: Positive int, number of ids (padding and OOV
+            included).
+        embedding_dim: Positive int. Defaults to `100`.
+        word_units: Positive int, units of each direction of the word RNN.
+            Defaults to `50`.
+        sentence_units: Positive int, units of each direction of the
+            sentence RNN. Defaults to `50`.
+        cell: `"gru"` (Yang et al.) or `"lstm"`. Defaults to `"gru"`.
+        attention_units: Positive int or `None`, `units` of both
+            attentions. Defaults to `None` (the RNN output size).
+        attention_score: Both attentions' `score`. Defaults to `"dot"`.
+        dropout: Float in `[0, 1)`, dropout on the word embeddings, the
+            sentence vectors and the document vector. Defaults to `0.3`.
+        name: The model's name. Defaults to `"han"`.
+
+    Returns:
+        A functional `keras.Model` from int ids `[batch, S, W]` (0 =
+        padding) to the probability of the positive class, `[batch, 1]`
+        (float32).
+
+    Example:
+
+    >>> model = hatt.models.build_han(vocabulary_size=20000)
+    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+
+    References:
+        - [Yang et al., 2016. Hierarchical Attention Networks for Document
+          Classification](https://aclanthology.org/N16-1174/)
+    """
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_int("word_units", word_units)
+    _checks.check_positive_int("sentence_units", sentence_units)
+    _checks.check_choice("cell", cell, CELLS)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_rate("dropout", dropout)
+
+    # === Layers ===
+    sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
+    fold = FoldSentences(name="fold_sentences")
+    word_mask_layer = PaddingMask(name="word_mask")
+    word_encoder_mask = EncoderMask(name="word_encoder_mask")
+    embedding = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="word_embedding"
+    )
+    embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+    word_encoder = recurrent_layer(cell, word_units, "word_encoder")
+    word_attention = ContextAttention(
+        units=attention_units, score=attention_score, name="word_attention"
+    )
+    unfold = UnfoldSentences(name="unfold_sentences")
+    sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
+    sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
+    sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
+    sentence_attention = ContextAttention(
+        units=attention_units, score=attention_score, name="sentence_attention"
+    )
+    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
+
+    # === Functional Model ===
+    token_ids = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
+    sentence_mask = sentence_mask_layer(token_ids)  # [batch, S]
+    words = fold(token_ids)  # [batch * S, W]
+    word_mask = word_mask_layer(words)
+    x = embedding_dropout(embedding(words))
+    x = word_encoder(x, mask=word_encoder_mask(word_mask))
+    sentences, _ = word_attention(x, mask=word_mask, return_attention_scores=True)
+    sentences = sentence_dropout(unfold([sentences, token_ids]))  # [batch, S, 2 * word_units]
+    x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
+    document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
+    probability = head(dropout_layer(document))
+    return keras.Model(token_ids, probability, name=name)

@@ -1,0 +1,107 @@
+"""Bidirectional RNN with attention pooling."""
+
+import keras
+
+from hatt.layers import ContextAttention
+from hatt.layers.context_attention import SCORES
+from hatt.models import _checks
+from hatt.models._layers import EncoderMask, PaddingMask
+
+CELLS = ("gru", "lstm")
+
+
+def recurrent_layer(cell, units, name):
+    """A `Bidirectional` GRU or LSTM returning sequences, named `name`."""
+    layer_class = keras.layers.GRU if cell == "gru" else keras.layers.LSTM
+    return keras.layers.Bidirectional(
+        layer_class(units, return_sequences=True, name=f"{name}_{cell}"), name=name
+    )
+
+
+def build_rnn(
+    vocabulary_size,
+    embedding_dim=128,
+    units=64,
+    num_layers=1,
+    cell="gru",
+    attention_units=None,
+    attention_score="dot",
+    dropout=0.3,
+    name="rnn",
+):
+    """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
+
+    `Embedding(mask_zero=True)` → `num_layers` `Bidirectional` GRUs or LSTMs
+    → `hatt.layers.ContextAttention` (named `"word_attention"`) →
+    `Dropout` → `Dense(1, sigmoid)`.
+
+    Masking: the attention gives padding (id 0) zero weight, so the result
+    does not change when a review is padded further. The RNNs run under a
+    right-padded mask that always keeps step 0 (see
+    `hatt.models._layers.EncoderMask`), which cuDNN accepts even for an
+    empty review; such a review gives zero attention weights, a zero
+    document vector and a finite probability.
+
+    Args:
+        vocabulary_size: Positive int, number of ids (padding and OOV
+            included).
+        embedding_dim: Positive int. Defaults to `128`.
+        units: Positive int, units of each RNN direction. Defaults to `64`.
+        num_layers: Positive int, stacked bidirectional RNNs. Defaults to
+            `1`.
+        cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
+        attention_units: Positive int or `None`, `units` of the attention.
+            Defaults to `None` (`2 * units`).
+        attention_score: The attention's `score`. Defaults to `"dot"`.
+        dropout: Float in `[0, 1)`, dropout on the embeddings and on the
+            document vector. Defaults to `0.3`.
+        name: The model's name. Defaults to `"rnn"`.
+
+    Returns:
+        A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
+        to the probability of the positive class, `[batch, 1]` (float32).
+
+    Example:
+
+    >>> model = hatt.models.build_rnn(vocabulary_size=20000, cell="lstm")
+    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+
+    References:
+        - [Bahdanau et al., 2015. Neural Machine Translation by Jointly
+          Learning to Align and Translate](https://arxiv.org/abs/1409.0473)
+        - [Yang et al., 2016. Hierarchical Attention Networks for Document
+          Classification](https://aclanthology.org/N16-1174/)
+    """
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_int("units", units)
+    _checks.check_positive_int("num_layers", num_layers)
+    _checks.check_choice("cell", cell, CELLS)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_rate("dropout", dropout)
+
+    # === Layers ===
+    padding_mask = PaddingMask(name="padding_mask")
+    encoder_mask = EncoderMask(name="encoder_mask")
+    embedding = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+    )
+    embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+    encoders = [recurrent_layer(cell, units, f"encoder_{i}") for i in range(num_layers)]
+    attention = ContextAttention(
+        units=attention_units, score=attention_score, name="word_attention"
+    )
+    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
+
+    # === Functional Model ===
+    token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    mask = padding_mask(token_ids)
+    rnn_mask = encoder_mask(mask)
+    x = embedding_dropout(embedding(token_ids))
+    for encoder in encoders:
+        x = encoder(x, mask=rnn_mask)
+    document, _ = attention(x, mask=mask, return_attention_scores=True)
+    probability = head(dropout_layer(document))
+    return keras.Model(token_ids, probability, name=name)

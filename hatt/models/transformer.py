@@ -1,0 +1,135 @@
+"""Transformer encoder with attention pooling."""
+
+import keras
+
+from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
+from hatt.layers.context_attention import SCORES
+from hatt.layers.position_embedding import MODES
+from hatt.models import _checks
+from hatt.models._layers import PaddingMask
+
+
+def build_transformer(
+    vocabulary_size,
+    embedding_dim=64,
+    num_layers=2,
+    num_heads=4,
+    intermediate_dim=128,
+    sequence_length=512,
+    position_embedding="learned",
+    norm_first=False,
+    attention_units=None,
+    attention_score="dot",
+    dropout=0.1,
+    name="transformer",
+):
+    """Build a Transformer-encoder classifier pooled by `ContextAttention`.
+
+    `Embedding(mask_zero=True)` + `hatt.layers.PositionEmbedding` →
+    `Dropout` → `num_layers` `hatt.layers.TransformerBlock`s →
+    `hatt.layers.ContextAttention` (named `"word_attention"`) → `Dropout` →
+    `Dense(1, sigmoid)`.
+
+    Masking: the blocks attend only to real tokens (id != 0), and the
+    pooling gives padded positions exactly zero weight (never a mean over
+    padding), so the result does not change when a review is padded
+    further. An empty review gives a finite probability.
+
+    Args:
+        vocabulary_size: Positive int, number of ids (padding and OOV
+            included).
+        embedding_dim: Positive int, the model width; divisible by
+            `num_heads`. Defaults to `64`.
+        num_layers: Positive int, number of Transformer blocks. Defaults
+            to `2`.
+        num_heads: Positive int. Defaults to `4`.
+        intermediate_dim: Positive int, feed-forward width. Defaults to
+            `128`.
+        sequence_length: Positive int, the longest review the learned
+            position table covers (`position_embedding="learned"`).
+            Defaults to `512`.
+        position_embedding: `"learned"` or `"sinusoidal"`. Defaults to
+            `"learned"`.
+        norm_first: Bool, pre-norm blocks. Defaults to `False`.
+        attention_units: Positive int or `None`, `units` of the pooling
+            attention. Defaults to `None` (`embedding_dim`).
+        attention_score: The pooling attention's `score`. Defaults to
+            `"dot"`.
+        dropout: Float in `[0, 1)`, used after the embeddings, inside the
+            blocks and on the document vector. Defaults to `0.1`.
+        name: The model's name. Defaults to `"transformer"`.
+
+    Returns:
+        A functional `keras.Model` from int ids `[batch, T]` (0 = padding,
+        `T <= sequence_length` for learned positions) to the probability of
+        the positive class, `[batch, 1]` (float32).
+
+    Example:
+
+    >>> model = hatt.models.build_transformer(vocabulary_size=20000)
+    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+
+    References:
+        - [Vaswani et al., 2017. Attention Is All You Need](
+          https://arxiv.org/abs/1706.03762)
+    """
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_int("num_layers", num_layers)
+    _checks.check_positive_int("num_heads", num_heads)
+    if embedding_dim % num_heads:
+        raise ValueError(
+            "Expected embedding_dim to be divisible by num_heads. "
+            f"Received: embedding_dim={embedding_dim!r}, num_heads={num_heads!r}"
+        )
+    _checks.check_positive_int("intermediate_dim", intermediate_dim)
+    _checks.check_positive_int("sequence_length", sequence_length)
+    _checks.check_choice("position_embedding", position_embedding, MODES)
+    _checks.check_bool("norm_first", norm_first)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_rate("dropout", dropout)
+
+    # === Layers ===
+    padding_mask = PaddingMask(name="padding_mask")
+    embedding = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+    )
+    positions = PositionEmbedding(
+        sequence_length=sequence_length, mode=position_embedding, name="position_embedding"
+    )
+    add_positions = keras.layers.Add(name="add_positions")
+    embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+    blocks = [
+        TransformerBlock(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            dropout=dropout,
+            norm_first=norm_first,
+            name=f"transformer_block_{i}",
+        )
+        for i in range(num_layers)
+    ]
+    final_norm = (
+        keras.layers.LayerNormalization(epsilon=1e-5, name="final_layer_norm")
+        if norm_first
+        else None
+    )
+    attention = ContextAttention(
+        units=attention_units, score=attention_score, name="word_attention"
+    )
+    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
+
+    # === Functional Model ===
+    token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    mask = padding_mask(token_ids)
+    tokens = embedding(token_ids)
+    x = embedding_dropout(add_positions([tokens, positions(tokens)]))
+    for block in blocks:
+        x = block(x, mask=mask)
+    if final_norm is not None:
+        x = final_norm(x)
+    document, _ = attention(x, mask=mask, return_attention_scores=True)
+    probability = head(dropout_layer(document))
+    return keras.Model(token_ids, probability, name=name)
