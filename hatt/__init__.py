@@ -7,7 +7,7 @@ without ``custom_objects`` once ``import hatt`` has run.
 
 __version__ = "0.1.0"
 
-from hatt import layers, models  # noqa: E402  (registers serializable classes)
-from hatt import data  # noqa: E402
+# Importing the subpackages registers their serializable classes with Keras.
+from hatt import data, layers, models  # noqa: E402
 
 __all__ = ["__version__", "data", "layers", "models"]

@@ -6,8 +6,12 @@ Compares, for the flat layout ``[batch, T]`` and the nested layout
 - fixed shape: every batch padded to the maximum (T=400; S=30, W=50),
 - hatt's pipeline: reviews bucketed by length (quantile buckets), each batch
   padded only to its own longest review (``hatt.data.make_dataset``),
-- for the nested layout, the floor that no batching can go under: each review
-  padded to its own ``S_d × W_d`` (its sentences differ in length).
+- for the nested layout, the floor that no batching of a dense ``[batch, S, W]``
+  tensor can go under: each review padded to its own ``S_d × W_d`` (its
+  sentences differ in length),
+- the packed nested layout (``make_dataset(..., packed=True)``): the batch's
+  sentences in groups of similar length, each group ``[N_k, W_k]`` padded to
+  its own longest sentence (what the HAN's word encoder would run over).
 
 Run:  python experiments/benchmarks/padding.py [--data PATH]
 Writes experiments/results/padding.json.
@@ -23,6 +27,7 @@ import tensorflow as tf
 
 import hatt
 from hatt.data import Vectorizer, encode, load_imdb, make_dataset, padding_share
+from hatt.data.pipeline import default_sentence_groups
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "padding.json"
 
@@ -83,21 +88,40 @@ def main():
         }
         if name == "nested":
             row["own_shape_floor"] = own_shape_floor(ids)
+            packed = make_dataset(
+                None,
+                labels,
+                vectorizer=vectorizer,
+                ids=ids,
+                batch_size=args.batch_size,
+                shuffle=True,
+                seed=args.seed,
+                num_buckets=args.num_buckets,
+                packed=True,
+            )
+            row["packed_padding"] = padding_share(packed)
+            row["sentence_groups"] = list(default_sentence_groups(vectorizer.max_words))
         results[name] = row
 
     print(f"\nPadding share in batches of {args.batch_size}, IMDB train ({len(texts)} reviews)")
-    print(f"{'layout':<8}{'max shape':>12}{'fixed shape':>14}{'bucketed':>11}{'floor':>9}")
+    header = f"{'layout':<8}{'max shape':>12}{'fixed shape':>14}{'bucketed':>11}"
+    print(header + f"{'dense floor':>13}{'packed':>9}")
     for name in ("flat", "nested"):
         row = results[name]
-        floor = f"{row['own_shape_floor']:9.1%}" if "own_shape_floor" in row else f"{'-':>9}"
+        extra = "".join(
+            f"{row[key]:{width}.1%}" if key in row else f"{'-':>{width}}"
+            for key, width in (("own_shape_floor", 13), ("packed_padding", 9))
+        )
         shape = "x".join(map(str, row["max_shape"]))
         print(
             f"{name:<8}{shape:>12}{row['fixed_shape_padding']:14.1%}"
-            f"{row['bucketed_padding']:11.1%}{floor}"
+            f"{row['bucketed_padding']:11.1%}{extra}"
         )
     print(
-        "floor: each review padded only to its own sentences x longest sentence; "
-        "no batching of [batch, S, W] can go below it."
+        "dense floor: each review padded only to its own sentences x longest sentence; "
+        "no batching of a dense [batch, S, W] tensor goes below it.\n"
+        "packed: sentences of each bucketed batch grouped by length "
+        f"(widths {results['nested']['sentence_groups']}), each group padded to its longest."
     )
     results["hatt_version"] = hatt.__version__
     out = Path(args.out)

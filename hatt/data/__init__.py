@@ -4,7 +4,13 @@ This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 """
 
 from hatt.data.imdb import DataNotFoundError, Imdb, Split, load_imdb
-from hatt.data.pipeline import encode, make_dataset, padding_share
+from hatt.data.pipeline import (
+    encode,
+    make_dataset,
+    pack_sentences,
+    padding_share,
+    unpack_sentences,
+)
 from hatt.data.text import tokenize
 from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer
 
@@ -18,6 +24,8 @@ __all__ = [
     "encode",
     "load_imdb",
     "make_dataset",
+    "pack_sentences",
     "padding_share",
     "tokenize",
+    "unpack_sentences",
 ]

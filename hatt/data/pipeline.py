@@ -53,6 +53,76 @@ def bucket_boundaries(lengths, num_buckets):
     return sorted({int(q) + 1 for q in quantiles if int(q) + 1 > 1})
 
 
+def default_sentence_groups(max_words):
+    """Word-axis widths of the packed layout's sentence groups, ending at ``max_words``."""
+    widths = [w for w in (4, 8, 12, 16, 20, 25, 30, 40, 50, 64, 80, 100) if w < max_words]
+    return (*widths, int(max_words))
+
+
+def pack_sentences(ids, sentence_groups):
+    """Pack a batch of nested ids into sentence groups of similar length.
+
+    In a dense ``[batch, S, W]`` batch most cells are padding, because the
+    sentences of one review differ in length (on IMDB, more than half of the
+    cells stay padding however reviews are batched). The packed layout keeps
+    the HAN's per-sentence word encoding but pads far less: every real
+    sentence of the batch goes to the first group whose width fits it, and
+    each group is one dense ``[N_k, W_k]`` tensor padded only to its own
+    longest sentence. An index maps the review's sentence slots back to rows.
+
+    Args:
+        ids: ``tf.RaggedTensor`` ``[batch, (S), (W)]`` of int ids.
+        sentence_groups: increasing word-axis widths; the last one must be at
+            least the longest sentence (``Vectorizer.max_words``).
+
+    Returns:
+        A dict with ``"sentence_index"`` ``int32 [batch, S]`` (0 = no
+        sentence, ``i + 1`` = row ``i`` of the groups concatenated in order)
+        and ``"words_k"`` ``int32 [N_k, W_k]`` for each group ``k``. Every
+        group has at least one row (an all-padding row when no sentence of
+        the batch falls in it), so shapes are never empty.
+    """
+    sentences = ids.values  # [(N), (W)]: every real sentence of the batch
+    lengths = tf.cast(sentences.row_lengths(), tf.int32)
+    widths = tf.constant(list(sentence_groups), tf.int32)
+    group = tf.searchsorted(widths, lengths, side="left")  # first width >= length
+    group = tf.minimum(group, len(sentence_groups) - 1)
+    total = tf.shape(lengths)[0]
+    row_of = tf.zeros([total], tf.int32)
+    packed = {}
+    offset = tf.constant(0, tf.int32)
+    for k in range(len(sentence_groups)):
+        members = tf.cast(tf.reshape(tf.where(tf.equal(group, k)), [-1]), tf.int32)
+        count = tf.shape(members)[0]
+        words = tf.gather(sentences, members).to_tensor(default_value=PAD_ID)
+        words = tf.cast(words, tf.int32)
+        # at least one row and one column, so a group is never an empty tensor
+        words = tf.pad(
+            words,
+            [[0, tf.maximum(0, 1 - count)], [0, tf.maximum(0, 1 - tf.shape(words)[1])]],
+            constant_values=PAD_ID,
+        )
+        packed[f"words_{k}"] = words
+        row_of = tf.tensor_scatter_nd_update(
+            row_of, members[:, None], offset + tf.range(count, dtype=tf.int32)
+        )
+        offset = offset + tf.shape(words)[0]
+    index = tf.RaggedTensor.from_row_splits(row_of + 1, ids.row_splits, validate=False)
+    packed["sentence_index"] = at_least_one(index.to_tensor(default_value=0), 0)
+    return packed
+
+
+def unpack_sentences(packed):
+    """Inverse of :func:`pack_sentences`: dense ``[batch, S, W_max]`` ids."""
+    groups = sorted(k for k in packed if k.startswith("words_"))
+    width = max(int(tf.shape(packed[k])[1]) for k in groups)
+    rows = tf.concat(
+        [tf.pad(packed[k], [[0, 0], [0, width - tf.shape(packed[k])[1]]]) for k in groups], 0
+    )
+    rows = tf.concat([tf.zeros([1, width], rows.dtype), rows], 0)  # row 0: no sentence
+    return tf.gather(rows, packed["sentence_index"])
+
+
 def make_dataset(
     texts,
     labels=None,
@@ -63,6 +133,8 @@ def make_dataset(
     seed=1337,
     bucketing=True,
     num_buckets=16,
+    packed=False,
+    sentence_groups=None,
     ids=None,
     progress=False,
 ):
@@ -75,16 +147,23 @@ def make_dataset(
         batch_size: reviews per batch.
         shuffle: shuffle every epoch (training), seeded by ``seed``.
         seed: seed of the shuffle.
-        bucketing: batch reviews of similar length together. Without
-            bucketing, batches keep the input order (use that for
-            ``predict``); they are still padded only to their longest review.
+        bucketing: batch reviews of similar length together (tokens for
+            flat, sentences for nested). Without bucketing, batches keep the
+            input order (use that for ``predict``); they are still padded only
+            to their longest review.
         num_buckets: number of length buckets (quantiles of the corpus).
+        packed: nested only: yield the packed layout of
+            :func:`pack_sentences` (a dict) instead of dense ``[batch, S, W]``.
+        sentence_groups: widths of the packed layout's sentence groups
+            (default: :func:`default_sentence_groups` of ``max_words``).
         ids: ragged ids from :func:`encode`, to reuse an encoded corpus.
         progress: progress bar over tokenization.
 
     Returns:
-        A ``tf.data.Dataset`` of ``ids`` or ``(ids, labels)``, ids ``int32``
-        ``[batch, T]`` or ``[batch, S, W]`` with 0 on padding.
+        A ``tf.data.Dataset`` of ``x`` or ``(x, labels)``: ``x`` is ``int32``
+        ``[batch, T]`` (flat), ``[batch, S, W]`` (nested) or the dict of
+        :func:`pack_sentences` (nested, ``packed=True``), with 0 on padding
+        and every axis at least 1 long.
     """
     if not isinstance(batch_size, int | np.integer) or batch_size < 1:
         raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
@@ -98,55 +177,67 @@ def make_dataset(
                 f"Expected one label per text ({n}). Received: labels with shape {labels.shape}"
             )
     nested = ids.ragged_rank == 2
-    lengths = document_lengths(ids)
+    if packed and not nested:
+        raise ValueError(
+            "Expected a nested vectorizer (output_mode='nested') with packed=True. "
+            f"Received: output_mode={vectorizer.output_mode!r}"
+        )
+    if packed:
+        groups = tuple(sentence_groups or default_sentence_groups(vectorizer.max_words))
+        if list(groups) != sorted(set(groups)) or groups[-1] < vectorizer.max_words:
+            raise ValueError(
+                "Expected sentence_groups to be increasing widths ending at >= max_words "
+                f"({vectorizer.max_words}). Received: sentence_groups={groups}"
+            )
 
     dataset = tf.data.Dataset.from_tensor_slices(ids if labels is None else (ids, labels))
     if shuffle:
         dataset = dataset.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
-    # padded_batch needs dense elements: [(t)] -> [t], [(s), (w)] -> [s, w].
-    dataset = dataset.map(
-        (lambda x: _dense(x)) if labels is None else (lambda x, y: (_dense(x), y)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
 
-    element_shape = [None, None] if nested else [None]
-    shapes = element_shape if labels is None else (element_shape, [])
-    pad_values = PAD_ID if labels is None else (PAD_ID, 0.0)
-    boundaries = bucket_boundaries(lengths, num_buckets) if bucketing else []
+    boundaries = bucket_boundaries(document_lengths(ids), num_buckets) if bucketing else []
     if boundaries:
+        limits = tf.constant(boundaries, tf.int64)
 
-        def length_of(*element):
-            return tf.cast(tf.shape(element[0])[0], tf.int32)
+        def bucket_of(*element):
+            length = tf.cast(_nrows(element[0]), tf.int64)
+            return tf.searchsorted(limits, length[None], side="right", out_type=tf.int64)[0]
 
-        dataset = dataset.bucket_by_sequence_length(
-            length_of,
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-            padded_shapes=shapes,
-            padding_values=pad_values,
+        dataset = dataset.group_by_window(
+            key_func=bucket_of,
+            reduce_func=lambda _, window: window.ragged_batch(batch_size),
+            window_size=batch_size,
         )
     else:
-        dataset = dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=pad_values)
-    # A batch of empty reviews still gets one (padding) step per axis.
+        dataset = dataset.ragged_batch(batch_size)
+
+    if packed:
+        finish = lambda x: pack_sentences(x, groups)  # noqa: E731
+    else:
+        finish = lambda x: at_least_one(x.to_tensor(default_value=PAD_ID))  # noqa: E731
     dataset = dataset.map(
-        (lambda x: at_least_one(x)) if labels is None else (lambda x, y: (at_least_one(x), y)),
+        finish if labels is None else (lambda x, y: (finish(x), y)),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _dense(x):
-    return x.to_tensor() if isinstance(x, tf.RaggedTensor) else x
+def _nrows(x):
+    return tf.shape(x, out_type=tf.int64)[0] if isinstance(x, tf.Tensor) else x.nrows()
 
 
 def padding_share(dataset):
-    """Share of padding ids in all batches of ``dataset`` (ids or (ids, labels))."""
+    """Share of padding ids in all batches of ``dataset`` (ids or (ids, labels)).
+
+    For the packed layout it counts the word groups (the tensors a word
+    encoder runs over), not the sentence index.
+    """
     padding = total = 0
     for batch in dataset:
         x = batch[0] if isinstance(batch, tuple) else batch
-        x = x.numpy()
-        padding += int((x == PAD_ID).sum())
-        total += x.size
+        arrays = [v for k, v in x.items() if k.startswith("words_")] if isinstance(x, dict) else [x]
+        for array in arrays:
+            array = array.numpy()
+            padding += int((array == PAD_ID).sum())
+            total += array.size
     return padding / total if total else 0.0

@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from hatt.data import Vectorizer, encode, make_dataset, padding_share
-from hatt.data.pipeline import bucket_boundaries
+from hatt.data.pipeline import bucket_boundaries, pack_sentences, unpack_sentences
 
 
 def corpus(n=200, seed=0):
@@ -115,3 +115,64 @@ def test_bad_arguments(data):
         make_dataset(texts, labels, vectorizer=flat, batch_size=0)
     with pytest.raises(ValueError, match="one label per text"):
         make_dataset(texts, labels[:5], vectorizer=flat)
+
+
+def pad_words(x, width):
+    return np.pad(x, [(0, 0), (0, 0), (0, width - x.shape[2])])
+
+
+def test_packed_layout_round_trips_to_the_dense_batch(data):
+    texts, labels, _, nested = data
+    groups = (2, 4, 8)
+    ds = make_dataset(
+        texts, labels, vectorizer=nested, batch_size=16, packed=True, sentence_groups=groups
+    )
+    dense = make_dataset(texts, labels, vectorizer=nested, batch_size=16)
+    batches = 0
+    for (packed, y), (x, y_dense) in zip(ds, dense, strict=True):
+        assert sorted(packed) == ["sentence_index", "words_0", "words_1", "words_2"]
+        for k, width in enumerate(groups):
+            words = packed[f"words_{k}"]
+            assert words.dtype == tf.int32 and words.shape[0] >= 1
+            assert 1 <= words.shape[1] <= width
+            real = (words.numpy() != 0).sum(axis=1)
+            # every real row belongs to its group: longer than the previous width
+            assert (real[real > 0] > (groups[k - 1] if k else 0)).all()
+        unpacked = unpack_sentences(packed).numpy()
+        expected = x.numpy()
+        assert unpacked.shape[:2] == expected.shape[:2]
+        np.testing.assert_array_equal(pad_words(unpacked, 8), pad_words(expected, 8))
+        np.testing.assert_array_equal(y, y_dense)
+        # each real sentence row is referenced exactly once
+        index = packed["sentence_index"].numpy()
+        referenced = index[index > 0]
+        assert len(referenced) == len(set(referenced.tolist()))
+        batches += 1
+    assert batches > 1
+
+
+def test_packed_layout_pads_less_than_dense_nested(data):
+    texts, labels, _, nested = data
+    ids = encode(texts, nested)
+    dense = make_dataset(None, labels, vectorizer=nested, ids=ids)
+    packed = make_dataset(None, labels, vectorizer=nested, ids=ids, packed=True)
+    assert padding_share(packed) < padding_share(dense)
+
+
+def test_pack_sentences_on_empty_reviews():
+    ids = tf.ragged.constant([[], [[3, 4, 5]], []], dtype=tf.int32, ragged_rank=2)
+    packed = pack_sentences(ids, (2, 4))
+    assert packed["sentence_index"].numpy().tolist() == [[0], [2], [0]]
+    assert packed["words_0"].numpy().tolist() == [[0]]  # empty group: one padding row
+    assert packed["words_1"].numpy().tolist() == [[3, 4, 5]]
+    assert unpack_sentences(packed).numpy().tolist() == [[[0, 0, 0]], [[3, 4, 5]], [[0, 0, 0]]]
+
+
+def test_packed_arguments_are_checked(data):
+    texts, labels, flat, nested = data
+    with pytest.raises(ValueError, match="nested"):
+        make_dataset(texts, labels, vectorizer=flat, packed=True)
+    with pytest.raises(ValueError, match="sentence_groups"):
+        make_dataset(texts, labels, vectorizer=nested, packed=True, sentence_groups=(4, 2, 8))
+    with pytest.raises(ValueError, match="sentence_groups"):
+        make_dataset(texts, labels, vectorizer=nested, packed=True, sentence_groups=(2, 4))
