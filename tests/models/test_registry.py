@@ -1,0 +1,107 @@
+"""hatt.models.build, attention_model, registration and fresh-process `.keras` reload."""
+
+import keras
+import numpy as np
+import pytest
+
+import hatt
+from hatt.models import _layers
+
+from ._model_test import (
+    assert_reload_in_fresh_process,
+    batch_for,
+    build_small,
+    check_attention,
+    nested_task,
+    to_numpy,
+)
+
+HELPERS = [
+    "ApplyMask",
+    "EncoderMask",
+    "FoldSentences",
+    "MaxOverTime",
+    "PaddingMask",
+    "UnfoldSentences",
+]
+
+
+def test_build_knows_the_four_families():
+    assert hatt.models.FAMILIES == ("cnn", "rnn", "transformer", "han")
+    for family in hatt.models.FAMILIES:
+        model = hatt.models.build(family, vocabulary_size=30)
+        assert isinstance(model, keras.Model)
+        assert model.name == family
+
+
+def test_build_rejects_an_unknown_family():
+    with pytest.raises(ValueError, match=r"Received: name='bert'"):
+        hatt.models.build("bert", vocabulary_size=30)
+
+
+def test_build_passes_keyword_arguments_through():
+    model = hatt.models.build("rnn", vocabulary_size=30, units=8, num_layers=2, cell="lstm")
+    for name in ("encoder_0", "encoder_1"):
+        encoder = model.get_layer(name)
+        assert isinstance(encoder.forward_layer, keras.layers.LSTM)
+        assert encoder.forward_layer.units == 8
+    with pytest.raises(TypeError):
+        hatt.models.build("rnn", vocabulary_size=30, hidden=8)
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_helper_layers_are_registered(name):
+    cls = getattr(_layers, name)
+    assert keras.saving.get_registered_name(cls) == f"hatt>{name}"
+    assert keras.saving.get_registered_object(f"hatt>{name}") is cls
+
+
+def test_all_lists_the_public_names():
+    public = {n for n in dir(hatt.models) if not n.startswith("_")}
+    modules = {"cnn", "rnn", "transformer", "han", "registry"}
+    assert set(hatt.models.__all__) == public - modules
+
+
+def test_attention_model_shares_the_weights():
+    model = build_small("rnn")
+    views = hatt.models.attention_model(model)
+    assert {id(v) for v in views.weights} == {id(v) for v in model.weights}
+    ids = batch_for("rnn")
+    before = to_numpy(views(ids)["probability"])
+    model.get_layer("probability").kernel.assign(
+        np.ones(model.get_layer("probability").kernel.shape, dtype="float32")
+    )
+    assert not np.allclose(to_numpy(views(ids)["probability"]), before)
+
+
+def test_attention_model_rejects_a_model_without_scores():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = keras.layers.Embedding(10, 4, mask_zero=True)(ids)
+    x = hatt.layers.ContextAttention(name="word_attention")(x)
+    model = keras.Model(ids, keras.layers.Dense(1, name="probability")(x))
+    with pytest.raises(ValueError, match="return_attention_scores=True"):
+        hatt.models.attention_model(model)
+
+
+def test_attention_model_on_a_foreign_model_gives_the_probability_only():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(10, 4)(ids))
+    model = keras.Model(ids, keras.layers.Dense(1)(x))
+    assert list(hatt.models.attention_model(model).output) == ["probability"]
+
+
+def test_attention_model_works_after_reload_in_process(tmp_path):
+    model = build_small("han")
+    path = tmp_path / "han.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    ids, _ = nested_task(8, seed=3)
+    check_attention("han", loaded, ids)
+    np.testing.assert_allclose(to_numpy(loaded(ids)), to_numpy(model(ids)), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_reload_in_a_fresh_process(tmp_path):
+    models = [(family, build_small(family), batch_for(family)) for family in hatt.models.FAMILIES]
+    models.append(("cnn_attention", build_small("cnn", pooling="attention"), batch_for("cnn")))
+    assert_reload_in_fresh_process(tmp_path, models)

@@ -1,0 +1,54 @@
+"""hatt.models.build_rnn: bidirectional GRU/LSTM with attention pooling."""
+
+import numpy as np
+import pytest
+
+import hatt
+from hatt.models._layers import EncoderMask
+
+from ._model_test import (
+    batch_for,
+    build_small,
+    check_attention,
+    check_forward,
+    check_padding_invariance,
+    to_numpy,
+)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_two_layers(cell):
+    model = build_small("rnn", cell=cell, num_layers=2, attention_score="general")
+    ids = batch_for("rnn")
+    check_forward(model, ids)
+    check_padding_invariance("rnn", model, ids)
+    check_attention("rnn", model, ids)
+
+
+def test_encoder_mask_is_right_padded_and_keeps_step_zero():
+    mask = np.array(
+        [[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]],
+        dtype=bool,
+    )
+    expected = np.array(
+        [[1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]],
+        dtype=bool,
+    )
+    np.testing.assert_array_equal(to_numpy(EncoderMask()(mask)), expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"vocabulary_size": None}, "vocabulary_size=None"),
+        ({"units": 0}, "units=0"),
+        ({"num_layers": 0}, "num_layers=0"),
+        ({"num_layers": True}, "num_layers=True"),
+        ({"cell": "rnn"}, "cell='rnn'"),
+        ({"dropout": -0.1}, "dropout=-0.1"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    kwargs = {"vocabulary_size": 30, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        hatt.models.build_rnn(**kwargs)
