@@ -220,3 +220,45 @@ class MaxOverTime(keras.layers.Layer):
             return output
         weights = keras.KerasTensor(inputs.shape[:2], dtype=self.compute_dtype)
         return output, weights
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class GatherSentences(keras.layers.Layer):
+    """Place packed sentence rows into their review slots: `[batch, S, ...]`.
+
+    The packed nested layout (`hatt.data.pack_sentences`) holds a batch's
+    sentences in groups of similar length; `sentence_index[b, s]` is `0` for
+    an empty slot and `i + 1` for row `i` of the groups concatenated in
+    order. This layer concatenates the groups' per-sentence tensors along
+    the first axis (padding their second axis, if any, to the widest group),
+    prepends a zero row for the empty slots, and gathers.
+
+    Call arguments:
+        inputs: List `[sentence_index, rows_0, rows_1, ...]`:
+            `sentence_index` int `[batch, S]`, `rows_k` of shape
+            `[N_k, ...]` (all of the same rank).
+
+    Returns:
+        A tensor of shape `[batch, S, ...]`; zero where `sentence_index` is 0.
+        It carries no mask.
+    """
+
+    def call(self, inputs):
+        index, *groups = inputs
+        if len(groups[0].shape) == 2:  # e.g. word weights [N_k, W_k]: pad to the widest W
+            width = ops.max(ops.stack([ops.shape(g)[1] for g in groups]))
+            groups = [ops.pad(g, ((0, 0), (0, width - ops.shape(g)[1]))) for g in groups]
+        rows = ops.concatenate(groups, axis=0)
+        rows = ops.concatenate([ops.zeros_like(rows[:1]), rows], axis=0)
+        return ops.take(rows, ops.cast(index, "int32"), axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_spec(self, inputs):
+        index, *groups = inputs
+        rest = groups[0].shape[1:]
+        if len(rest) == 1:
+            widths = {g.shape[1] for g in groups}
+            rest = (widths.pop() if len(widths) == 1 else None,)
+        return keras.KerasTensor((*index.shape[:2], *rest), dtype=groups[0].dtype)

@@ -5,7 +5,13 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import EncoderMask, FoldSentences, PaddingMask, UnfoldSentences
+from hatt.models._layers import (
+    EncoderMask,
+    FoldSentences,
+    GatherSentences,
+    PaddingMask,
+    UnfoldSentences,
+)
 from hatt.models.rnn import CELLS, recurrent_layer
 
 
@@ -18,6 +24,7 @@ def build_han(
     attention_units=None,
     attention_score="dot",
     dropout=0.3,
+    packed_groups=None,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -54,12 +61,20 @@ def build_han(
         attention_score: Both attentions' `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the word embeddings, the
             sentence vectors and the document vector. Defaults to `0.3`.
+        packed_groups: `None` for dense `[batch, S, W]` input, or a
+            positive int `K` for the packed layout of
+            `hatt.data.pack_sentences` with `K` sentence groups
+            (`len(sentence_groups)`): a dict input `{"sentence_index":
+            [batch, S], "words_0": [N_0, W_0], ..., "words_{K-1}"}`. The
+            same layers (one word encoder, called once per group) run over
+            far less padding; the weights are those of the dense model, so
+            `set_weights` moves them between the two. Defaults to `None`.
         name: The model's name. Defaults to `"han"`.
 
     Returns:
         A functional `keras.Model` from int ids `[batch, S, W]` (0 =
-        padding) to the probability of the positive class, `[batch, 1]`
-        (float32).
+        padding; or the packed dict) to the probability of the positive
+        class, `[batch, 1]` (float32).
 
     Example:
 
@@ -78,10 +93,11 @@ def build_han(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
+    _checks.check_optional_positive_int("packed_groups", packed_groups)
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
-    fold = FoldSentences(name="fold_sentences")
+    fold = FoldSentences(name="fold_sentences")  # dense input only
     word_mask_layer = PaddingMask(name="word_mask")
     word_encoder_mask = EncoderMask(name="word_encoder_mask")
     embedding = keras.layers.Embedding(
@@ -102,16 +118,33 @@ def build_han(
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
     head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
 
+    def encode_words(words):
+        """`[N, W]` ids → sentence vectors `[N, 2 * word_units]`."""
+        word_mask = word_mask_layer(words)
+        x = embedding_dropout(embedding(words))
+        x = word_encoder(x, mask=word_encoder_mask(word_mask))
+        sentences, _ = word_attention(x, mask=word_mask, return_attention_scores=True)
+        return sentences
+
     # === Functional Model ===
-    token_ids = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
-    sentence_mask = sentence_mask_layer(token_ids)  # [batch, S]
-    words = fold(token_ids)  # [batch * S, W]
-    word_mask = word_mask_layer(words)
-    x = embedding_dropout(embedding(words))
-    x = word_encoder(x, mask=word_encoder_mask(word_mask))
-    sentences, _ = word_attention(x, mask=word_mask, return_attention_scores=True)
-    sentences = sentence_dropout(unfold([sentences, token_ids]))  # [batch, S, 2 * word_units]
+    if packed_groups is None:
+        inputs = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
+        sentence_mask = sentence_mask_layer(inputs)  # [batch, S]
+        sentences = unfold([encode_words(fold(inputs)), inputs])  # [batch, S, 2 * word_units]
+    else:
+        index = keras.Input(shape=(None,), dtype="int32", name="sentence_index")
+        groups = [
+            keras.Input(shape=(None,), dtype="int32", name=f"words_{k}")
+            for k in range(packed_groups)
+        ]
+        inputs = {"sentence_index": index, **{f"words_{k}": g for k, g in enumerate(groups)}}
+        # A slot holds a sentence when its row has a word (an empty sentence's row has none).
+        present = PaddingMask(reduce_last=True, name="row_has_word")
+        sentence_mask = GatherSentences(name="sentence_mask")([index, *map(present, groups)])
+        gather = GatherSentences(name="gather_sentences")
+        sentences = gather([index, *[encode_words(g) for g in groups]])
+    sentences = sentence_dropout(sentences)
     x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
     document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
     probability = head(dropout_layer(document))
-    return keras.Model(token_ids, probability, name=name)
+    return keras.Model(inputs, probability, name=name)

@@ -2,7 +2,7 @@
 
 import keras
 
-from hatt.models._layers import UnfoldSentences
+from hatt.models._layers import GatherSentences, UnfoldSentences
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
 from hatt.models.rnn import build_rnn
@@ -38,20 +38,28 @@ def build(name, **kwargs):
     return BUILDERS[name](**kwargs)
 
 
-def _scores(model, layer_name):
-    """The attention weights the layer `layer_name` gave in `model`'s graph, or None."""
+def _scores(model, layer_name, calls=1):
+    """Attention weights of the first `calls` calls of the layer `layer_name`, or None.
+
+    The builders call each attention layer once, except the packed HAN's
+    word attention, which runs once per sentence group; Keras keeps a layer's
+    calls (nodes) in order, also when it rebuilds a model from `.keras`.
+    """
     try:
         layer = model.get_layer(layer_name)
     except ValueError:
         return None
-    output = layer.output  # the tensors of the layer's first call: the model's graph
-    if not isinstance(output, (list, tuple)) or len(output) != 2:
-        raise ValueError(
-            f"Expected the layer {layer_name!r} of model {model.name!r} to be called with "
-            "return_attention_scores=True, as the hatt.models builders do. "
-            f"Received: a layer with output {output!r}"
-        )
-    return output[1]
+    found = []
+    for node in layer._inbound_nodes[:calls]:
+        outputs = node.output_tensors
+        if len(outputs) != 2:
+            raise ValueError(
+                f"Expected the layer {layer_name!r} of model {model.name!r} to be called with "
+                "return_attention_scores=True, as the hatt.models builders do. "
+                f"Received: a layer call with {len(outputs)} output(s)"
+            )
+        found.append(outputs[1])
+    return found
 
 
 def attention_model(model):
@@ -71,7 +79,8 @@ def attention_model(model):
 
         - `"probability"`: `[batch, 1]`, the model's output.
         - `"word_attention"`: `[batch, T]` for flat models, `[batch, S, W]`
-          for the HAN. Zero on padding; sums to 1 over the words of each
+          for the HAN (packed HAN: `W` is the widest group's, as in
+          `hatt.data.unpack_sentences`). Zero on padding; sums to 1 over the words of each
           review (HAN: of each non-empty sentence); all zeros for an empty
           review or sentence. For the CNN with max pooling it is the share
           of feature channels whose maximum lies at each word.
@@ -84,14 +93,20 @@ def attention_model(model):
     >>> views = hatt.models.attention_model(model)(ids)
     >>> views["word_attention"].shape  # [batch, S, W]
     """
-    token_ids = model.inputs[0]
+    inputs = model.input
     outputs = {"probability": model.outputs[0]}
-    word = _scores(model, "word_attention")
+    packed = isinstance(inputs, dict) and "sentence_index" in inputs
+    groups = sum(k.startswith("words_") for k in inputs) if packed else 1
+    word = _scores(model, "word_attention", calls=groups)
     if word is not None:
-        if len(token_ids.shape) == 3:
-            word = UnfoldSentences(name="unfold_word_attention")([word, token_ids])
+        if packed:
+            word = GatherSentences(name="gather_word_attention")([inputs["sentence_index"], *word])
+        elif len(model.inputs[0].shape) == 3:
+            word = UnfoldSentences(name="unfold_word_attention")([word[0], model.inputs[0]])
+        else:
+            word = word[0]
         outputs["word_attention"] = word
     sentence = _scores(model, "sentence_attention")
     if sentence is not None:
-        outputs["sentence_attention"] = sentence
-    return keras.Model(token_ids, outputs, name=f"{model.name}_attention")
+        outputs["sentence_attention"] = sentence[0]
+    return keras.Model(inputs, outputs, name=f"{model.name}_attention")

@@ -1,9 +1,11 @@
 """hatt.models.build_han: words → sentences → document, with attention at both levels."""
 
+import keras
 import numpy as np
 import pytest
 
 import hatt
+from hatt.data import pack_sentences
 from hatt.models._layers import FoldSentences, UnfoldSentences
 
 from ._model_test import (
@@ -12,6 +14,7 @@ from ._model_test import (
     check_forward,
     check_padding_invariance,
     nested_batch,
+    nested_task,
     to_numpy,
 )
 
@@ -71,3 +74,41 @@ def test_bad_arguments(kwargs, message):
     kwargs = {"vocabulary_size": 30, **kwargs}
     with pytest.raises(ValueError, match=message):
         hatt.models.build_han(**kwargs)
+
+
+def _packed(ids, sentence_groups):
+    """`hatt.data.pack_sentences` of dense ids whose trailing empty sentences are dropped."""
+    import tensorflow as tf
+
+    reviews = []
+    for review in ids:
+        sentences = [[int(w) for w in sentence if w] for sentence in review]
+        while sentences and not sentences[-1]:
+            sentences.pop()
+        reviews.append(sentences)
+    ragged = tf.ragged.constant(reviews, dtype=tf.int32, ragged_rank=2)
+    return {k: np.asarray(v) for k, v in pack_sentences(ragged, sentence_groups).items()}
+
+
+def test_packed_layout_computes_the_dense_model(tmp_path):
+    """Same weights, packed input: same probability and attention as the dense model."""
+    dense = build_small("han")
+    packed = build_small("han", packed_groups=2)
+    packed.set_weights(dense.get_weights())
+    ids, _ = nested_task(16, max_sentences=4, max_words=6, seed=5)
+    # Add the edge cases: an empty review and an empty sentence between two others.
+    edge = np.pad(nested_batch(), ((0, 0), (0, 1), (0, 2)))
+    ids = np.concatenate([ids, edge], axis=0)
+    inputs = _packed(ids, (3, 6))
+    dense_views = check_attention("han", dense, ids)
+    packed_views = {k: to_numpy(v) for k, v in hatt.models.attention_model(packed)(inputs).items()}
+    assert set(packed_views) == set(dense_views)
+    for key, value in dense_views.items():
+        np.testing.assert_allclose(packed_views[key], value, atol=1e-5, err_msg=key)
+
+    path = tmp_path / "packed.keras"
+    packed.save(path)
+    loaded = keras.saving.load_model(path)
+    reloaded = hatt.models.attention_model(loaded)(inputs)
+    for key, value in packed_views.items():
+        np.testing.assert_allclose(to_numpy(reloaded[key]), value, atol=1e-6, err_msg=key)

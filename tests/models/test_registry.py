@@ -20,6 +20,7 @@ HELPERS = [
     "ApplyMask",
     "EncoderMask",
     "FoldSentences",
+    "GatherSentences",
     "MaxOverTime",
     "PaddingMask",
     "UnfoldSentences",
