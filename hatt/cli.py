@@ -106,6 +106,43 @@ def cmd_data(args):
     return 0
 
 
+def cmd_train(args):
+    import shutil
+    import time
+    from pathlib import Path
+
+    from hatt import training
+
+    values = {"model": args.model}
+    if args.config:
+        try:
+            values = training.merge_config(values, json.loads(Path(args.config).read_text()))
+        except (OSError, json.JSONDecodeError) as error:
+            raise ValueError(f"Could not read --config {args.config!r}: {error}") from error
+        values["model"] = args.model
+    values = training.merge_config(values, training.parse_overrides(args.set))
+    for key in ("data", "epochs", "seed", "limit"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    config = training.TrainConfig.from_dict(values)
+    run_dir = Path(
+        args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    command = (
+        "hatt " + " ".join(sys.argv[1:]) if args.argv is None else "hatt " + " ".join(args.argv)
+    )
+    metrics = training.train(config, run_dir, command=command)
+    print(training.summary(metrics, run_dir))
+    if args.export_dir:
+        # Until SavedModel export lands: the .keras model and its vocabulary.
+        target = Path(args.export_dir) / config.model
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(run_dir / "model.keras", target / "model.keras")
+        shutil.copy2(run_dir / "vectorizer.json", target / "vectorizer.json")
+        print(f"  exported to           {target}/model.keras (+ vectorizer.json)")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="hatt",
@@ -119,12 +156,38 @@ def build_parser():
     data.add_argument("--json", action="store_true", help="print the statistics as JSON")
     data.add_argument("--quiet", action="store_true", help="no progress bars")
     data.set_defaults(func=cmd_data)
+
+    train = sub.add_parser(
+        "train",
+        help="train a model family on IMDB, evaluate on the test split, export it",
+        description="Train MODEL on IMDB: vocabulary from the training split, early stopping "
+        "on the validation split (best epoch restored), one evaluation on the full test split.",
+    )
+    train.add_argument("model", choices=("cnn", "rnn", "transformer", "han"))
+    train.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
+    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
+    train.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32",
+    )
+    train.add_argument("--epochs", type=int, default=None)
+    train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--limit", type=int, default=None, help="stratified subset per split")
+    train.add_argument("--run-dir", default=None, help="default: runs/MODEL-TIMESTAMP")
+    train.add_argument(
+        "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
+    )
+    train.set_defaults(func=cmd_train)
     return parser
 
 
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

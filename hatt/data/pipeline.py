@@ -194,7 +194,8 @@ def make_dataset(
     if shuffle:
         dataset = dataset.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
 
-    boundaries = bucket_boundaries(document_lengths(ids), num_buckets) if bucketing else []
+    lengths = document_lengths(ids)
+    boundaries = bucket_boundaries(lengths, num_buckets) if bucketing else []
     if boundaries:
         limits = tf.constant(boundaries, tf.int64)
 
@@ -209,6 +210,11 @@ def make_dataset(
         )
     else:
         dataset = dataset.ragged_batch(batch_size)
+    # The number of batches is known (a partial batch per bucket at most): telling
+    # tf.data gives Keras' progress bar its total from the first epoch on.
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(count_batches(lengths, boundaries, batch_size))
+    )
 
     if packed:
         finish = lambda x: pack_sentences(x, groups)  # noqa: E731
@@ -220,6 +226,13 @@ def make_dataset(
         deterministic=True,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def count_batches(lengths, boundaries, batch_size):
+    """Number of batches that bucketing ``lengths`` at ``boundaries`` yields."""
+    buckets = np.searchsorted(np.asarray(boundaries), np.asarray(lengths), side="right")
+    counts = np.bincount(buckets, minlength=len(boundaries) + 1)
+    return int(sum(-(-int(c) // batch_size) for c in counts))
 
 
 def _nrows(x):

@@ -176,3 +176,10 @@ def test_packed_arguments_are_checked(data):
         make_dataset(texts, labels, vectorizer=nested, packed=True, sentence_groups=(4, 2, 8))
     with pytest.raises(ValueError, match="sentence_groups"):
         make_dataset(texts, labels, vectorizer=nested, packed=True, sentence_groups=(2, 4))
+
+
+@pytest.mark.parametrize("bucketing", [True, False])
+def test_cardinality_is_known_and_exact(data, bucketing):
+    texts, labels, flat, _ = data
+    ds = make_dataset(texts, labels, vectorizer=flat, batch_size=16, bucketing=bucketing)
+    assert int(ds.cardinality()) == sum(1 for _ in ds)

@@ -1,0 +1,193 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+
+import hatt
+from hatt import cli, training
+from hatt.data import Imdb, Split
+from tests.data.conftest import write_tiny_imdb
+
+METRIC_KEYS = {
+    "model",
+    "test_accuracy",
+    "test_loss",
+    "validation_accuracy",
+    "epochs",
+    "train_seconds",
+    "examples_per_second",
+    "parameters",
+    "seed",
+    "command",
+    "hatt_version",
+}
+
+
+def planted_corpus(n, seed):
+    """Label 1 iff the review contains 'superb' (else 'dreadful'), among filler words."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = i % 2
+        words = [f"w{rng.integers(30)}" for _ in range(rng.integers(5, 15))]
+        words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
+        texts.append(" ".join(words[:6]) + ". " + " ".join(words[6:]) + ".")
+        labels.append(label)
+    return Split(texts, np.array(labels))
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return Imdb(planted_corpus(160, 0), planted_corpus(40, 1), planted_corpus(40, 2), "planted")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "model,kwargs",
+    [
+        ("cnn", {"embedding_dim": 16, "filters": 8}),
+        ("han", {"embedding_dim": 16, "word_units": 8, "sentence_units": 8}),
+    ],
+)
+def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwargs):
+    config = training.TrainConfig(
+        model=model,
+        model_kwargs=kwargs,
+        epochs=4,
+        batch_size=16,
+        min_count=1,
+        learning_rate=1e-2,
+        patience=4,
+    )
+    metrics = training.train(config, tmp_path, imdb=planted, command="test", verbose=0)
+    assert METRIC_KEYS <= set(metrics)
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+    assert json.loads((tmp_path / "config.json").read_text())["model"] == model
+    history = training.read_history(tmp_path)
+    assert list(history[0])[0] == "epoch" and len(history) == metrics["epochs"] == 4
+    assert metrics["test_accuracy"] >= 0.9 and metrics["hatt_version"] == hatt.__version__
+    assert (tmp_path / "logs").is_dir()
+    # the saved model reloads and gives the metrics' test accuracy back
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    vectorizer = hatt.data.Vectorizer.load(tmp_path / "vectorizer.json")
+    test = hatt.data.make_dataset(
+        planted.test.texts,
+        planted.test.labels,
+        vectorizer=vectorizer,
+        packed=config.model == "han",
+    )
+    _, accuracy = reloaded.evaluate(test, verbose=0)
+    assert accuracy == pytest.approx(metrics["test_accuracy"])
+
+
+def test_early_stopping_restores_the_best_epoch(tmp_path, planted):
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 4},
+        epochs=30,
+        batch_size=16,
+        min_count=1,
+        learning_rate=3e-2,
+        patience=1,
+        monitor="val_loss",
+    )
+    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    history = training.read_history(tmp_path)
+    losses = [float(row["val_loss"]) for row in history]
+    assert metrics["epochs"] < 30  # stopped early
+    assert metrics["best_epoch"] == int(np.argmin(losses)) + 1
+    assert metrics["validation_loss"] == pytest.approx(min(losses), rel=1e-4)
+
+
+def test_triangular_schedule_matches_numpy():
+    schedule = training.TriangularSchedule(0.001, 0.006, step_size=4)
+    steps = np.arange(20)
+    cycle = np.floor(1 + steps / 8)
+    x = np.abs(steps / 4 - 2 * cycle + 1)
+    expected = 0.001 + 0.005 * np.maximum(0, 1 - x)
+    got = np.array([float(schedule(s)) for s in steps])
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert got[4] == pytest.approx(0.006) and got[8] == pytest.approx(0.001)
+    momentum = training.TriangularSchedule(0.85, 0.95, 4, inverse=True)
+    assert float(momentum(0)) == pytest.approx(0.95) and float(momentum(4)) == pytest.approx(0.85)
+
+
+def test_cyclical_sgd_follows_its_momentum_and_round_trips(tmp_path):
+    optimizer = training.CyclicalSGD(
+        learning_rate=training.TriangularSchedule(0.01, 0.1, 2),
+        momentum_schedule=training.TriangularSchedule(0.8, 0.9, 2, inverse=True),
+    )
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile(optimizer=optimizer, loss="mse")
+    x, y = np.ones((8, 3), "float32"), np.zeros((8, 1), "float32")
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0)  # 2 steps
+    assert float(optimizer.current_momentum()) == pytest.approx(0.8)
+    model.save(tmp_path / "m.keras")
+    again = keras.saving.load_model(tmp_path / "m.keras")
+    assert isinstance(again.optimizer, training.CyclicalSGD)
+    assert (
+        again.optimizer.momentum_schedule.get_config() == optimizer.momentum_schedule.get_config()
+    )
+
+
+def test_clr_optimizer_trains(tmp_path, planted):
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 4},
+        epochs=2,
+        batch_size=16,
+        min_count=1,
+        optimizer="clr",
+    )
+    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    assert np.isfinite(metrics["test_loss"])
+
+
+def test_overrides_and_config_validation():
+    overrides = training.parse_overrides(["epochs=3", "model_kwargs.units=32", "data=/x y"])
+    assert overrides == {"epochs": 3, "model_kwargs": {"units": 32}, "data": "/x y"}
+    with pytest.raises(ValueError, match="key=value"):
+        training.parse_overrides(["epochs"])
+    with pytest.raises(ValueError, match="Unknown configuration keys"):
+        training.TrainConfig.from_dict({"model": "cnn", "epoch": 3})
+    with pytest.raises(ValueError, match="model"):
+        training.TrainConfig(model="bert")
+    with pytest.raises(ValueError, match="optimizer"):
+        training.TrainConfig(optimizer="lion")
+
+
+@pytest.mark.slow
+def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    root = write_tiny_imdb(tmp_path / "corpus")
+    config = tmp_path / "cnn.json"
+    config.write_text(json.dumps({"model_kwargs": {"embedding_dim": 8, "filters": 4}}))
+    argv = [
+        "train",
+        "cnn",
+        "--data",
+        str(root),
+        "--config",
+        str(config),
+        "--epochs",
+        "2",
+        "--set",
+        "min_count=1",
+        "--set",
+        "validation_size=4",
+        "--set",
+        "batch_size=4",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--export-dir",
+        str(tmp_path / "saved"),
+    ]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "test accuracy" in out and "run directory" in out
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
+    assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
+    assert cli.main(["train", "cnn", "--data", str(tmp_path / "missing")]) == 2
