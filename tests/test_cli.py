@@ -18,7 +18,9 @@ def test_help_lists_the_data_command():
 def test_data_prints_split_sizes_and_statistics(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path)
-    assert cli.main(["data", "--data", str(root), "--validation-size", "4", "--quiet", "--json"]) == 0
+    assert (
+        cli.main(["data", "--data", str(root), "--validation-size", "4", "--quiet", "--json"]) == 0
+    )
     stats = json.loads(capsys.readouterr().out)
     train = stats["splits"]["train"]
     assert train["reviews"] == 8 and train["positive"] == 4
