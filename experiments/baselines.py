@@ -38,6 +38,7 @@ runs/baselines/baseline_<name>_test_probabilities.npz (git-ignored).
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -55,6 +56,7 @@ from sklearn.pipeline import Pipeline
 
 import hatt
 from hatt.data import Split, load_imdb
+from hatt.data.imdb import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
@@ -70,7 +72,7 @@ SETTINGS = {
     },
     "nb_lr": {
         "fixed": {"min_df": 1},
-        "grid": {"C": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0], "alpha": [0.25, 0.5, 1.0, 2.0]},
+        "grid": {"C": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0], "alpha": [0.25, 0.5, 1.0, 2.0]},
     },
 }
 
@@ -320,6 +322,7 @@ def run_baseline(name, splits, args, command):
         },
         "selection": table,
         "examples": {k: len(v) for k, v in splits.items()},
+        "data": args.data or os.environ.get(ENV_VAR) or "tensorflow_datasets:imdb_reviews",
         "limit": args.limit,
         "test_probabilities": _display_path(probabilities_path),
     }

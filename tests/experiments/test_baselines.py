@@ -173,14 +173,15 @@ def tiny_arguments(tmp_path):
 
 def test_main_writes_metrics_and_test_probabilities(baselines, tmp_path, monkeypatch):
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
-    baselines.main([*tiny_arguments(tmp_path), "--only", "nb_lr", "--seed", "7"])
+    arguments = tiny_arguments(tmp_path)
+    baselines.main([*arguments, "--only", "nb_lr", "--seed", "7"])
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["baseline_nb_lr.json"]
     metrics = json.loads((tmp_path / "results" / "baseline_nb_lr.json").read_text())
     assert REQUIRED_KEYS <= set(metrics)
     assert metrics["model"] == "nb_lr" and metrics["seed"] == 7 and metrics["epochs"] is None
     assert metrics["test_accuracy"] == 1.0 and 0 <= metrics["validation_accuracy"] <= 1
     assert metrics["test_loss"] > 0 and metrics["examples_per_second"] > 0
-    assert "--only nb_lr" in metrics["command"]
+    assert "--only nb_lr" in metrics["command"] and metrics["data"] == arguments[1]
     hyper = metrics["hyperparameters"]
     assert {"C", "alpha", "grid", "ngram_range", "min_df", "features"} <= set(hyper)
     assert hyper["C"] in hyper["grid"]["C"] and hyper["ngram_range"] == [1, 2]
