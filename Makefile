@@ -1,5 +1,6 @@
 # hatt — the two jobs a fresh machine needs, each creating its own environment.
-#   make train   environment + hatt, then the main job on IMDB
+#   make train   environment + hatt, then the main job: train, evaluate, export
+#                (MODEL=cnn|rnn|transformer|han, TRAIN_ARGS="--epochs 3 ...")
 #   make test    environment + hatt + test tools, then the whole test suite
 # Offline: DATA=/path/to/aclImdb (folder or .tar.gz) or HATT_IMDB=... in the environment.
 
@@ -7,6 +8,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DATA ?=
+MODEL ?= cnn
+TRAIN_ARGS ?=
 TORCH_VERSION ?= 2.13.0
 
 .PHONY: install train test test-tf test-torch bench lint clean
@@ -21,10 +24,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-# The main job. Until the model families land it runs the data step: load
-# IMDB, carve the validation split, print sizes and length statistics.
+# The main job: train the default model family on IMDB (vocabulary from the
+# training split, early stopping on the validation split), evaluate it once on
+# the full test split, write runs/MODEL-*/ and export to saved_models/MODEL/.
 train: install
-	$(BIN)/hatt data $(if $(DATA),--data $(DATA))
+	$(BIN)/hatt data $(if $(DATA),--data $(DATA)) --quiet
+	$(BIN)/hatt train $(MODEL) $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)
 
 # The test suite: every test under the TensorFlow backend, then the layer
 # tests again under a second Keras backend (PyTorch, CPU build).

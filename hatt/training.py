@@ -361,6 +361,22 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
     validation_loss, validation_accuracy = model.evaluate(validation_ds, verbose=0)
     test_loss, test_accuracy = model.evaluate(test_ds, verbose=0)
     model.save(run_dir / "model.keras")
+    # Probabilities in each split's own order (no bucketing), for ensembles.
+    for split_name in ("validation", "test"):
+        split = getattr(imdb, split_name)
+        predict_ds = hatt.data.make_dataset(
+            split.texts,
+            vectorizer=vectorizer,
+            batch_size=config.batch_size,
+            bucketing=False,
+            packed=_packed(config),
+        )
+        np.savez_compressed(
+            run_dir / f"{split_name}_probabilities.npz",
+            probabilities=model.predict(predict_ds, verbose=0).reshape(-1).astype(np.float32),
+            labels=split.labels.astype(np.int8),
+            ids=np.array(split.ids),
+        )
 
     train_examples = len(imdb.train) * epochs_run
     metrics = {
@@ -380,6 +396,8 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
         "train_size": len(imdb.train),
         "validation_size": len(imdb.validation),
         "test_size": len(imdb.test),
+        "test_probabilities": str(run_dir / "test_probabilities.npz"),
+        "validation_probabilities": str(run_dir / "validation_probabilities.npz"),
         "data_source": imdb.source,
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),

@@ -68,6 +68,12 @@ def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwa
     assert list(history[0])[0] == "epoch" and len(history) == metrics["epochs"] == 4
     assert metrics["test_accuracy"] >= 0.9 and metrics["hatt_version"] == hatt.__version__
     assert (tmp_path / "logs").is_dir()
+    # test probabilities in the split's order agree with the reported accuracy
+    saved = np.load(tmp_path / "test_probabilities.npz")
+    assert saved["probabilities"].shape == (len(planted.test),)
+    np.testing.assert_array_equal(saved["labels"], planted.test.labels)
+    accuracy = np.mean((saved["probabilities"] > 0.5) == planted.test.labels)
+    assert accuracy == pytest.approx(metrics["test_accuracy"], abs=1e-6)
     # the saved model reloads and gives the metrics' test accuracy back
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
     vectorizer = hatt.data.Vectorizer.load(tmp_path / "vectorizer.json")

@@ -1,0 +1,172 @@
+"""Run every experiment on IMDB and write the results table.
+
+For each model family, ``hatt train FAMILY --config experiments/configs/FAMILY.json``
+runs in its own process (the settings that produced the reported figure live in
+that config); the scikit-learn baselines run through ``experiments/baselines.py``.
+Each run's metrics are copied to ``experiments/results/<name>.json``; an
+ensemble row averages the families' test probabilities (all four, no selection,
+so nothing is tuned on the test split); then ``experiments/RESULTS.md`` is
+generated and the table in README.md is replaced by it.
+
+    python experiments/run_all.py [--data PATH] [--only cnn rnn ...] [--table-only]
+"""
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ROOT / "experiments"
+RESULTS = EXPERIMENTS / "results"
+FAMILIES = ("cnn", "rnn", "transformer", "han")
+BASELINES = ("tfidf_lr", "nb_lr")
+README_START = "<!-- results:start -->"
+README_END = "<!-- results:end -->"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="aclImdb folder or .tar.gz")
+    parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
+    parser.add_argument("--runs", default=str(ROOT / "runs" / "experiments"))
+    parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
+    return parser.parse_args(argv)
+
+
+def run(command):
+    print("$", " ".join(shlex.quote(c) for c in command), flush=True)
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
+def train_family(name, args):
+    run_dir = Path(args.runs) / name
+    command = ["hatt", "train", name, "--config", f"experiments/configs/{name}.json"]
+    if args.data:
+        command += ["--data", args.data]
+    command += ["--run-dir", str(run_dir), "--export-dir", ""]
+    run([sys.executable, "-m", "hatt.cli", *command[1:]])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # The command that reproduces the row (the data path is the user's own).
+    metrics["command"] = f"hatt train {name} --config experiments/configs/{name}.json"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+def run_baselines(names, args):
+    for name in names:
+        command = [sys.executable, "experiments/baselines.py", "--only", name]
+        if args.data:
+            command += ["--data", args.data]
+        run(command)
+
+
+def _load(path):
+    data = np.load(path)
+    return data["probabilities"], data["labels"], data["ids"]
+
+
+def ensemble(members):
+    """Mean of the members' probabilities, aligned on review ids; None if any is missing."""
+    rows = {}
+    for split in ("validation", "test"):
+        stacked = labels = ids = None
+        for metrics in members:
+            path = metrics.get(f"{split}_probabilities")
+            if not path or not Path(path).exists():
+                return None
+            probabilities, member_labels, member_ids = _load(path)
+            if ids is None:
+                ids, labels, stacked = member_ids, member_labels, [probabilities]
+            else:
+                if not np.array_equal(member_ids, ids):
+                    raise ValueError(f"{path}: reviews are not in the same order")
+                stacked.append(probabilities)
+        mean = np.mean(stacked, axis=0)
+        rows[split] = float(np.mean((mean > 0.5) == labels))
+    return {
+        "model": "ensemble (" + " + ".join(m["model"] for m in members) + ")",
+        "test_accuracy": rows["test"],
+        "validation_accuracy": rows["validation"],
+        "epochs": None,
+        "train_seconds": sum(m["train_seconds"] for m in members),
+        "parameters": sum(m["parameters"] for m in members),
+        "seed": members[0]["seed"],
+        "command": "python experiments/run_all.py (mean of the family probabilities)",
+    }
+
+
+def collect():
+    rows = []
+    for name in (*(f"baseline_{b}" for b in BASELINES), *FAMILIES):
+        path = RESULTS / f"{name}.json"
+        if path.exists():
+            rows.append(json.loads(path.read_text()))
+    families = [r for r in rows if r["model"] in FAMILIES]
+    if len(families) == len(FAMILIES):
+        combined = ensemble(families)
+        if combined is not None:
+            (RESULTS / "ensemble.json").write_text(json.dumps(combined, indent=2) + "\n")
+    if (RESULTS / "ensemble.json").exists():
+        rows.append(json.loads((RESULTS / "ensemble.json").read_text()))
+    return rows
+
+
+def table(rows):
+    lines = [
+        "| model | test accuracy | validation accuracy | epochs | training minutes "
+        "| parameters | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        epochs = "–" if r.get("epochs") is None else str(r["epochs"])
+        lines.append(
+            f"| {r['model']} | {100 * r['test_accuracy']:.2f} % "
+            f"| {100 * r['validation_accuracy']:.2f} % | {epochs} "
+            f"| {r['train_seconds'] / 60:.1f} | {r['parameters']:,} | `{r['command']}` |"
+        )
+    return "\n".join(lines)
+
+
+def write_tables(rows):
+    body = table(rows)
+    seeds = sorted({str(r.get("seed")) for r in rows})
+    text = (
+        "# Results on IMDB\n\n"
+        "Generated by `python experiments/run_all.py` from `experiments/results/*.json`; "
+        "do not edit by hand.\n\n"
+        "Test accuracy is measured once, on the full 25,000-review test split; every "
+        "setting and the early-stopping epoch were chosen on the 2,500-review validation "
+        f"split carved out of `train/` (seed {', '.join(seeds)}). Training minutes are "
+        "wall time on the machine that ran the row (2 CPU cores unless said otherwise).\n\n"
+        f"{body}\n"
+    )
+    (EXPERIMENTS / "RESULTS.md").write_text(text)
+    readme = ROOT / "README.md"
+    content = readme.read_text()
+    if README_START in content and README_END in content:
+        head, rest = content.split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}")
+    print(text)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    names = args.only or [*BASELINES, *FAMILIES]
+    unknown = sorted(set(names) - set(BASELINES) - set(FAMILIES))
+    if unknown:
+        raise SystemExit(f"unknown names {unknown}; choose from {BASELINES + FAMILIES}")
+    if not args.table_only:
+        run_baselines([n for n in names if n in BASELINES], args)
+        for name in (n for n in names if n in FAMILIES):
+            train_family(name, args)
+    write_tables(collect())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_all.py"
+
+
+@pytest.fixture
+def run_all(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("run_all", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(module, "EXPERIMENTS", tmp_path)
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    (tmp_path / "results").mkdir()
+    return module
+
+
+def write_member(tmp_path, name, probabilities, labels, ids):
+    paths = {}
+    for split in ("validation", "test"):
+        path = tmp_path / f"{name}_{split}.npz"
+        np.savez(
+            path,
+            probabilities=np.array(probabilities, "float32"),
+            labels=np.array(labels, "int8"),
+            ids=np.array(ids),
+        )
+        paths[f"{split}_probabilities"] = str(path)
+    metrics = {
+        "model": name,
+        "test_accuracy": 0.5,
+        "validation_accuracy": 0.5,
+        "epochs": 3,
+        "train_seconds": 120.0,
+        "parameters": 1000,
+        "seed": 1337,
+        "command": f"hatt train {name}",
+        **paths,
+    }
+    (tmp_path / "results" / f"{name}.json").write_text(json.dumps(metrics))
+    return metrics
+
+
+def test_ensemble_averages_probabilities_and_tables_are_written(tmp_path, run_all):
+    labels, ids = [1, 0, 1, 0], ["a", "b", "c", "d"]
+    # each member is right on 3 of 4; their mean is right on all 4
+    write_member(tmp_path, "cnn", [0.9, 0.4, 0.4, 0.1], labels, ids)
+    write_member(tmp_path, "rnn", [0.4, 0.1, 0.9, 0.3], labels, ids)
+    write_member(tmp_path, "transformer", [0.8, 0.2, 0.7, 0.6], labels, ids)
+    write_member(tmp_path, "han", [0.7, 0.45, 0.8, 0.2], labels, ids)
+    (tmp_path / "README.md").write_text(
+        "intro\n<!-- results:start -->\nold\n<!-- results:end -->\nend\n"
+    )
+    rows = run_all.collect()
+    assert rows[-1]["model"].startswith("ensemble")
+    assert rows[-1]["test_accuracy"] == 1.0 and rows[-1]["parameters"] == 4000
+    run_all.write_tables(rows)
+    results = (tmp_path / "RESULTS.md").read_text()
+    assert "| cnn | 50.00 % | 50.00 % | 3 | 2.0 | 1,000 | `hatt train cnn` |" in results
+    readme = (tmp_path / "README.md").read_text()
+    assert "old" not in readme and "| ensemble" in readme and readme.endswith("end\n")
+
+
+def test_misaligned_members_are_refused(tmp_path, run_all):
+    members = [
+        write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"]),
+        write_member(tmp_path, "rnn", [0.9, 0.1], [1, 0], ["b", "a"]),
+    ]
+    with pytest.raises(ValueError, match="same order"):
+        run_all.ensemble(members)
+
+
+def test_unknown_names_are_rejected(run_all):
+    with pytest.raises(SystemExit):
+        run_all.main(["--only", "bert", "--table-only"])
