@@ -31,9 +31,10 @@ training split only.
 
 Run:  python experiments/baselines.py [--data PATH] [--seed 1337] [--limit N]
       [--only tfidf_lr|nb_lr]
-Writes experiments/results/baseline_<name>.json and the test-set probabilities
-(with labels and review ids, for ensembles) to
-runs/baselines/baseline_<name>_test_probabilities.npz (git-ignored).
+Writes experiments/results/baseline_<name>.json and the validation and test
+probabilities (with labels and review ids, for ensembles, as ``run_all.py``
+reads them) to runs/baselines/baseline_<name>_<split>_probabilities.npz
+(git-ignored).
 """
 
 import argparse
@@ -289,13 +290,16 @@ def run_baseline(name, splits, args, command):
 
     runs = Path(args.runs)
     runs.mkdir(parents=True, exist_ok=True)
-    probabilities_path = runs / f"baseline_{name}_test_probabilities.npz"
-    np.savez_compressed(
-        probabilities_path,
-        probabilities=test["probabilities"].astype(np.float32),
-        labels=splits["test"].labels.astype(np.int8),
-        ids=np.array(splits["test"].ids),
-    )
+    probabilities_paths = {}
+    for split, result in (("validation", validation), ("test", test)):
+        path = runs / f"baseline_{name}_{split}_probabilities.npz"
+        np.savez_compressed(
+            path,
+            probabilities=result["probabilities"].astype(np.float32),
+            labels=splits[split].labels.astype(np.int8),
+            ids=np.array(splits[split].ids),
+        )
+        probabilities_paths[split] = _display_path(path)
     n_train = len(splits["train"])
     metrics = {
         "model": name,
@@ -324,7 +328,8 @@ def run_baseline(name, splits, args, command):
         "examples": {k: len(v) for k, v in splits.items()},
         "data": args.data or os.environ.get(ENV_VAR) or "tensorflow_datasets:imdb_reviews",
         "limit": args.limit,
-        "test_probabilities": _display_path(probabilities_path),
+        "validation_probabilities": probabilities_paths["validation"],
+        "test_probabilities": probabilities_paths["test"],
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)

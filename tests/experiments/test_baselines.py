@@ -190,3 +190,6 @@ def test_main_writes_metrics_and_test_probabilities(baselines, tmp_path, monkeyp
     assert saved["probabilities"].shape == saved["labels"].shape == (10,)
     assert all(i.startswith("test/") for i in saved["ids"])
     np.testing.assert_array_equal(saved["probabilities"] > 0.5, saved["labels"] == 1)
+    validation = np.load(metrics["validation_probabilities"])
+    assert validation["probabilities"].shape == (10,)
+    assert all(i.startswith("train/") for i in validation["ids"])
