@@ -182,10 +182,30 @@ def _load_local(path, progress=True):
     return train, test, str(root)
 
 
+IMDB_HOST = "ai.stanford.edu"  # where tensorflow-datasets downloads imdb_reviews from
+
+
+def _reachable(host, port=80, timeout=3.0):
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def _load_tfds():
     import tensorflow_datasets as tfds
 
-    splits = tfds.load("imdb_reviews", split=["train", "test"], as_supervised=True)
+    options = {"split": ["train", "test"], "as_supervised": True}
+    try:  # already downloaded and prepared: no network needed
+        splits = tfds.load("imdb_reviews", download=False, **options)
+    except Exception:
+        # Fail fast offline instead of waiting through tfds' download retries.
+        if not _reachable(IMDB_HOST):
+            raise ConnectionError(f"cannot reach {IMDB_HOST} to download imdb_reviews") from None
+        splits = tfds.load("imdb_reviews", **options)
     out = []
     for name, ds in zip(("train", "test"), splits, strict=True):
         texts, labels = [], []

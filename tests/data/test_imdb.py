@@ -112,3 +112,26 @@ def test_real_imdb_splits(imdb_path):
     other = load_imdb(imdb_path, seed=7, progress=False)
     assert set(other.validation.ids) != set(data.validation.ids)
     assert len(other.validation) == 2500 and other.validation.labels.sum() == 1250
+
+
+def test_tensorflow_datasets_path_converts_splits(monkeypatch):
+    """The tfds source (used with a network) yields the same Split objects."""
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    monkeypatch.delenv("HATT_IMDB", raising=False)
+    calls = []
+
+    def fake_load(name, split, as_supervised, download=True):
+        calls.append((name, tuple(split), as_supervised, download))
+        texts = [b"Good film.", b"Bad \xff film.", b"Great!", b"Awful."]
+        labels = [1, 0, 1, 0]
+        return [tf.data.Dataset.from_tensor_slices((texts, labels)) for _ in split]
+
+    monkeypatch.setattr(tfds, "load", fake_load)
+    data = load_imdb(validation_size=2, progress=False)
+    assert calls == [("imdb_reviews", ("train", "test"), True, False)]
+    assert data.source == "tensorflow_datasets:imdb_reviews"
+    assert len(data.train) == 2 and len(data.validation) == 2 and len(data.test) == 4
+    assert "Bad \ufffd film." in data.test.texts and data.test.ids[0] == "test/0"
+    assert sorted(data.validation.labels.tolist()) == [0, 1]
