@@ -70,16 +70,15 @@ def main():
     for name, vectorizer in (("flat", flat), ("nested", nested)):
         start = time.perf_counter()
         ids = encode(texts, vectorizer, progress=True)
-        dataset = make_dataset(
-            None,
-            labels,
-            vectorizer=vectorizer,
-            ids=ids,
-            batch_size=args.batch_size,
-            shuffle=True,
-            seed=args.seed,
-            num_buckets=args.num_buckets,
-        )
+        options = {
+            "vectorizer": vectorizer,
+            "ids": ids,
+            "batch_size": args.batch_size,
+            "shuffle": True,
+            "seed": args.seed,
+            "num_buckets": args.num_buckets,
+        }
+        dataset = make_dataset(None, labels, **options)
         row = {
             "max_shape": list(vectorizer.max_shape()),
             "fixed_shape_padding": fixed_share(ids, vectorizer.max_shape()),
@@ -88,17 +87,7 @@ def main():
         }
         if name == "nested":
             row["own_shape_floor"] = own_shape_floor(ids)
-            packed = make_dataset(
-                None,
-                labels,
-                vectorizer=vectorizer,
-                ids=ids,
-                batch_size=args.batch_size,
-                shuffle=True,
-                seed=args.seed,
-                num_buckets=args.num_buckets,
-                packed=True,
-            )
+            packed = make_dataset(None, labels, packed=True, **options)
             row["packed_padding"] = padding_share(packed)
             row["sentence_groups"] = list(default_sentence_groups(vectorizer.max_words))
         results[name] = row

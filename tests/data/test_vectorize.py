@@ -1,13 +1,10 @@
-import json
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from hatt.data import OOV_ID, PAD_ID, Vectorizer
+from tests._fresh_process import run_json_script
 
 TRAIN = ["the film was good. the film was long!", "a bad film", "good good acting"]
 
@@ -109,8 +106,7 @@ def test_keras_file_round_trip_in_a_fresh_process(flat, tmp_path):
         f"m = keras.saving.load_model({str(path)!r})\n"
         f"print(json.dumps(m(tf.constant({texts!r})).numpy().tolist()))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == expected
+    assert run_json_script(script) == expected
 
 
 def test_unadapted_and_bad_arguments():

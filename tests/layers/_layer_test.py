@@ -1,13 +1,12 @@
 """Shared checks for hatt layers: construction, calls, config and `.keras` reload."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import keras
 import numpy as np
+
+from tests._fresh_process import run_json_script
 
 
 def to_numpy(x):
@@ -106,16 +105,6 @@ def assert_reload_in_fresh_process(tmp_path, models):
             case["outputs"].append(str(tmp_path / f"{name}_out{i}.npy"))
             np.save(case["outputs"][-1], to_numpy(y))
         cases.append(case)
-    env = {**os.environ, "KERAS_BACKEND": keras.backend.backend(), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run(
-        [sys.executable, "-c", RELOAD_SCRIPT, json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = run_json_script(RELOAD_SCRIPT, json.dumps(cases))
     assert report["backend"] == keras.backend.backend()
     assert report["failures"] == []

@@ -1,15 +1,13 @@
 """Shared data and checks for the model-family tests."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import keras
 import numpy as np
 
 import hatt
+from tests._fresh_process import run_json_script
 
 VOCABULARY_SIZE = 40
 PLANTED = 7
@@ -215,15 +213,5 @@ def assert_reload_in_fresh_process(tmp_path, models):
             case["outputs"][key] = str(tmp_path / f"{name}_{key}.npy")
             np.save(case["outputs"][key], to_numpy(value))
         cases.append(case)
-    env = {**os.environ, "KERAS_BACKEND": keras.backend.backend(), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run(
-        [sys.executable, "-c", RELOAD_SCRIPT, json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = run_json_script(RELOAD_SCRIPT, json.dumps(cases))
     assert report["failures"] == []
