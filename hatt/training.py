@@ -153,6 +153,10 @@ class TrainConfig:
     max_words: int = 50
     truncation: str = "head_tail"
     packed: bool = True  # HAN only: packed sentence groups (far less padding)
+    # Widths of the packed sentence groups; None: hatt.data's default (least padding).
+    # On a CPU a recurrent word encoder pays per time step, so fewer groups run
+    # faster (experiments/benchmarks/han_packed.py).
+    sentence_groups: list | None = None
     batch_size: int = 32
     num_buckets: int = 16
     # optimization
@@ -243,6 +247,11 @@ def _packed(config):
     return config.model == "han" and config.packed
 
 
+def _sentence_groups(config):
+    groups = config.sentence_groups or hatt.data.pipeline.default_sentence_groups(config.max_words)
+    return tuple(int(g) for g in groups)
+
+
 def create_datasets(config, imdb, vectorizer):
     """Train (shuffled, seeded), validation and test datasets, all bucketed."""
     options = {
@@ -250,6 +259,7 @@ def create_datasets(config, imdb, vectorizer):
         "batch_size": config.batch_size,
         "num_buckets": config.num_buckets,
         "packed": _packed(config),
+        "sentence_groups": _sentence_groups(config) if _packed(config) else None,
         "progress": True,
     }
     train = hatt.data.make_dataset(
@@ -264,9 +274,7 @@ def create_model(config, vectorizer, steps_per_epoch):
     kwargs = dict(config.model_kwargs)
     kwargs["vocabulary_size"] = vectorizer.vocabulary_size
     if _packed(config):
-        kwargs.setdefault(
-            "packed_groups", len(hatt.data.pipeline.default_sentence_groups(config.max_words))
-        )
+        kwargs.setdefault("packed_groups", len(_sentence_groups(config)))
     if config.model == "transformer":
         kwargs.setdefault("sequence_length", config.sequence_length)
     model = models.build(config.model, **kwargs)
@@ -370,6 +378,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
             batch_size=config.batch_size,
             bucketing=False,
             packed=_packed(config),
+            sentence_groups=_sentence_groups(config) if _packed(config) else None,
         )
         np.savez_compressed(
             run_dir / f"{split_name}_probabilities.npz",
