@@ -27,6 +27,23 @@ import hatt
 from hatt import models
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
+# Keys every results file has (neural runs and the baselines alike), so the
+# results table and the ensemble can read any of them.
+METRIC_KEYS = (
+    "model",
+    "test_accuracy",
+    "test_loss",
+    "validation_accuracy",
+    "epochs",
+    "train_seconds",
+    "examples_per_second",
+    "parameters",
+    "seed",
+    "command",
+    "hatt_version",
+    "test_probabilities",
+    "validation_probabilities",
+)
 
 
 # === Cyclical learning rate and momentum ============================================

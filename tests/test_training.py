@@ -9,20 +9,6 @@ from hatt import cli, training
 from hatt.data import Imdb, Split
 from tests.data.conftest import write_tiny_imdb
 
-METRIC_KEYS = {
-    "model",
-    "test_accuracy",
-    "test_loss",
-    "validation_accuracy",
-    "epochs",
-    "train_seconds",
-    "examples_per_second",
-    "parameters",
-    "seed",
-    "command",
-    "hatt_version",
-}
-
 
 def planted_corpus(n, seed):
     """Label 1 iff the review contains 'superb' (else 'dreadful'), among filler words."""
@@ -61,7 +47,7 @@ def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwa
         patience=4,
     )
     metrics = training.train(config, tmp_path, imdb=planted, command="test", verbose=0)
-    assert METRIC_KEYS <= set(metrics)
+    assert set(training.METRIC_KEYS) <= set(metrics)
     assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
     assert json.loads((tmp_path / "config.json").read_text())["model"] == model
     history = training.read_history(tmp_path)

@@ -9,24 +9,11 @@ import numpy as np
 import pytest
 
 from hatt.data import Split
+from hatt.training import METRIC_KEYS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "baselines.py"
 
-REQUIRED_KEYS = {
-    "model",
-    "test_accuracy",
-    "test_loss",
-    "validation_accuracy",
-    "epochs",
-    "train_seconds",
-    "examples_per_second",
-    "parameters",
-    "seed",
-    "command",
-    "hatt_version",
-    "hyperparameters",
-    "test_probabilities",
-}
+REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}
 
 FILLER = "the a movie film plot story actor scene it was and of this to watch saw".split()
 
