@@ -6,6 +6,7 @@ IMDB corpus (split sizes and length statistics).
 
 import argparse
 import json
+import shlex
 import sys
 
 import hatt
@@ -128,9 +129,8 @@ def cmd_train(args):
     run_dir = Path(
         args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    command = (
-        "hatt " + " ".join(sys.argv[1:]) if args.argv is None else "hatt " + " ".join(args.argv)
-    )
+    # Quoted so that the recorded command can be pasted back into a shell.
+    command = shlex.join(["hatt", *(sys.argv[1:] if args.argv is None else args.argv)])
     metrics = training.train(config, run_dir, command=command)
     print(training.summary(metrics, run_dir))
     if args.export_dir:

@@ -132,11 +132,12 @@ class CyclicalSGD(keras.optimizers.SGD):
         gradient = keras.ops.cast(gradient, variable.dtype)
         momentum = keras.ops.cast(self.current_momentum(), variable.dtype)
         m = self.momentums[self._get_variable_index(variable)]
-        step = keras.ops.subtract(keras.ops.multiply(m, momentum), gradient * learning_rate)
-        self.assign(m, step)
-        if self.nesterov:
-            step = keras.ops.subtract(keras.ops.multiply(m, momentum), gradient * learning_rate)
-        self.assign_add(variable, step)
+        scaled = keras.ops.multiply(gradient, learning_rate)
+        self.assign(m, keras.ops.subtract(keras.ops.multiply(m, momentum), scaled))
+        if self.nesterov:  # look ahead along the updated velocity
+            self.assign_add(variable, keras.ops.subtract(keras.ops.multiply(m, momentum), scaled))
+        else:
+            self.assign_add(variable, m)
 
     def get_config(self):
         config = super().get_config()
@@ -269,22 +270,33 @@ def _sentence_groups(config):
     return tuple(int(g) for g in groups)
 
 
-def create_datasets(config, imdb, vectorizer):
-    """Train (shuffled, seeded), validation and test datasets, all bucketed."""
-    options = {
+def _dataset_options(config, vectorizer):
+    packed = _packed(config)
+    return {
         "vectorizer": vectorizer,
         "batch_size": config.batch_size,
-        "num_buckets": config.num_buckets,
-        "packed": _packed(config),
-        "sentence_groups": _sentence_groups(config) if _packed(config) else None,
-        "progress": True,
+        "packed": packed,
+        "sentence_groups": _sentence_groups(config) if packed else None,
     }
-    train = hatt.data.make_dataset(
-        imdb.train.texts, imdb.train.labels, shuffle=True, seed=config.seed, **options
-    )
-    validation = hatt.data.make_dataset(imdb.validation.texts, imdb.validation.labels, **options)
-    test = hatt.data.make_dataset(imdb.test.texts, imdb.test.labels, **options)
-    return train, validation, test
+
+
+def create_datasets(config, imdb, vectorizer):
+    """Encode every split once; return its ids and its (bucketed) dataset.
+
+    Returns:
+        ``{split: (ids, dataset)}`` for train (shuffled, seeded), validation
+        and test. The ids are reused for the in-order prediction datasets.
+    """
+    options = {**_dataset_options(config, vectorizer), "num_buckets": config.num_buckets}
+    out = {}
+    for name in ("train", "validation", "test"):
+        split = getattr(imdb, name)
+        ids = hatt.data.encode(split.texts, vectorizer, progress=True)
+        dataset = hatt.data.make_dataset(
+            None, split.labels, ids=ids, shuffle=name == "train", seed=config.seed, **options
+        )
+        out[name] = (ids, dataset)
+    return out
 
 
 def create_model(config, vectorizer, steps_per_epoch):
@@ -357,9 +369,12 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
     vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
     vectorizer.save(run_dir / "vectorizer.json")
     print("Tokenizing train / validation / test")
-    train_ds, validation_ds, test_ds = create_datasets(config, imdb, vectorizer)
-    # The cyclical schedule is set in optimizer steps: count one epoch's batches.
-    steps_per_epoch = sum(1 for _ in train_ds) if config.optimizer == "clr" else 1
+    encoded = create_datasets(config, imdb, vectorizer)
+    train_ds, validation_ds, test_ds = (
+        encoded[name][1] for name in ("train", "validation", "test")
+    )
+    # The cyclical schedule is set in optimizer steps; the batch count is known.
+    steps_per_epoch = int(train_ds.cardinality())
     model = create_model(config, vectorizer, steps_per_epoch)
 
     timer = _Timer()
@@ -390,12 +405,10 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
     for split_name in ("validation", "test"):
         split = getattr(imdb, split_name)
         predict_ds = hatt.data.make_dataset(
-            split.texts,
-            vectorizer=vectorizer,
-            batch_size=config.batch_size,
+            None,
+            ids=encoded[split_name][0],
             bucketing=False,
-            packed=_packed(config),
-            sentence_groups=_sentence_groups(config) if _packed(config) else None,
+            **_dataset_options(config, vectorizer),
         )
         np.savez_compressed(
             run_dir / f"{split_name}_probabilities.npz",

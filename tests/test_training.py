@@ -183,3 +183,22 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
     assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
     assert cli.main(["train", "cnn", "--data", str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_cyclical_sgd_with_a_flat_schedule_equals_keras_sgd(nesterov):
+    def fitted(optimizer):
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((3,))
+        model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+        model.compile(optimizer=optimizer, loss="mse")
+        rng = np.random.default_rng(0)
+        x, y = rng.normal(size=(16, 3)), rng.normal(size=(16, 2))
+        model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+        return model.get_weights()
+
+    flat = training.TriangularSchedule(0.9, 0.9, 3)
+    ours = fitted(training.CyclicalSGD(0.05, momentum_schedule=flat, nesterov=nesterov))
+    theirs = fitted(keras.optimizers.SGD(0.05, momentum=0.9, nesterov=nesterov))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -173,7 +173,8 @@ class Vectorizer(keras.layers.Layer):
         if len(set(vocabulary)) != len(vocabulary):
             raise ValueError("Expected vocabulary to hold each word once. Received duplicates.")
         vocabulary = vocabulary[: self.max_tokens - 2]
-        self.lookup.set_vocabulary(vocabulary) if vocabulary else None
+        if vocabulary:  # StringLookup rejects an empty list; lookup_ids handles that case
+            self.lookup.set_vocabulary(vocabulary)
         self._vocabulary = vocabulary
 
     @property
