@@ -308,7 +308,7 @@ def _dataset_options(config, vectorizer):
     }
 
 
-def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0):
+def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0, replicas=1):
     """Encode every split once; return its ids and its (bucketed) dataset.
 
     Args:
@@ -316,6 +316,12 @@ def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0):
             epochs ``initial_epoch..epochs-1``, epoch ``e`` shuffled by
             ``(seed, e)`` (``fit`` then needs ``steps_per_epoch``); ``None``:
             one epoch, reshuffled on every iteration.
+        replicas: the replicas each batch is split across. With more than
+            one, no batch is smaller than ``replicas`` (an empty replica batch
+            breaks some CPU kernels): the training set drops such partial
+            batches (at most ``replicas - 1`` reviews a bucket, others every
+            epoch), validation and test keep every review, in order, in
+            batches of :func:`evaluation_batch_size`.
 
     Returns:
         ``{split: (ids, dataset)}`` for train (shuffled, seeded), validation
@@ -326,25 +332,50 @@ def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0):
     for name in ("train", "validation", "test"):
         split = getattr(imdb, name)
         ids = hatt.data.encode(split.texts, vectorizer, progress=True)
-        dataset = hatt.data.make_dataset(
-            None,
-            split.labels,
-            ids=ids,
-            shuffle=name == "train",
-            seed=config.seed,
-            epochs=epochs if name == "train" else None,
-            initial_epoch=initial_epoch,
-            **options,
-        )
+        if name != "train" and replicas > 1:
+            dataset = hatt.data.make_dataset(
+                None,
+                split.labels,
+                ids=ids,
+                bucketing=False,
+                **{**options, "batch_size": evaluation_batch_size(config, len(split), replicas)},
+            )
+        else:
+            dataset = hatt.data.make_dataset(
+                None,
+                split.labels,
+                ids=ids,
+                shuffle=name == "train",
+                seed=config.seed,
+                epochs=epochs if name == "train" else None,
+                initial_epoch=initial_epoch,
+                min_batch_size=replicas,
+                **options,
+            )
         out[name] = (ids, dataset)
     return out
 
 
-def steps_per_epoch(config, ids):
+def steps_per_epoch(config, ids, replicas=1):
     """Training batches per epoch (bucketing leaves one partial batch per bucket at most)."""
     lengths = hatt.data.pipeline.document_lengths(ids)
     boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
-    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size)
+    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
+
+
+def evaluation_batch_size(config, size, replicas):
+    """``batch_size``, or a little more, so that no in-order batch has fewer than ``replicas``."""
+    if replicas <= 1:
+        return config.batch_size
+    if size < replicas:
+        raise ValueError(
+            f"Expected every split to hold at least one review per replica ({replicas}). "
+            f"Received: a split of {size} reviews."
+        )
+    for batch_size in range(config.batch_size, config.batch_size + size + 1):
+        if size % batch_size == 0 or size % batch_size >= replicas:
+            return batch_size
+    return size
 
 
 # === Prepared corpora (hatt prepare / hatt train --prepared) =========================
@@ -396,25 +427,41 @@ def open_prepared(config):
     return manifest, vectorizer, splits
 
 
-def create_prepared_datasets(config, manifest, *, epochs=None, initial_epoch=0):
-    """``{split: dataset}`` read from the shards of ``config.prepared`` (train shuffled)."""
+def create_prepared_datasets(config, manifest, *, epochs=None, initial_epoch=0, replicas=1):
+    """``{split: dataset}`` read from the shards of ``config.prepared`` (train shuffled).
+
+    ``replicas`` as in :func:`create_datasets`.
+    """
     packed = _sentence_groups(config) if _packed(config) else None
     out = {}
     for name in prepared_lib.SPLITS:
+        size = manifest["splits"][name]["reviews"]
+        evaluation = name != "train" and replicas > 1
         out[name] = prepared_lib.prepared_dataset(
             config.prepared,
             name,
-            batch_size=config.batch_size,
+            batch_size=evaluation_batch_size(config, size, replicas)
+            if evaluation
+            else config.batch_size,
             shuffle=name == "train",
             seed=config.seed,
             shuffle_buffer=config.shuffle_buffer,
+            bucketing=not evaluation,
             num_buckets=config.num_buckets,
             packed=packed,
             epochs=epochs,
             initial_epoch=initial_epoch,
             manifest=manifest,
+            min_batch_size=replicas if name == "train" else 1,
         )
     return out
+
+
+def prepared_steps_per_epoch(config, manifest, replicas=1):
+    """Training batches per epoch of a prepared corpus, from its length histogram."""
+    lengths = prepared_lib.split_lengths(manifest, "train")
+    boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
+    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
 
 
 # === Scaling out: strategies, workers, determinism ===================================
@@ -439,8 +486,16 @@ def create_strategy(name="default"):
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
-        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-        return tf.distribute.MirroredStrategy([d.name for d in devices])
+        gpus = tf.config.list_logical_devices("GPU")
+        if gpus:
+            return tf.distribute.MirroredStrategy([d.name for d in gpus])
+        # Over logical CPUs the default collective all-reduce aborts on the HAN's
+        # gradients ("Shape mismatch in the collective instance ... expected shape
+        # [841] but another member ... [1585]"); reducing on one device works.
+        return tf.distribute.MirroredStrategy(
+            [d.name for d in tf.config.list_logical_devices("CPU")],
+            cross_device_ops=tf.distribute.ReductionToOneDevice(),
+        )
     if name == "multiworker":
         if not os.environ.get("TF_CONFIG"):
             raise ValueError(
@@ -468,8 +523,8 @@ def _distribute_options(dataset, strategy, policy="DATA"):
     """Multi-worker: shard by data (every worker sees its slice of every global batch).
 
     Sharding by file would give workers different numbers of batches from
-    bucketed or sharded input; by data, the step counts agree. ``"OFF"``
-    (prediction): every worker predicts the whole split.
+    bucketed or sharded input; by data, the step counts agree (and
+    ``predict`` gathers the workers' slices back in the split's order).
     """
     import tensorflow as tf
 
@@ -480,6 +535,51 @@ def _distribute_options(dataset, strategy, policy="DATA"):
         tf.data.experimental.AutoShardPolicy, policy
     )
     return dataset.with_options(options)
+
+
+def _build_under_strategy(model, dataset, strategy):
+    """Build the compiled model's state on one local batch, not on fit's first batch.
+
+    Keras 3.15's TensorFlow trainer (``_maybe_symbolic_build``) draws the
+    first batch from ``fit``'s own iterator for a model created under a
+    strategy and averages it across replicas with ``strategy.reduce``. Under
+    ``MultiWorkerMirroredStrategy`` that fails ("Attempt to convert a value
+    (PerReplica ...) to a Tensor": the reduction gets the ``(x, y)`` tuple,
+    see tensorflow#72388), and with ``steps_per_epoch`` the drawn batch is
+    lost to training. The model is already built; the metrics, loss and
+    optimizer are built here from one batch of ``dataset``, and the trainer's
+    step is skipped for this model.
+    """
+    if getattr(model, "_distribute_strategy", None) is None:
+        return  # not created under a strategy: Keras builds lazily, nothing to avoid
+    batch = next(iter(dataset.take(1)))
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+
+
+def _rank_one_logs_for_multiworker(model, strategy):
+    """Let ``fit`` / ``evaluate`` reduce their logs under ``MultiWorkerMirroredStrategy``.
+
+    Keras 3.15's TensorFlow trainer reduces a step's logs across workers with
+    ``strategy.reduce("MEAN", value, axis=0)``, which fails on the scalar loss
+    and metrics ("Invalid reduction dimension 0 for input with 0 dimensions",
+    tensorflow#72388). Returning each log as a ``[1]`` tensor makes the same
+    reduction average the workers' values into a scalar.
+    """
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return
+
+    def rank_one(step):
+        def wrapped(data):
+            return {k: keras.ops.reshape(v, [1]) for k, v in step(data).items()}
+
+        return wrapped
+
+    model.train_step = rank_one(model.train_step)
+    model.test_step = rank_one(model.test_step)
 
 
 def set_seed(config):
@@ -580,16 +680,10 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
         imdb.source = f"{manifest['source']} (prepared: {config.prepared})"
         vectorizer.save(run_dir / "vectorizer.json")
         datasets = create_prepared_datasets(
-            config, manifest, epochs=fit_epochs, initial_epoch=initial_epoch
+            config, manifest, epochs=fit_epochs, initial_epoch=initial_epoch, replicas=replicas
         )
         encoded = {name: (None, datasets[name]) for name in datasets}
-        train_steps = prepared_lib.pipeline.count_batches(
-            prepared_lib.split_lengths(manifest, "train"),
-            prepared_lib.pipeline.bucket_boundaries(
-                prepared_lib.split_lengths(manifest, "train"), config.num_buckets
-            ),
-            config.batch_size,
-        )
+        train_steps = prepared_steps_per_epoch(config, manifest, replicas)
     if imdb is None:
         imdb = hatt.data.load_imdb(
             config.data,
@@ -603,9 +697,14 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
         vectorizer.save(run_dir / "vectorizer.json")
         print("Tokenizing train / validation / test")
         encoded = create_datasets(
-            config, imdb, vectorizer, epochs=fit_epochs, initial_epoch=initial_epoch
+            config,
+            imdb,
+            vectorizer,
+            epochs=fit_epochs,
+            initial_epoch=initial_epoch,
+            replicas=replicas,
         )
-        train_steps = steps_per_epoch(config, encoded["train"][0])
+        train_steps = steps_per_epoch(config, encoded["train"][0], replicas)
     train_ds, validation_ds, test_ds = (
         _distribute_options(encoded[name][1], strategy) for name in ("train", "validation", "test")
     )
@@ -626,6 +725,8 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     backup = resume.RunBackup(run_dir, config.to_dict(), early_stopping, state)
     with strategy.scope():
         backup.restore_model(model)
+    _build_under_strategy(model, encoded["validation"][1], strategy)
+    _rank_one_logs_for_multiworker(model, strategy)
     callbacks = [
         stop_on_nan,
         early_stopping,
@@ -654,10 +755,12 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     # Probabilities in each split's own order (no bucketing), for ensembles.
     for split_name in ("validation", "test"):
         split = getattr(imdb, split_name)
-        predict_ds, labels, ids = _prediction_data(config, vectorizer, encoded, split_name, split)
+        predict_ds, labels, ids = _prediction_data(
+            config, vectorizer, encoded, split_name, split, replicas
+        )
         np.savez_compressed(
             run_dir / f"{split_name}_probabilities.npz",
-            probabilities=model.predict(_distribute_options(predict_ds, strategy, "OFF"), verbose=0)
+            probabilities=model.predict(_distribute_options(predict_ds, strategy), verbose=0)
             .reshape(-1)
             .astype(np.float32),
             labels=labels.astype(np.int8),
@@ -698,20 +801,24 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     return metrics
 
 
-def _prediction_data(config, vectorizer, encoded, split_name, split):
+def _prediction_data(config, vectorizer, encoded, split_name, split, replicas=1):
     """An in-order dataset of a split, with its labels and review ids."""
+    batch_size = evaluation_batch_size(config, len(split), replicas)
     if config.prepared:
         dataset = prepared_lib.prepared_dataset(
             config.prepared,
             split_name,
-            batch_size=config.batch_size,
+            batch_size=batch_size,
             bucketing=False,
             packed=_sentence_groups(config) if _packed(config) else None,
         ).map(lambda x, y: x)
         labels, ids = split.labels_and_ids()
         return dataset, labels, ids
     dataset = hatt.data.make_dataset(
-        None, ids=encoded[split_name][0], bucketing=False, **_dataset_options(config, vectorizer)
+        None,
+        ids=encoded[split_name][0],
+        bucketing=False,
+        **{**_dataset_options(config, vectorizer), "batch_size": batch_size},
     )
     return dataset, split.labels, split.ids
 

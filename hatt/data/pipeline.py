@@ -139,6 +139,7 @@ def make_dataset(
     progress=False,
     epochs=None,
     initial_epoch=0,
+    min_batch_size=1,
 ):
     """Batches of ids (and labels) for ``fit`` / ``evaluate`` / ``predict``.
 
@@ -167,6 +168,9 @@ def make_dataset(
             pass ``steps_per_epoch`` (the cardinality divided by the number of
             epochs) to ``fit``. ``None``: one epoch, reshuffled each iteration.
         initial_epoch: the first epoch built when ``epochs`` is given.
+        min_batch_size: drop batches of fewer reviews (a bucket's last,
+            partial batch), e.g. the number of replicas a batch is split
+            across, so that no replica gets an empty batch.
 
     Returns:
         A ``tf.data.Dataset`` of ``x`` or ``(x, labels)``: ``x`` is ``int32``
@@ -203,7 +207,7 @@ def make_dataset(
     elements = tf.data.Dataset.from_tensor_slices(ids if labels is None else (ids, labels))
     lengths = document_lengths(ids)
     boundaries = bucket_boundaries(lengths, num_buckets) if bucketing else []
-    per_epoch = count_batches(lengths, boundaries, batch_size)
+    per_epoch = count_batches(lengths, boundaries, batch_size, min_batch_size)
     if shuffle and epochs is not None:
         # One dataset for epochs initial_epoch..epochs-1, epoch e shuffled by
         # (seed, e) alone: a run resumed at epoch e sees the orders an
@@ -215,6 +219,7 @@ def make_dataset(
                 ),
                 boundaries,
                 batch_size,
+                min_batch_size,
             )
             for epoch in range(initial_epoch, epochs)
         ]
@@ -225,7 +230,7 @@ def make_dataset(
     else:
         if shuffle:
             elements = elements.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
-        dataset = batch_by_length(elements, boundaries, batch_size)
+        dataset = batch_by_length(elements, boundaries, batch_size, min_batch_size)
         total = per_epoch
     # The number of batches is known (a partial batch per bucket at most): telling
     # tf.data gives Keras' progress bar its total from the first epoch on.
@@ -238,26 +243,31 @@ def epoch_seed(seed, epoch):
     return (int(seed) * 1_000_003 + 7919 * (int(epoch) + 1)) % (2**31 - 1)
 
 
-def batch_by_length(elements, boundaries, batch_size):
+def batch_by_length(elements, boundaries, batch_size, min_batch_size=1):
     """Ragged batches of ``elements`` (ids or (ids, label)), bucketed at ``boundaries``.
 
     Reviews whose length (tokens, or sentences when nested) falls in the same
     bucket are batched together; each bucket ends with at most one partial
-    batch. No boundaries: batches in input order.
+    batch (dropped when it holds fewer than ``min_batch_size`` reviews). No
+    boundaries: batches in input order.
     """
     if not boundaries:
-        return elements.ragged_batch(batch_size)
-    limits = tf.constant(list(boundaries), tf.int64)
+        batches = elements.ragged_batch(batch_size)
+    else:
+        limits = tf.constant(list(boundaries), tf.int64)
 
-    def bucket_of(*element):
-        length = tf.cast(_nrows(element[0]), tf.int64)
-        return tf.searchsorted(limits, length[None], side="right", out_type=tf.int64)[0]
+        def bucket_of(*element):
+            length = tf.cast(_nrows(element[0]), tf.int64)
+            return tf.searchsorted(limits, length[None], side="right", out_type=tf.int64)[0]
 
-    return elements.group_by_window(
-        key_func=bucket_of,
-        reduce_func=lambda _, window: window.ragged_batch(batch_size),
-        window_size=batch_size,
-    )
+        batches = elements.group_by_window(
+            key_func=bucket_of,
+            reduce_func=lambda _, window: window.ragged_batch(batch_size),
+            window_size=batch_size,
+        )
+    if min_batch_size > 1:
+        batches = batches.filter(lambda x, *_: _nrows(x) >= min_batch_size)
+    return batches
 
 
 def finish_batches(dataset, *, packed=None, labels=True):
@@ -274,11 +284,17 @@ def finish_batches(dataset, *, packed=None, labels=True):
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def count_batches(lengths, boundaries, batch_size):
-    """Number of batches that bucketing ``lengths`` at ``boundaries`` yields."""
+def count_batches(lengths, boundaries, batch_size, min_batch_size=1):
+    """Number of batches that bucketing ``lengths`` at ``boundaries`` yields.
+
+    A bucket's last, partial batch counts when it holds at least
+    ``min_batch_size`` reviews (see :func:`batch_by_length`).
+    """
     buckets = np.searchsorted(np.asarray(boundaries), np.asarray(lengths), side="right")
     counts = np.bincount(buckets, minlength=len(boundaries) + 1)
-    return int(sum(-(-int(c) // batch_size) for c in counts))
+    return int(
+        sum(int(c) // batch_size + (int(c) % batch_size >= max(1, min_batch_size)) for c in counts)
+    )
 
 
 def _nrows(x):

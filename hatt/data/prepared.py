@@ -267,6 +267,7 @@ def prepared_dataset(
     epochs=None,
     initial_epoch=0,
     manifest=None,
+    min_batch_size=1,
 ):
     """Batches of ``(ids, labels)`` of one split read from a prepared folder.
 
@@ -291,6 +292,8 @@ def prepared_dataset(
             one dataset, as in :func:`hatt.data.make_dataset`.
         initial_epoch: first epoch built when ``epochs`` is given.
         manifest: the manifest if already read.
+        min_batch_size: drop partial batches of fewer reviews (see
+            :func:`hatt.data.pipeline.batch_by_length`).
 
     Returns:
         A ``tf.data.Dataset`` with its exact cardinality set.
@@ -306,7 +309,7 @@ def prepared_dataset(
     files = [shard["file"] for shard in manifest["splits"][split]["shards"]]
     lengths = split_lengths(manifest, split)
     boundaries = pipeline.bucket_boundaries(lengths, num_buckets) if bucketing else []
-    per_epoch = pipeline.count_batches(lengths, boundaries, batch_size)
+    per_epoch = pipeline.count_batches(lengths, boundaries, batch_size, min_batch_size)
     parse = _parser(nested)
 
     def one_pass(epoch):
@@ -322,7 +325,7 @@ def prepared_dataset(
                 seed=pipeline.epoch_seed(seed, epoch),
                 reshuffle_each_iteration=False,
             )
-        return pipeline.batch_by_length(elements, boundaries, batch_size)
+        return pipeline.batch_by_length(elements, boundaries, batch_size, min_batch_size)
 
     if shuffle:
         last = initial_epoch + 1 if epochs is None else epochs
