@@ -245,10 +245,12 @@ def _parser(nested):
 
 def _records(prepared_dir, files, *, parallel=True):
     paths = tf.data.Dataset.from_tensor_slices([str(Path(prepared_dir) / f) for f in files])
+    if not parallel:  # the files one after the other, in order
+        return paths.interleave(tf.data.TFRecordDataset, cycle_length=1)
     return paths.interleave(
         tf.data.TFRecordDataset,
-        cycle_length=min(4, len(files)) if parallel else 1,
-        num_parallel_calls=tf.data.AUTOTUNE if parallel else None,
+        cycle_length=min(4, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
 
