@@ -286,3 +286,15 @@ def test_the_cli_reports_a_nan_loss_without_a_traceback(tmp_path, capsys, monkey
     err = capsys.readouterr().err
     assert "training loss became nan" in err and "Traceback" not in err
     assert json.loads((tmp_path / "run" / "status.json").read_text())["status"] == "nan_loss"
+
+
+def test_a_crash_after_the_last_epoch_only_writes_the_results(tmp_path, planted, monkeypatch):
+    run_dir = tmp_path / "run"
+    _interrupted_run(run_dir, planted, monkeypatch, after_epochs=3)  # every epoch backed up
+    state = resume.read_state(run_dir)
+    assert state["epoch"] == 3 and state["training_done"]
+    metrics = training.train(_config(), run_dir, imdb=planted, verbose=0)
+    assert metrics["resumed_from_epoch"] == 3 and metrics["epochs"] == 3
+    assert metrics["best_epoch"] == state["early_stopping"]["best_epoch"] + 1
+    assert [int(r["epoch"]) for r in training.read_history(run_dir)] == [0, 1, 2]
+    assert (run_dir / "model.keras").exists() and np.isfinite(metrics["test_loss"])
