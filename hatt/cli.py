@@ -216,9 +216,19 @@ def build_parser():
         help="override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32",
     )
     train.add_argument("--epochs", type=int, default=None)
-    train.add_argument("--seed", type=int, default=None)
+    train.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed Python, NumPy and Keras and turn on op determinism (reproducible run)",
+    )
     train.add_argument("--limit", type=int, default=None, help="stratified subset per split")
-    train.add_argument("--run-dir", default=None, help="default: runs/MODEL-TIMESTAMP")
+    train.add_argument(
+        "--run-dir",
+        default=None,
+        help="default: runs/MODEL-TIMESTAMP; the same command with the same --run-dir resumes "
+        "an interrupted run",
+    )
     train.add_argument(
         "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
     )
