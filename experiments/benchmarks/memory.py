@@ -39,6 +39,7 @@ def parse_args():
     parser.add_argument(
         "--shards", type=int, nargs="+", default=[2, 20], help="shard counts of the train split"
     )
+    parser.add_argument("--skip-raw", action="store_true", help="only the runs from shards")
     parser.add_argument("--out", default=str(RESULTS), help="JSON results file")
     return parser.parse_args()
 
@@ -69,11 +70,12 @@ def main():
             train = ["train", "han", "--config", str(CONFIG), "--epochs", "1"]
             train += ["--export-dir", ""]
             run_dir = tmp / f"raw-{limit}"
-            status, peak, seconds = measure(
-                hatt(*train, *data, *limit_args, "--run-dir", str(run_dir)), tmp / "raw.log"
-            )
-            rows.append(_row("raw text", label, None, status, peak, seconds, run_dir))
-            _save(args, rows)
+            if not args.skip_raw:
+                status, peak, seconds = measure(
+                    hatt(*train, *data, *limit_args, "--run-dir", str(run_dir)), tmp / "raw.log"
+                )
+                rows.append(_row("raw text", label, None, status, peak, seconds, run_dir))
+                _save(args, rows)
             for shards in args.shards:
                 reviews = limit * TRAIN_SHARE if limit else 22500
                 shard_size = max(1, int(-(-reviews // shards)))
