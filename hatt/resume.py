@@ -253,6 +253,8 @@ class RunBackup(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.session_start = _now()
+        if self.state:  # the history as the backup has it (a kill can leave it an epoch ahead)
+            write_history(self.run_dir / "history.csv", self.records)
         stopper = self.early_stopping
         if not self.state or stopper is None:
             return
@@ -303,12 +305,12 @@ class RunBackup(keras.callbacks.Callback):
             "train_seconds": round(self.seconds, 3),
             "config": self.config,
         }
+        write_history(self.run_dir / "history.csv", self.records)
         write_json_atomic(self.backup_dir / STATE_FILE, self.state)  # the commit point
         keep = {STATE_FILE, weights, (early or {}).get("best_weights")}
         for path in self.backup_dir.iterdir():
             if path.name not in keep and not path.name.startswith("."):
                 path.unlink(missing_ok=True)
-        write_history(self.run_dir / "history.csv", self.records)
 
     def history(self):
         """Every finished epoch's logs, ``{key: [value per epoch]}`` (like ``History``)."""
