@@ -24,8 +24,13 @@ Public API
   of NumPy arrays (the signature's keys below) and
   ``predict_proba(texts, batch_size=64) -> [N]``. Failures raise
   :class:`ExportError` (a ``ValueError``) with the path in the message.
-- :class:`TextModel` ``(model, vectorizer)`` and :func:`dense_model`
-  ``(model)`` (the dense twin of a packed HAN, same weights).
+- :class:`TextModel` ``(model, vectorizer)``: the function itself, in
+  memory (``Predictor.from_text_model(text_model)`` wraps it like a loaded
+  export); :func:`load_run` ``(run_dir) -> TextModel``;
+  :func:`dense_model` ``(model)`` (the dense twin of a packed HAN, same
+  weights); :func:`normalise` (scores → weights summing to 1 over a mask).
+- Lower level: :func:`save_saved_model` ``(text_model, path)`` and
+  :func:`write_export` ``(text_model, out, metadata)``.
 
 The serving contract
 --------------------
@@ -68,9 +73,6 @@ from keras import ops
 import hatt
 from hatt import models
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer
-
-SCORE_KINDS = ("attention", "saliency")
-OUTPUT_KEYS = ("probability", "tokens", "word_attention", "sentence_attention")
 
 
 class ExportError(ValueError):
@@ -601,11 +603,11 @@ class Predictor:
         """
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
-        size = total if not batch_size else int(batch_size)
-        if size < 1 and total:
+        if batch_size is not None and int(batch_size) < 1:
             raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+        size = int(batch_size) if batch_size else max(total, 1)
         parts = []
-        for start in range(0, total, max(size, 1)):
+        for start in range(0, total, size):
             result = self._run(batch[start : start + size])
             parts.append({k: np.asarray(v) for k, v in result.items()})
         if not parts:  # no texts: the empty shapes of a one-text call
@@ -617,8 +619,25 @@ class Predictor:
         ).reshape(tokens.shape)
         return out
 
+    @classmethod
+    def from_text_model(cls, text_model, source=None):
+        """A :class:`Predictor` over an in-memory :class:`TextModel` (``kind="keras"``)."""
+
+        def run(batch):
+            return text_model(batch)
+
+        return cls(
+            run,
+            family=text_model.family,
+            score_kind=text_model.score_kind,
+            source=source or ".",
+            kind="keras",
+        )
+
     def predict_proba(self, texts, batch_size=64):
         """Probabilities of the positive class, ``[N]`` float32, ``batch_size`` at a time."""
+        if int(batch_size) < 1:
+            raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
         out = [
@@ -664,19 +683,6 @@ def _load_saved_model(path, version=None, metadata=None):
     )
 
 
-def _keras_predictor(text_model, source):
-    def run(batch):
-        return text_model(batch)
-
-    return Predictor(
-        run,
-        family=text_model.family,
-        score_kind=text_model.score_kind,
-        source=source,
-        kind="keras",
-    )
-
-
 def load(path):
     """Load a hatt model for prediction from any of the places hatt writes one.
 
@@ -714,7 +720,7 @@ def load(path):
             raise ExportError(
                 f"Expected a .keras file or a model folder. Received the file {str(path)!r}."
             )
-        return _keras_predictor(_text_model_from_keras(path), path)
+        return Predictor.from_text_model(_text_model_from_keras(path), path)
     if (path / "saved_model.pb").is_file():
         return _load_saved_model(path)
     versions = _versions(path)
@@ -722,7 +728,7 @@ def load(path):
         metadata = _read_json(path / EXPORT_FILE) if (path / EXPORT_FILE).is_file() else {}
         return _load_saved_model(path / str(versions[-1]), versions[-1], metadata)
     if (path / "model.keras").is_file() and (path / "config.json").is_file():
-        return _keras_predictor(load_run(path), path)
+        return Predictor.from_text_model(load_run(path), path)
     raise ExportError(
         f"{str(path)!r} holds no hatt model: no SavedModel (saved_model.pb), no numeric "
         "version folder (1/, 2/, ...) with one, and no run directory files "
