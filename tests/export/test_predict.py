@@ -16,10 +16,11 @@ def _lines(out):
 
 def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
     model = str(exported["cnn"].path)
+    predictor = export.load(model)
     texts = ["Superb w1 w2. W3 w4!", "Dreadful w5.", "", "🎬"]
     assert cli.main(["predict", model, *texts]) == 0
     rows = _lines(capsys.readouterr().out)
-    expected = export.load(model).predict_proba(texts)
+    expected = predictor.predict_proba(texts)
     assert [r["text_id"] for r in rows] == [0, 1, 2, 3]
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-6)
     for row in rows:
@@ -36,7 +37,7 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
     assert [r["text_id"] for r in rows] == [0, 3, 4]
     repaired = ["Superb w1 w2. W3 w4!", "Dreadful w5.", "\ufffd\ufffd broken \ufffd bytes superb"]
     np.testing.assert_allclose(
-        [r["probability"] for r in rows], export.load(model).predict_proba(repaired), atol=1e-6
+        [r["probability"] for r in rows], predictor.predict_proba(repaired), atol=1e-6
     )
     assert np.all(np.isfinite([r["probability"] for r in rows]))
 
@@ -68,7 +69,7 @@ def test_predict_reads_stdin_with_file_dash(exported, monkeypatch, capsys):
     reviews = "Superb w1 w2.\nDreadful w5 w6!\n" * 30
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(reviews.encode())))
     model = exported["han"].keras_file  # the end-to-end .keras file this time
-    assert cli.main(["predict", str(model), "--file", "-", "--batch-size", "16"]) == 0
+    assert cli.main(["predict", str(model), "--file", "-", "--batch-size", "32"]) == 0
     rows = _lines(capsys.readouterr().out)
     assert [r["text_id"] for r in rows] == list(range(60))
     expected = export.load(exported["han"].path).predict_proba(reviews.splitlines())
