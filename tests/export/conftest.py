@@ -45,7 +45,7 @@ def tiny_corpus():
 
 @pytest.fixture(scope="session")
 def trained_runs(tmp_path_factory, tiny_corpus):
-    """``{family: run_dir}``: one epoch per family (the HAN packed, as by default).
+    """``{family: run_dir}``: two epochs per family (the HAN packed, as by default).
 
     Built from ``hatt.training``'s own steps (vectorizer, datasets, model) and
     written in the run directory's layout (``config.json``, ``vectorizer.json``,
@@ -58,8 +58,8 @@ def trained_runs(tmp_path_factory, tiny_corpus):
         config = training.TrainConfig(
             model=family,
             model_kwargs=SMALL[family],
-            epochs=1,
-            batch_size=16,
+            epochs=2,
+            batch_size=64,  # one batch an epoch: one shape, one trace of the train step
             min_count=1,
             num_buckets=1,
             sentence_groups=[2, LIMITS["max_words"]] if family == "han" else None,
@@ -71,9 +71,11 @@ def trained_runs(tmp_path_factory, tiny_corpus):
         vectorizer = training.create_vectorizer(config).adapt(tiny_corpus.train.texts)
         train = training.create_datasets(config, tiny_corpus, vectorizer)["train"][1]
         model = training.create_model(config, vectorizer, int(train.cardinality()))
-        model.fit(train, epochs=1, verbose=0)
+        model.fit(train, epochs=config.epochs, shuffle=False, verbose=0)  # shuffled by hatt.data
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
-        (run_dir / "metrics.json").write_text(json.dumps({"model": family, "epochs": 1}))
+        (run_dir / "metrics.json").write_text(
+            json.dumps({"model": family, "epochs": config.epochs})
+        )
         vectorizer.save(run_dir / "vectorizer.json")
         model.save(run_dir / "model.keras")
         runs[family] = run_dir
