@@ -49,7 +49,8 @@ The SavedModel's ``serving_default`` signature takes ``text``
 - ``sentence_attention`` (HAN only): float32 ``[None, S]``, sums to 1 over
   the review's sentences, 0 on padding.
 
-**The CNN has no attention** (max-over-time pooling): under
+**The CNN has no attention** (max-over-time pooling, its default; a CNN
+built with ``pooling="attention"`` gives its attention): under
 ``word_attention`` it gives *gradient × input saliency* instead, per token
 ``|Σ_d ∂z/∂e_td · e_td|`` where ``e`` is the embedding output and ``z`` the
 logit of the positive class, normalised to sum to 1 over the review's
@@ -73,6 +74,7 @@ from keras import ops
 import hatt
 from hatt import models
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer
+from hatt.layers import ContextAttention
 
 
 class ExportError(ValueError):
@@ -224,9 +226,10 @@ class TextModel(keras.Model):
             raise ValueError(
                 f"Expected family to be one of {models.FAMILIES}. Received: family={self.family!r}"
             )
+        # Attention where the model pools with ContextAttention; the CNN's max-over-time
+        # pooling (its default) has none, so it gets gradient x input saliency.
         word = _layer_or_none(model, "word_attention")
-        attention = word is not None and word.__class__.__name__ == "ContextAttention"
-        self.score_kind = "attention" if attention else "saliency"
+        self.score_kind = "attention" if isinstance(word, ContextAttention) else "saliency"
         self.nested = nested
         self.classifier = model
         self.vectorizer = vectorizer

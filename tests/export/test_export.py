@@ -359,6 +359,8 @@ def test_cnn_saliency_is_normalised_gradient_times_input():
     )
     text_model = export.TextModel(model, vectorizer)
     assert (text_model.family, text_model.score_kind) == ("cnn", "saliency")
+    pooled = hatt.models.build_cnn(vocabulary_size=vectorizer.vocabulary_size, pooling="attention")
+    assert export.TextModel(pooled, vectorizer).score_kind == "attention"
     text = "two seven four nine one"
     saliency = np.asarray(text_model([text, ""])["word_attention"])
     assert np.all(saliency[1] == 0)

@@ -49,6 +49,7 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
         (["MODEL", "a review", "--file", "F"], "either as TEXT arguments or with --file"),
         (["MODEL", "--file", "MISSING"], "No such file: --file"),
         (["MODEL", "a", "--batch-size", "0"], "Expected --batch-size >= 1"),
+        (["MODEL", "a", "--threshold", "1.5"], "Expected --threshold in [0, 1]"),
         (["NO_MODEL", "a review"], "No model at"),
     ],
 )
