@@ -163,6 +163,7 @@ class TrainConfig:
     data: str | None = None
     seed: int = 1337
     validation_size: int = 2500
+    validation_split: str = "blocks"
     limit: int | None = None
     max_tokens: int = 30000
     min_count: int = 2
@@ -362,6 +363,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
         imdb = hatt.data.load_imdb(
             config.data,
             validation_size=config.validation_size,
+            validation_split=config.validation_split,
             seed=config.seed,
             limit=config.limit,
         )
