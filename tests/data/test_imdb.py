@@ -94,13 +94,16 @@ def test_block_validation_split_takes_runs_of_consecutive_ids():
     rng = np.random.default_rng(0)
     order = rng.permutation(2000)
     labels = (order >= 1000).astype(np.int64)
-    ids = [f"train/{'pos' if y else 'neg'}/{n % 1000}_7" for n, y in zip(order, labels)]
+    ids = [
+        f"train/{'pos' if y else 'neg'}/{n % 1000}_7" for n, y in zip(order, labels, strict=True)
+    ]
     chosen = imdb_lib._block_indices(ids, labels, 250, seed=3, block_size=50)
     assert len(chosen) == len(set(chosen)) == 250
     assert labels[chosen].sum() == 125  # stratified
     for label in (0, 1):
-        numbers = np.sort([int(ids[i].split("/")[-1].split("_")[0]) for i in chosen
-                           if labels[i] == label])
+        numbers = np.sort(
+            [int(ids[i].split("/")[-1].split("_")[0]) for i in chosen if labels[i] == label]
+        )
         # 125 ids in 3 blocks of 50 (the last cut short) starting at multiples of 50
         runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
         assert len(runs) <= 3 and all(r[0] % 50 == 0 for r in runs)
@@ -142,8 +145,9 @@ def test_real_imdb_splits(imdb_path):
     assert all(i.startswith("test/") for i in data.test.ids)
     # blocks of consecutive ids: 1250 per class in at most 13 blocks of 100
     for label in ("neg", "pos"):
-        numbers = np.sort([int(i.split("/")[-1].split("_")[0])
-                           for i in data.validation.ids if f"/{label}/" in i])
+        numbers = np.sort(
+            [int(i.split("/")[-1].split("_")[0]) for i in data.validation.ids if f"/{label}/" in i]
+        )
         runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
         assert len(numbers) == 1250 and len(runs) <= 13
     # the same seed gives the same split, another seed another one
