@@ -193,6 +193,10 @@ class TrainConfig:
     # Naive Bayes log-count ratios of the training split ("nb", as NBSVM) or at 0.
     ngram_init: str = "nb"
     ngram_init_scale: float = 1.0
+    # Features in fewer training reviews start at 0: a feature seen in one review
+    # only "predicts" that review's label, which the training set rewards and the
+    # test set does not.
+    ngram_min_df: int = 1
 
     def __post_init__(self):
         if self.model not in models.FAMILIES:
@@ -324,7 +328,9 @@ def create_model(config, vectorizer, steps_per_epoch):
     return model
 
 
-def nb_log_ratios(ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, chunk_size=1024):
+def nb_log_ratios(
+    ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, min_df=1, chunk_size=1024
+):
     """Naive Bayes log-count ratios of the n-gram channel's features (NBSVM).
 
     With binarized feature counts per review, ``p = alpha + Σ_pos f`` and
@@ -337,6 +343,7 @@ def nb_log_ratios(ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, chu
         labels: 0/1 labels, one per review.
         vocabulary_size, buckets, ngram: as in ``hatt.layers.NgramLogit``.
         alpha: additive smoothing.
+        min_df: features in fewer training reviews get ``0``.
 
     Returns:
         float32 NumPy array ``[vocabulary_size + buckets]``.
@@ -357,7 +364,7 @@ def nb_log_ratios(ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, chu
         for label in (0, 1):
             chosen = labels[start + pairs // size] == label
             counts[label] += np.bincount(pairs[chosen] % size, minlength=size)
-    seen = counts.sum(axis=0) > 0
+    seen = counts.sum(axis=0) >= max(1, min_df)
     p, q = counts[1] + alpha, counts[0] + alpha
     ratios = np.log(p / p.sum()) - np.log(q / q.sum())
     return np.where(seen, ratios, 0.0).astype(np.float32)
@@ -371,7 +378,9 @@ def init_ngram_channel(model, config, ids, labels):
         return None
     if config.ngram_init == "zeros":
         return layer
-    ratios = nb_log_ratios(ids, labels, layer.vocabulary_size, layer.buckets, layer.ngram)
+    ratios = nb_log_ratios(
+        ids, labels, layer.vocabulary_size, layer.buckets, layer.ngram, min_df=config.ngram_min_df
+    )
     layer.embeddings.assign(ratios * config.ngram_init_scale)
     return layer
 

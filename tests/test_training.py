@@ -225,3 +225,8 @@ def test_nb_log_ratios_match_a_direct_count():
     expected = np.where(counts.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0)
     np.testing.assert_allclose(ratios, expected, rtol=1e-5)
     assert ratios[2] > 0 > ratios[6]  # id 2 only in positive reviews, id 6 only in negative ones
+    # min_df: features of a single review (id 5, id 6) start at 0
+    frequent = training.nb_log_ratios(
+        tf.ragged.constant(reviews), labels, vocabulary, buckets, min_df=2
+    )
+    assert frequent[5] == frequent[6] == 0 and frequent[2] == ratios[2] and frequent[3] == ratios[3]
