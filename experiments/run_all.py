@@ -7,7 +7,8 @@ Each run's metrics are copied to ``experiments/results/<name>.json``; an
 ensemble row averages the families' test probabilities (all four, no selection,
 so nothing is tuned on the test split), and a second one adds the NB-LR
 baseline as a fifth member (also fixed in advance); then ``experiments/RESULTS.md`` is
-generated and the table in README.md is replaced by it.
+generated and the table in README.md is replaced by it. Each trained family is
+exported to ``saved_models/FAMILY/`` (SavedModel version + ``model.keras``).
 
     python experiments/run_all.py [--data PATH] [--only cnn rnn ...] [--table-only]
 """
@@ -36,6 +37,11 @@ def parse_args(argv=None):
     parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "experiments"))
     parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
+    parser.add_argument(
+        "--export-dir",
+        default=str(ROOT / "saved_models"),
+        help="each family is exported to EXPORT_DIR/FAMILY ('' to skip)",
+    )
     return parser.parse_args(argv)
 
 
@@ -49,7 +55,8 @@ def train_family(name, args):
     command = ["hatt", "train", name, "--config", f"experiments/configs/{name}.json"]
     if args.data:
         command += ["--data", args.data]
-    command += ["--run-dir", str(run_dir), "--export-dir", ""]
+    # --restart: a finished run directory from an earlier run_all is trained again.
+    command += ["--run-dir", str(run_dir), "--export-dir", args.export_dir, "--restart"]
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
