@@ -122,16 +122,20 @@ def cmd_train(args):
             raise ValueError(f"Could not read --config {args.config!r}: {error}") from error
         values["model"] = args.model
     values = training.merge_config(values, training.parse_overrides(args.set))
-    for key in ("data", "epochs", "seed", "limit"):
+    for key in ("data", "epochs", "seed", "limit", "strategy", "prepared"):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
+    if args.seed is not None:  # a seed asked for on the command line: reproducible run
+        values["deterministic"] = True
+    if values.get("prepared"):  # the corpus fixes the data and vocabulary settings
+        values = training.merge_config(values, training.prepared_settings(values["prepared"]))
     config = training.TrainConfig.from_dict(values)
     run_dir = Path(
         args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     # Quoted so that the recorded command can be pasted back into a shell.
     command = shlex.join(["hatt", *(sys.argv[1:] if args.argv is None else args.argv)])
-    metrics = training.train(config, run_dir, command=command)
+    metrics = training.train(config, run_dir, command=command, restart=args.restart)
     print(training.summary(metrics, run_dir))
     if args.export_dir:
         from hatt import export
@@ -206,6 +210,44 @@ def cmd_predict(args):
     return 0
 
 
+def cmd_prepare(args):
+    from pathlib import Path
+
+    from hatt import training
+    from hatt.data import load_imdb
+    from hatt.data import prepared as prepared_lib
+
+    values = training.merge_config({"model": args.model}, training.parse_overrides(args.set))
+    for key in ("data", "seed", "limit"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    config = training.TrainConfig.from_dict(values)
+    imdb = load_imdb(
+        config.data, validation_size=config.validation_size, seed=config.seed, limit=config.limit
+    )
+    settings = {k: getattr(config, k) for k in training.PREPARED_FIELDS}
+    settings["seed"] = config.seed
+    manifest = prepared_lib.prepare(
+        imdb,
+        training.create_vectorizer(config),
+        args.out,
+        model=config.model,
+        shard_size=args.shard_size,
+        settings=settings,
+        progress=not args.quiet,
+    )
+    splits = manifest["splits"]
+    print(
+        f"\nPrepared {manifest['layout']} ids for {config.model} in {Path(args.out)}: "
+        + ", ".join(
+            f"{n} {s['reviews']} reviews / {len(s['shards'])} shards" for n, s in splits.items()
+        )
+        + f"; vocabulary {manifest['vocabulary_size']} ids"
+    )
+    print(f"Train with: hatt train {config.model} --prepared {args.out}")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="hatt",
@@ -242,6 +284,22 @@ def build_parser():
     train.add_argument("--run-dir", default=None, help="default: runs/MODEL-TIMESTAMP")
     train.add_argument(
         "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
+    )
+    train.add_argument(
+        "--strategy",
+        choices=training_strategies(),
+        default=None,
+        help="tf.distribute strategy: default (one device), mirrored (the machine's GPUs or "
+        "logical CPUs), multiworker (reads TF_CONFIG); batch_size is the global batch",
+    )
+    train.add_argument(
+        "--prepared", metavar="DIR", default=None, help="train from `hatt prepare` shards"
+    )
+    train.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard an interrupted or finished run in --run-dir and train from the start "
+        "(without it, the same command resumes an interrupted run)",
     )
     train.set_defaults(func=cmd_train)
 
@@ -283,7 +341,35 @@ def build_parser():
         "--threshold", type=float, default=0.5, help="probability from which a review is positive"
     )
     predict.set_defaults(func=cmd_predict)
+
+    prepare = sub.add_parser(
+        "prepare",
+        help="tokenize IMDB once into TFRecord shards for `hatt train --prepared`",
+        description="Fit the vocabulary on the training split and write the tokenized "
+        "train / validation / test splits as TFRecord shards, with vectorizer.json and a "
+        "prepared.json manifest.",
+    )
+    prepare.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
+    prepare.add_argument("--out", metavar="DIR", required=True, help="output folder (new)")
+    prepare.add_argument(
+        "--model",
+        choices=("cnn", "rnn", "transformer", "han"),
+        default="han",
+        help="family whose layout to write (flat for cnn/rnn/transformer, nested for han)",
+    )
+    prepare.add_argument("--shard-size", type=int, default=5000, help="reviews per shard")
+    prepare.add_argument(
+        "--set", metavar="KEY=VALUE", action="append", default=[], help="vocabulary settings"
+    )
+    prepare.add_argument("--seed", type=int, default=None, help="seed of the validation split")
+    prepare.add_argument("--limit", type=int, default=None, help="stratified subset per split")
+    prepare.add_argument("--quiet", action="store_true", help="no progress bars")
+    prepare.set_defaults(func=cmd_prepare)
     return parser
+
+
+def training_strategies():
+    return ("default", "mirrored", "multiworker")
 
 
 def main(argv=None):

@@ -15,6 +15,7 @@ momentum — computed in the graph from the optimizer's step counter.
 import csv
 import dataclasses
 import json
+import os
 import shlex
 import sys
 import time
@@ -24,9 +25,24 @@ import keras
 import numpy as np
 
 import hatt
-from hatt import models
+from hatt import models, resume
+from hatt.data import prepared as prepared_lib
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
+# `hatt train --strategy`: tf.distribute strategies (see create_strategy).
+STRATEGIES = ("default", "mirrored", "multiworker")
+# TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
+PREPARED_FIELDS = (
+    "data",
+    "validation_size",
+    "limit",
+    "max_tokens",
+    "min_count",
+    "sequence_length",
+    "max_sentences",
+    "max_words",
+    "truncation",
+)
 # Keys every results file has (neural runs and the baselines alike), so the
 # results table and the ensemble can read any of them.
 METRIC_KEYS = (
@@ -163,6 +179,7 @@ class TrainConfig:
     data: str | None = None
     seed: int = 1337
     validation_size: int = 2500
+    validation_split: str = "blocks"
     limit: int | None = None
     max_tokens: int = 30000
     min_count: int = 2
@@ -188,17 +205,41 @@ class TrainConfig:
     epochs: int = 10
     patience: int = 2
     monitor: str = "val_accuracy"
+    # n-gram channel (model_kwargs["ngram_buckets"] > 0): start its weights at the
+    # Naive Bayes log-count ratios of the training split ("nb", as NBSVM) or at 0.
+    ngram_init: str = "nb"
+    ngram_init_scale: float = 1.0
+    # Features in fewer training reviews start at 0: a feature seen in one review
+    # only "predicts" that review's label, which the training set rewards and the
+    # test set does not.
+    ngram_min_df: int = 1
+    # scaling out (README "Scaling out"); batch_size is the global batch
+    strategy: str = "default"  # "default", "mirrored" or "multiworker" (TF_CONFIG)
+    prepared: str | None = None  # a folder written by `hatt prepare`
+    shuffle_buffer: int = 10000  # reviews in the shuffle buffer when reading shards
+    # Op determinism (tf.config.experimental.enable_op_determinism) for the
+    # process: with the seed, two CPU runs give identical weights. `hatt train
+    # --seed S` turns it on.
+    deterministic: bool = False
 
     def __post_init__(self):
         if self.model not in models.FAMILIES:
             raise ValueError(
                 f"Expected model to be one of {models.FAMILIES}. Received: model={self.model!r}"
             )
+        if self.ngram_init not in ("nb", "zeros"):
+            raise ValueError(
+                f"Expected ngram_init to be 'nb' or 'zeros'. Received: ngram_init={self.ngram_init!r}"
+            )
         if self.optimizer not in ("adam", "clr"):
             raise ValueError(
                 f"Expected optimizer to be 'adam' or 'clr'. Received: optimizer={self.optimizer!r}"
             )
-        for name in ("epochs", "batch_size", "patience"):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(
+                f"Expected strategy to be one of {STRATEGIES}. Received: strategy={self.strategy!r}"
+            )
+        for name in ("epochs", "batch_size", "patience", "shuffle_buffer"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(
@@ -280,8 +321,20 @@ def _dataset_options(config, vectorizer):
     }
 
 
-def create_datasets(config, imdb, vectorizer):
+def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0, replicas=1):
     """Encode every split once; return its ids and its (bucketed) dataset.
+
+    Args:
+        epochs, initial_epoch: the training dataset holds the batches of
+            epochs ``initial_epoch..epochs-1``, epoch ``e`` shuffled by
+            ``(seed, e)`` (``fit`` then needs ``steps_per_epoch``); ``None``:
+            one epoch, reshuffled on every iteration.
+        replicas: the replicas each batch is split across. With more than
+            one, no batch is smaller than ``replicas`` (an empty replica batch
+            breaks some CPU kernels): the training set drops such partial
+            batches (at most ``replicas - 1`` reviews a bucket, others every
+            epoch), validation and test keep every review, in order, in
+            batches of :func:`evaluation_batch_size`.
 
     Returns:
         ``{split: (ids, dataset)}`` for train (shuffled, seeded), validation
@@ -292,11 +345,263 @@ def create_datasets(config, imdb, vectorizer):
     for name in ("train", "validation", "test"):
         split = getattr(imdb, name)
         ids = hatt.data.encode(split.texts, vectorizer, progress=True)
-        dataset = hatt.data.make_dataset(
-            None, split.labels, ids=ids, shuffle=name == "train", seed=config.seed, **options
-        )
+        if name != "train" and replicas > 1:
+            dataset = hatt.data.make_dataset(
+                None,
+                split.labels,
+                ids=ids,
+                bucketing=False,
+                **{**options, "batch_size": evaluation_batch_size(config, len(split), replicas)},
+            )
+        else:
+            dataset = hatt.data.make_dataset(
+                None,
+                split.labels,
+                ids=ids,
+                shuffle=name == "train",
+                seed=config.seed,
+                epochs=epochs if name == "train" else None,
+                initial_epoch=initial_epoch,
+                min_batch_size=replicas,
+                **options,
+            )
         out[name] = (ids, dataset)
     return out
+
+
+def steps_per_epoch(config, ids, replicas=1):
+    """Training batches per epoch (bucketing leaves one partial batch per bucket at most)."""
+    lengths = hatt.data.pipeline.document_lengths(ids)
+    boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
+    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
+
+
+def evaluation_batch_size(config, size, replicas):
+    """``batch_size``, or a little more, so that no in-order batch has fewer than ``replicas``."""
+    if replicas <= 1:
+        return config.batch_size
+    if size < replicas:
+        raise ValueError(
+            f"Expected every split to hold at least one review per replica ({replicas}). "
+            f"Received: a split of {size} reviews."
+        )
+    for batch_size in range(config.batch_size, config.batch_size + size + 1):
+        if size % batch_size == 0 or size % batch_size >= replicas:
+            return batch_size
+    return size
+
+
+# === Prepared corpora (hatt prepare / hatt train --prepared) =========================
+
+
+def prepared_settings(prepared_dir):
+    """The TrainConfig values a prepared corpus fixes (:data:`PREPARED_FIELDS`)."""
+    manifest = prepared_lib.read_manifest(prepared_dir)
+    return {k: v for k, v in manifest["settings"].items() if k in PREPARED_FIELDS}
+
+
+class _PreparedSplit:
+    """What ``train`` needs of a split read from shards: its size, labels and ids."""
+
+    def __init__(self, prepared_dir, name, manifest):
+        self.prepared_dir, self.name, self.manifest = prepared_dir, name, manifest
+        self.size = int(manifest["splits"][name]["reviews"])
+
+    def __len__(self):
+        return self.size
+
+    def labels_and_ids(self):
+        return prepared_lib.split_labels_and_ids(self.prepared_dir, self.name, self.manifest)
+
+
+def open_prepared(config):
+    """The vectorizer and the three splits of ``config.prepared``, checked against ``config``."""
+    manifest = prepared_lib.read_manifest(config.prepared)
+    layout = "flat" if config.model in FLAT_FAMILIES else "nested"
+    if manifest["layout"] != layout:
+        raise prepared_lib.PreparedDataError(
+            f"The corpus in {config.prepared!r} was prepared in the {manifest['layout']} layout "
+            f"(for {manifest.get('model')!r}); {config.model!r} needs the {layout} layout. Run "
+            f"`hatt prepare --model {config.model} ...` for it."
+        )
+    differ = {
+        k: (v, getattr(config, k))
+        for k, v in manifest["settings"].items()
+        if k in PREPARED_FIELDS[3:] and getattr(config, k) != v  # the vocabulary's settings
+    }
+    if differ:
+        raise prepared_lib.PreparedDataError(
+            f"The corpus in {config.prepared!r} was prepared with other settings "
+            f"({', '.join(f'{k}: {a!r} != {b!r}' for k, (a, b) in differ.items())}); prepare it "
+            "again with these settings or leave them at the prepared values."
+        )
+    vectorizer = prepared_lib.load_vectorizer(config.prepared)
+    splits = {name: _PreparedSplit(config.prepared, name, manifest) for name in prepared_lib.SPLITS}
+    return manifest, vectorizer, splits
+
+
+def create_prepared_datasets(config, manifest, *, epochs=None, initial_epoch=0, replicas=1):
+    """``{split: dataset}`` read from the shards of ``config.prepared`` (train shuffled).
+
+    ``replicas`` as in :func:`create_datasets`.
+    """
+    packed = _sentence_groups(config) if _packed(config) else None
+    out = {}
+    for name in prepared_lib.SPLITS:
+        size = manifest["splits"][name]["reviews"]
+        evaluation = name != "train" and replicas > 1
+        out[name] = prepared_lib.prepared_dataset(
+            config.prepared,
+            name,
+            batch_size=evaluation_batch_size(config, size, replicas)
+            if evaluation
+            else config.batch_size,
+            shuffle=name == "train",
+            seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer,
+            bucketing=not evaluation,
+            num_buckets=config.num_buckets,
+            packed=packed,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            manifest=manifest,
+            min_batch_size=replicas if name == "train" else 1,
+        )
+    return out
+
+
+def prepared_steps_per_epoch(config, manifest, replicas=1):
+    """Training batches per epoch of a prepared corpus, from its length histogram."""
+    lengths = prepared_lib.split_lengths(manifest, "train")
+    boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
+    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
+
+
+# === Scaling out: strategies, workers, determinism ===================================
+
+
+def create_strategy(name="default"):
+    """The ``tf.distribute`` strategy ``hatt train --strategy NAME`` trains under.
+
+    - ``"default"``: one device (TensorFlow's default strategy).
+    - ``"mirrored"``: ``MirroredStrategy`` over the machine's GPUs, or over its
+      logical CPU devices when there is no GPU (split a CPU into several with
+      ``tf.config.set_logical_device_configuration`` before TensorFlow starts).
+    - ``"multiworker"``: ``MultiWorkerMirroredStrategy``; the cluster and this
+      worker's place in it come from the ``TF_CONFIG`` environment variable.
+      Create it before any other TensorFlow operation runs.
+
+    Every batch of ``batch_size`` reviews (the global batch) is split across
+    the replicas.
+    """
+    import tensorflow as tf
+
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        if gpus:
+            return tf.distribute.MirroredStrategy([d.name for d in gpus])
+        # Over logical CPUs the default collective all-reduce aborts on the HAN's
+        # gradients ("Shape mismatch in the collective instance ... expected shape
+        # [841] but another member ... [1585]"); reducing on one device works.
+        return tf.distribute.MirroredStrategy(
+            [d.name for d in tf.config.list_logical_devices("CPU")],
+            cross_device_ops=tf.distribute.ReductionToOneDevice(),
+        )
+    if name == "multiworker":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "Expected the TF_CONFIG environment variable with --strategy multiworker "
+                '(e.g. TF_CONFIG=\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                '"task": {"type": "worker", "index": 0}}\'). Received: TF_CONFIG unset.'
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: strategy={name!r}")
+
+
+def worker_run_dir(run_dir, strategy):
+    """Where this worker writes: ``run_dir`` on the chief, ``run_dir/worker-N`` elsewhere.
+
+    Every worker of a multi-worker run trains, evaluates and saves (those are
+    collective operations); only the chief's files are the run's results.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type or strategy.extended.should_checkpoint:
+        return Path(run_dir)
+    return Path(run_dir) / f"worker-{resolver.task_id}"
+
+
+def _distribute_options(dataset, strategy, policy="DATA"):
+    """Multi-worker: shard by data (every worker sees its slice of every global batch).
+
+    Sharding by file would give workers different numbers of batches from
+    bucketed or sharded input; by data, the step counts agree (and
+    ``predict`` gathers the workers' slices back in the split's order).
+    """
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return dataset
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = getattr(
+        tf.data.experimental.AutoShardPolicy, policy
+    )
+    return dataset.with_options(options)
+
+
+def _build_under_strategy(model, dataset, strategy):
+    """Build the compiled model's state on one local batch, not on fit's first batch.
+
+    Keras 3.15's TensorFlow trainer (``_maybe_symbolic_build``) draws the
+    first batch from ``fit``'s own iterator for a model created under a
+    strategy and averages it across replicas with ``strategy.reduce``. Under
+    ``MultiWorkerMirroredStrategy`` that fails ("Attempt to convert a value
+    (PerReplica ...) to a Tensor": the reduction gets the ``(x, y)`` tuple,
+    see tensorflow#72388), and with ``steps_per_epoch`` the drawn batch is
+    lost to training. The model is already built; the metrics, loss and
+    optimizer are built here from one batch of ``dataset``, and the trainer's
+    step is skipped for this model.
+    """
+    if getattr(model, "_distribute_strategy", None) is None:
+        return  # not created under a strategy: Keras builds lazily, nothing to avoid
+    batch = next(iter(dataset.take(1)))
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+
+
+def _rank_one_logs_for_multiworker(model, strategy):
+    """Let ``fit`` / ``evaluate`` reduce their logs under ``MultiWorkerMirroredStrategy``.
+
+    Keras 3.15's TensorFlow trainer reduces a step's logs across workers with
+    ``strategy.reduce("MEAN", value, axis=0)``, which fails on the scalar loss
+    and metrics ("Invalid reduction dimension 0 for input with 0 dimensions",
+    tensorflow#72388). Returning each log as a ``[1]`` tensor makes the same
+    reduction average the workers' values into a scalar.
+    """
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return
+
+    def rank_one(step):
+        def wrapped(data):
+            return {k: keras.ops.reshape(v, [1]) for k, v in step(data).items()}
+
+        return wrapped
+
+    model.train_step = rank_one(model.train_step)
+    model.test_step = rank_one(model.test_step)
+
+
+def set_seed(config):
+    """Seed Python, NumPy and Keras (and TensorFlow); turn on op determinism if asked."""
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
 
 
 def create_model(config, vectorizer, steps_per_epoch):
@@ -313,6 +618,69 @@ def create_model(config, vectorizer, steps_per_epoch):
         metrics=["accuracy"],
     )
     return model
+
+
+def nb_log_ratios(
+    ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, min_df=1, chunk_size=1024
+):
+    """Naive Bayes log-count ratios of the n-gram channel's features (NBSVM).
+
+    With binarized feature counts per review, ``p = alpha + Σ_pos f`` and
+    ``q = alpha + Σ_neg f``, the ratio is ``r = log((p / |p|₁) / (q / |q|₁))``
+    (Wang & Manning 2012). Features no training review has get ``0``.
+
+    Args:
+        ids: ``tf.RaggedTensor`` of encoded reviews (flat or nested), as from
+            ``hatt.data.encode``.
+        labels: 0/1 labels, one per review.
+        vocabulary_size, buckets, ngram: as in ``hatt.layers.NgramLogit``.
+        alpha: additive smoothing.
+        min_df: features in fewer training reviews get ``0``.
+
+    Returns:
+        float32 NumPy array ``[vocabulary_size + buckets]``.
+    """
+    from hatt.layers.ngram_logit import ngram_feature_ids
+
+    size = vocabulary_size + (buckets if ngram > 1 else 0)
+    labels = np.asarray(labels)
+    counts = np.zeros((2, size), np.float64)
+    for start in range(0, len(labels), chunk_size):
+        dense = ids[start : start + chunk_size].to_tensor()
+        features, mask = ngram_feature_ids(dense, vocabulary_size, buckets, ngram)
+        features = np.asarray(features).reshape(len(dense), -1)
+        mask = np.asarray(mask).reshape(len(dense), -1)
+        rows = np.broadcast_to(np.arange(len(dense))[:, None], features.shape)
+        # One count per (review, feature): binarized.
+        pairs = np.unique(rows[mask].astype(np.int64) * size + features[mask])
+        for label in (0, 1):
+            chosen = labels[start + pairs // size] == label
+            counts[label] += np.bincount(pairs[chosen] % size, minlength=size)
+    seen = counts.sum(axis=0) >= max(1, min_df)
+    p, q = counts[1] + alpha, counts[0] + alpha
+    ratios = np.log(p / p.sum()) - np.log(q / q.sum())
+    return np.where(seen, ratios, 0.0).astype(np.float32)
+
+
+def init_ngram_channel(model, config, ids, labels):
+    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one)."""
+    try:
+        layer = model.get_layer("ngram_logit")
+    except ValueError:
+        return None
+    if config.ngram_init == "zeros":
+        return layer
+    if ids is None:
+        raise ValueError(
+            "ngram_init='nb' counts n-grams in the tokenized training split, which a prepared "
+            "corpus does not hold in memory. Use --set ngram_init=zeros with --prepared, "
+            "or train from raw text."
+        )
+    ratios = nb_log_ratios(
+        ids, labels, layer.vocabulary_size, layer.buckets, layer.ngram, min_df=config.ngram_min_df
+    )
+    layer.embeddings.assign(ratios * config.ngram_init_scale)
+    return layer
 
 
 def create_optimizer(config, steps_per_epoch):
@@ -340,81 +708,144 @@ class _Timer(keras.callbacks.Callback):
         self.seconds = time.perf_counter() - self.start
 
 
-def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
+def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=False):
     """Train ``config.model`` on IMDB and write the run directory.
+
+    A run directory with a backup of an interrupted run of the same settings
+    resumes from its last finished epoch (see :mod:`hatt.resume`).
 
     Args:
         config: a :class:`TrainConfig`.
         run_dir: the run directory (created).
-        imdb: an already loaded :class:`hatt.data.Imdb` (else ``load_imdb``).
+        imdb: an already loaded :class:`hatt.data.Imdb` (else ``load_imdb``,
+            or the shards of ``config.prepared``).
         command: the command line recorded in ``metrics.json``.
         verbose: Keras ``fit`` verbosity.
+        restart: remove an earlier run's files from ``run_dir`` first.
 
     Returns:
         The metrics dict also written to ``metrics.json``.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-    keras.utils.set_random_seed(config.seed)
 
+    Raises:
+        hatt.resume.RunError: ``run_dir`` holds a finished run, a backup of
+            other settings or a corrupted backup.
+        hatt.resume.NaNLossError: the loss became NaN (``status.json`` says where).
+    """
+    strategy = create_strategy(config.strategy)  # first: multi-worker set-up precedes any op
+    replicas = int(strategy.num_replicas_in_sync)
+    if replicas > 1 and _packed(config):
+        raise ValueError(
+            "The packed HAN layout cannot be split across replicas (its sentence groups "
+            f"differ in size). Received: packed=True with {replicas} replicas; pass --set "
+            "packed=false."
+        )
+    run_dir = worker_run_dir(run_dir, strategy)
+    state = resume.open_run_dir(run_dir, config.to_dict(), restart=restart)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    set_seed(config)
+    initial_epoch = int(state["epoch"]) if state else 0
+    # An interrupted run that had finished its epochs (or stopped early) only
+    # evaluates and writes its results.
+    fit_epochs = initial_epoch if state and state.get("training_done") else config.epochs
+    if state:
+        print(f"Resuming {run_dir} after epoch {initial_epoch} of {config.epochs}")
+
+    if config.prepared:
+        manifest, vectorizer, splits = open_prepared(config)
+        imdb = hatt.data.Imdb(splits["train"], splits["validation"], splits["test"], "")
+        imdb.source = f"{manifest['source']} (prepared: {config.prepared})"
+        vectorizer.save(run_dir / "vectorizer.json")
+        datasets = create_prepared_datasets(
+            config, manifest, epochs=fit_epochs, initial_epoch=initial_epoch, replicas=replicas
+        )
+        encoded = {name: (None, datasets[name]) for name in datasets}
+        train_steps = prepared_steps_per_epoch(config, manifest, replicas)
     if imdb is None:
         imdb = hatt.data.load_imdb(
             config.data,
             validation_size=config.validation_size,
+            validation_split=config.validation_split,
             seed=config.seed,
             limit=config.limit,
         )
-    print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
-    vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
-    vectorizer.save(run_dir / "vectorizer.json")
-    print("Tokenizing train / validation / test")
-    encoded = create_datasets(config, imdb, vectorizer)
+    if not config.prepared:
+        print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
+        vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
+        vectorizer.save(run_dir / "vectorizer.json")
+        print("Tokenizing train / validation / test")
+        encoded = create_datasets(
+            config,
+            imdb,
+            vectorizer,
+            epochs=fit_epochs,
+            initial_epoch=initial_epoch,
+            replicas=replicas,
+        )
+        train_steps = steps_per_epoch(config, encoded["train"][0], replicas)
     train_ds, validation_ds, test_ds = (
-        encoded[name][1] for name in ("train", "validation", "test")
+        _distribute_options(encoded[name][1], strategy) for name in ("train", "validation", "test")
     )
     # The cyclical schedule is set in optimizer steps; the batch count is known.
-    steps_per_epoch = int(train_ds.cardinality())
-    model = create_model(config, vectorizer, steps_per_epoch)
+    with strategy.scope():
+        model = create_model(config, vectorizer, train_steps)
+        if not state:  # a resumed run restores the channel's trained weights below
+            train_ids = encoded["train"][0]
+            labels = None if train_ids is None else imdb.train.labels
+            init_ngram_channel(model, config, train_ids, labels)
 
     timer = _Timer()
+    stop_on_nan = resume.StopOnNaN()
+    early_stopping = keras.callbacks.EarlyStopping(
+        monitor=config.monitor,
+        mode="max" if "accuracy" in config.monitor else "min",
+        patience=config.patience,
+        restore_best_weights=True,
+    )
+    # The backup follows early stopping (it saves and restores its state) and
+    # writes history.csv, every epoch once, from its records.
+    backup = resume.RunBackup(run_dir, config.to_dict(), early_stopping, state)
+    with strategy.scope():
+        backup.restore_model(model)
+    _build_under_strategy(model, encoded["validation"][1], strategy)
+    _rank_one_logs_for_multiworker(model, strategy)
     callbacks = [
-        keras.callbacks.EarlyStopping(
-            monitor=config.monitor,
-            mode="max" if "accuracy" in config.monitor else "min",
-            patience=config.patience,
-            restore_best_weights=True,
-        ),
-        keras.callbacks.CSVLogger(str(run_dir / "history.csv")),
+        stop_on_nan,
+        early_stopping,
+        backup,
         keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs"), write_graph=False),
         timer,
     ]
-    history = model.fit(
+    model.fit(
         train_ds,
         validation_data=validation_ds,
-        epochs=config.epochs,
+        epochs=fit_epochs,
+        initial_epoch=initial_epoch,
+        steps_per_epoch=train_steps,
         callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself, seeded
+        shuffle=False,  # the dataset shuffles itself, seeded by (seed, epoch)
         verbose=verbose,
     )
-    epochs_run = len(history.history.get("loss", []))
+    if stop_on_nan.where:
+        _stop_on_nan(run_dir, stop_on_nan.where, backup)
+    history = backup.history()  # every epoch, the interrupted sessions' included
+    epochs_run = len(history.get("loss", []))
+    train_seconds = backup.previous_seconds + timer.seconds
     validation_loss, validation_accuracy = model.evaluate(validation_ds, verbose=0)
     test_loss, test_accuracy = model.evaluate(test_ds, verbose=0)
     model.save(run_dir / "model.keras")
     # Probabilities in each split's own order (no bucketing), for ensembles.
     for split_name in ("validation", "test"):
         split = getattr(imdb, split_name)
-        predict_ds = hatt.data.make_dataset(
-            None,
-            ids=encoded[split_name][0],
-            bucketing=False,
-            **_dataset_options(config, vectorizer),
+        predict_ds, labels, ids = _prediction_data(
+            config, vectorizer, encoded, split_name, split, replicas
         )
         np.savez_compressed(
             run_dir / f"{split_name}_probabilities.npz",
-            probabilities=model.predict(predict_ds, verbose=0).reshape(-1).astype(np.float32),
-            labels=split.labels.astype(np.int8),
-            ids=np.array(split.ids),
+            probabilities=model.predict(_distribute_options(predict_ds, strategy), verbose=0)
+            .reshape(-1)
+            .astype(np.float32),
+            labels=labels.astype(np.int8),
+            ids=np.array(ids),
         )
 
     train_examples = len(imdb.train) * epochs_run
@@ -425,9 +856,9 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
         "validation_accuracy": float(validation_accuracy),
         "validation_loss": float(validation_loss),
         "epochs": epochs_run,
-        "best_epoch": _best_epoch(history.history, config.monitor),
-        "train_seconds": round(timer.seconds, 2),
-        "examples_per_second": round(train_examples / max(timer.seconds, 1e-9), 1),
+        "best_epoch": _best_epoch(history, config.monitor),
+        "train_seconds": round(train_seconds, 2),
+        "examples_per_second": round(train_examples / max(train_seconds, 1e-9), 1),
         "parameters": int(model.count_params()),
         "seed": config.seed,
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
@@ -440,9 +871,48 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto"):
         "data_source": imdb.source,
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),
+        "strategy": config.strategy,
+        "replicas": replicas,
+        "resumed_from_epoch": initial_epoch,
+        "deterministic": config.deterministic,
+        "prepared": config.prepared,
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    backup.remove()  # the run is finished; metrics.json marks it
     return metrics
+
+
+def _prediction_data(config, vectorizer, encoded, split_name, split, replicas=1):
+    """An in-order dataset of a split, with its labels and review ids."""
+    batch_size = evaluation_batch_size(config, len(split), replicas)
+    if config.prepared:
+        dataset = prepared_lib.prepared_dataset(
+            config.prepared,
+            split_name,
+            batch_size=batch_size,
+            bucketing=False,
+            packed=_sentence_groups(config) if _packed(config) else None,
+        ).map(lambda x, y: x)
+        labels, ids = split.labels_and_ids()
+        return dataset, labels, ids
+    dataset = hatt.data.make_dataset(
+        None,
+        ids=encoded[split_name][0],
+        bucketing=False,
+        **{**_dataset_options(config, vectorizer), "batch_size": batch_size},
+    )
+    return dataset, split.labels, split.ids
+
+
+def _stop_on_nan(run_dir, where, backup):
+    status = {"status": "nan_loss", **where, "last_good_epoch": len(backup.records)}
+    resume.write_json_atomic(Path(run_dir) / resume.STATUS_FILE, status)
+    raise resume.NaNLossError(
+        f"The training loss became {where['loss']} at epoch {where['epoch']}, batch "
+        f"{where['batch']}; training stopped (written to {Path(run_dir) / resume.STATUS_FILE}). "
+        "Lower the learning rate (--set learning_rate=...) and run again with --restart, or "
+        f"resume from the last good epoch ({len(backup.records)}) by running the same command."
+    )
 
 
 def _best_epoch(history, monitor):

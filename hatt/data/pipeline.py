@@ -137,6 +137,9 @@ def make_dataset(
     sentence_groups=None,
     ids=None,
     progress=False,
+    epochs=None,
+    initial_epoch=0,
+    min_batch_size=1,
 ):
     """Batches of ids (and labels) for ``fit`` / ``evaluate`` / ``predict``.
 
@@ -158,6 +161,16 @@ def make_dataset(
             (default: :func:`default_sentence_groups` of ``max_words``).
         ids: ragged ids from :func:`encode`, to reuse an encoded corpus.
         progress: progress bar over tokenization.
+        epochs: with ``shuffle``, build the batches of ``epochs -
+            initial_epoch`` epochs in one dataset, epoch ``e`` shuffled by
+            ``(seed, e)`` only (:func:`epoch_seed`), so the order of an epoch
+            does not depend on how many epochs this process has already run;
+            pass ``steps_per_epoch`` (the cardinality divided by the number of
+            epochs) to ``fit``. ``None``: one epoch, reshuffled each iteration.
+        initial_epoch: the first epoch built when ``epochs`` is given.
+        min_batch_size: drop batches of fewer reviews (a bucket's last,
+            partial batch), e.g. the number of replicas a batch is split
+            across, so that no replica gets an empty batch.
 
     Returns:
         A ``tf.data.Dataset`` of ``x`` or ``(x, labels)``: ``x`` is ``int32``
@@ -182,6 +195,7 @@ def make_dataset(
             "Expected a nested vectorizer (output_mode='nested') with packed=True. "
             f"Received: output_mode={vectorizer.output_mode!r}"
         )
+    groups = None
     if packed:
         groups = tuple(sentence_groups or default_sentence_groups(vectorizer.max_words))
         if list(groups) != sorted(set(groups)) or groups[-1] < vectorizer.max_words:
@@ -190,49 +204,97 @@ def make_dataset(
                 f"({vectorizer.max_words}). Received: sentence_groups={groups}"
             )
 
-    dataset = tf.data.Dataset.from_tensor_slices(ids if labels is None else (ids, labels))
-    if shuffle:
-        dataset = dataset.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
-
+    elements = tf.data.Dataset.from_tensor_slices(ids if labels is None else (ids, labels))
     lengths = document_lengths(ids)
     boundaries = bucket_boundaries(lengths, num_buckets) if bucketing else []
-    if boundaries:
-        limits = tf.constant(boundaries, tf.int64)
+    per_epoch = count_batches(lengths, boundaries, batch_size, min_batch_size)
+    if shuffle and epochs is not None:
+        # One dataset for epochs initial_epoch..epochs-1, epoch e shuffled by
+        # (seed, e) alone: a run resumed at epoch e sees the orders an
+        # uninterrupted run would have seen (fit with steps_per_epoch).
+        parts = [
+            batch_by_length(
+                elements.shuffle(
+                    max(n, 1), seed=epoch_seed(seed, epoch), reshuffle_each_iteration=False
+                ),
+                boundaries,
+                batch_size,
+                min_batch_size,
+            )
+            for epoch in range(initial_epoch, epochs)
+        ]
+        dataset = parts[0] if parts else elements.take(0).ragged_batch(batch_size)
+        for part in parts[1:]:
+            dataset = dataset.concatenate(part)
+        total = per_epoch * max(0, epochs - initial_epoch)
+    else:
+        if shuffle:
+            elements = elements.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
+        dataset = batch_by_length(elements, boundaries, batch_size, min_batch_size)
+        total = per_epoch
+    # The number of batches is known (a partial batch per bucket at most): telling
+    # tf.data gives Keras' progress bar its total from the first epoch on.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(total))
+    return finish_batches(dataset, packed=groups if packed else None, labels=labels is not None)
+
+
+def epoch_seed(seed, epoch):
+    """The shuffle seed of epoch ``epoch`` (0-based) of a run seeded with ``seed``."""
+    return (int(seed) * 1_000_003 + 7919 * (int(epoch) + 1)) % (2**31 - 1)
+
+
+def batch_by_length(elements, boundaries, batch_size, min_batch_size=1):
+    """Ragged batches of ``elements`` (ids or (ids, label)), bucketed at ``boundaries``.
+
+    Reviews whose length (tokens, or sentences when nested) falls in the same
+    bucket are batched together; each bucket ends with at most one partial
+    batch (dropped when it holds fewer than ``min_batch_size`` reviews). No
+    boundaries: batches in input order.
+    """
+    if not boundaries:
+        batches = elements.ragged_batch(batch_size)
+    else:
+        limits = tf.constant(list(boundaries), tf.int64)
 
         def bucket_of(*element):
             length = tf.cast(_nrows(element[0]), tf.int64)
             return tf.searchsorted(limits, length[None], side="right", out_type=tf.int64)[0]
 
-        dataset = dataset.group_by_window(
+        batches = elements.group_by_window(
             key_func=bucket_of,
             reduce_func=lambda _, window: window.ragged_batch(batch_size),
             window_size=batch_size,
         )
-    else:
-        dataset = dataset.ragged_batch(batch_size)
-    # The number of batches is known (a partial batch per bucket at most): telling
-    # tf.data gives Keras' progress bar its total from the first epoch on.
-    dataset = dataset.apply(
-        tf.data.experimental.assert_cardinality(count_batches(lengths, boundaries, batch_size))
-    )
+    if min_batch_size > 1:
+        batches = batches.filter(lambda x, *_: _nrows(x) >= min_batch_size)
+    return batches
 
+
+def finish_batches(dataset, *, packed=None, labels=True):
+    """Ragged batches → dense (or packed, with ``packed=sentence_groups``), prefetched."""
     if packed:
-        finish = lambda x: pack_sentences(x, groups)  # noqa: E731
+        finish = lambda x: pack_sentences(x, packed)  # noqa: E731
     else:
         finish = lambda x: at_least_one(x.to_tensor(default_value=PAD_ID))  # noqa: E731
     dataset = dataset.map(
-        finish if labels is None else (lambda x, y: (finish(x), y)),
+        finish if not labels else (lambda x, y: (finish(x), y)),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def count_batches(lengths, boundaries, batch_size):
-    """Number of batches that bucketing ``lengths`` at ``boundaries`` yields."""
+def count_batches(lengths, boundaries, batch_size, min_batch_size=1):
+    """Number of batches that bucketing ``lengths`` at ``boundaries`` yields.
+
+    A bucket's last, partial batch counts when it holds at least
+    ``min_batch_size`` reviews (see :func:`batch_by_length`).
+    """
     buckets = np.searchsorted(np.asarray(boundaries), np.asarray(lengths), side="right")
     counts = np.bincount(buckets, minlength=len(boundaries) + 1)
-    return int(sum(-(-int(c) // batch_size) for c in counts))
+    return int(
+        sum(int(c) // batch_size + (int(c) % batch_size >= max(1, min_batch_size)) for c in counts)
+    )
 
 
 def _nrows(x):

@@ -1,0 +1,341 @@
+"""Resumable runs: a backup every epoch, restored when the same run is started again.
+
+``hatt train`` keeps ``RUN_DIR/backup/`` up to date at the end of every
+epoch: the model's variables (weights and random-seed state), the optimizer's
+variables (step counter, moments), the early-stopping state with the best
+epoch's weights, and the history of every finished epoch. When the same
+command is run again with the same ``--run-dir`` (after a crash, a
+``kill -9``, a pre-empted machine), training goes on from the last finished
+epoch, "restore the best epoch" still chooses among all epochs, and
+``history.csv`` holds every epoch once.
+
+Every file is written under a temporary name and renamed into place, and
+``backup/state.json`` is renamed last: a process killed at any moment leaves
+the previous complete backup. Keras' own ``keras.callbacks.BackupAndRestore``
+(Keras 3.15) saves the weights and the epoch number only — not the
+early-stopping state, the best weights or the history — and writes its files
+in place, so it is not used here.
+"""
+
+import csv
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+BACKUP_DIR = "backup"
+STATE_FILE = "state.json"
+STATUS_FILE = "status.json"
+STATE_FORMAT = 1
+# What `hatt train` writes into a run directory (removed by restart=True).
+RUN_FILES = (
+    "config.json",
+    "history.csv",
+    "metrics.json",
+    "model.keras",
+    "vectorizer.json",
+    "validation_probabilities.npz",
+    "test_probabilities.npz",
+    STATUS_FILE,
+)
+RUN_FOLDERS = (BACKUP_DIR, "logs")
+# Settings that may change between the interrupted and the resumed run.
+MAY_DIFFER = ("strategy",)
+
+
+class RunError(ValueError):
+    """A run directory cannot be used as asked (the message says what to do)."""
+
+
+class NaNLossError(RunError):
+    """The training loss became NaN or infinite; the run was stopped."""
+
+
+# === Files ==========================================================================
+
+
+def write_atomic(path, write):
+    """Write ``path`` through ``write(temporary_path)``, then rename it into place."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(temporary)
+        with open(temporary, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def write_json_atomic(path, value):
+    def write(target):
+        Path(target).write_text(json.dumps(value, indent=2) + "\n")
+
+    write_atomic(path, write)
+
+
+def _save_arrays(path, arrays):
+    def write(target):
+        with open(target, "wb") as f:
+            np.savez(f, *arrays)
+
+    write_atomic(path, write)
+
+
+def _load_arrays(path):
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
+            return [data[f"arr_{i}"] for i in range(len(data.files))]
+    except Exception as error:  # zipfile, OSError, ValueError, EOFError: all mean unreadable
+        raise RunError(
+            f"The backup file {str(path)!r} is missing or corrupted ({type(error).__name__}: "
+            f"{error}). Delete {str(Path(path).parent)!r} or pass --restart to train from "
+            "the start."
+        ) from error
+
+
+def write_history(path, records):
+    """``history.csv`` from the epoch records: first column ``epoch`` (0-based, as Keras)."""
+    keys = sorted({k for record in records for k in record} - {"epoch"})
+
+    def write(target):
+        with open(target, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["epoch", *keys])
+            for record in records:
+                writer.writerow([record["epoch"], *(record.get(k, "") for k in keys)])
+
+    write_atomic(path, write)
+
+
+# === Run directory ==================================================================
+
+
+def clear_run_dir(run_dir):
+    """Remove what ``hatt train`` wrote into ``run_dir`` (nothing else)."""
+    run_dir = Path(run_dir)
+    for name in RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    for name in RUN_FOLDERS:
+        shutil.rmtree(run_dir / name, ignore_errors=True)
+
+
+def read_state(run_dir):
+    """The backup's state (dict) or ``None`` when ``run_dir`` has no backup."""
+    path = Path(run_dir) / BACKUP_DIR / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+        if state.get("format") != STATE_FORMAT or "epoch" not in state:
+            raise ValueError(f"unknown format {state.get('format')!r}")
+    except (OSError, ValueError, AttributeError) as error:
+        raise RunError(
+            f"The backup {str(path)!r} is corrupted ({error}). Delete {str(path.parent)!r} or "
+            "pass --restart to train from the start."
+        ) from error
+    return state
+
+
+def open_run_dir(run_dir, config, *, restart=False):
+    """Check ``run_dir`` before training ``config``; return the backup to resume, if any.
+
+    Args:
+        run_dir: the run directory (created).
+        config: the run's settings as a dict (``TrainConfig.to_dict()``).
+        restart: remove an earlier run's files first and train from the start.
+
+    Returns:
+        The backup state (a dict) when the run resumes, else ``None``.
+
+    Raises:
+        RunError: the directory holds a finished run, or a backup of a run with
+            other settings, or a corrupted backup.
+    """
+    run_dir = Path(run_dir)
+    if restart:
+        clear_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if (run_dir / "metrics.json").exists():
+        raise RunError(
+            f"The run directory {str(run_dir)!r} holds a finished run (metrics.json). Use "
+            "another --run-dir, or --restart to train again from the start."
+        )
+    state = read_state(run_dir)
+    if state is None:
+        return None
+    saved = {k: v for k, v in state.get("config", {}).items() if k not in MAY_DIFFER}
+    wanted = {k: v for k, v in config.items() if k not in MAY_DIFFER}
+    if saved != wanted:
+        differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+        changes = ", ".join(f"{k}: {saved.get(k)!r} -> {wanted.get(k)!r}" for k in differ)
+        raise RunError(
+            f"The run directory {str(run_dir)!r} holds an interrupted run with other settings "
+            f"({changes}). Run the same command to resume it, use another --run-dir, or pass "
+            "--restart to train from the start."
+        )
+    (run_dir / STATUS_FILE).unlink(missing_ok=True)
+    return state
+
+
+# === The backup callback ============================================================
+
+
+def _all_variables(model):
+    variables = list(model.variables)
+    if model.optimizer is not None:
+        variables += list(model.optimizer.variables)
+    return variables
+
+
+class RunBackup(keras.callbacks.Callback):
+    """Back up the training state at the end of every epoch; restore it on resume.
+
+    Put it right after the ``keras.callbacks.EarlyStopping`` it saves (its
+    ``on_train_begin`` must run after the one that resets early stopping, and
+    its ``on_epoch_end`` after the one that updates it).
+
+    Args:
+        run_dir: the run directory; the backup goes to ``run_dir/backup/`` and
+            ``history.csv`` is rewritten from the records every epoch.
+        config: the run's settings (dict), stored to detect a changed command.
+        early_stopping: the run's ``EarlyStopping`` callback, or ``None``.
+        state: a backup state from :func:`open_run_dir` to resume from.
+    """
+
+    def __init__(self, run_dir, config, early_stopping=None, state=None):
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.backup_dir = self.run_dir / BACKUP_DIR
+        self.config = config
+        self.early_stopping = early_stopping
+        self.state = state
+        self.records = list(state["records"]) if state else []
+        self.previous_seconds = float(state.get("train_seconds", 0.0)) if state else 0.0
+        self.seconds = self.previous_seconds
+
+    @property
+    def initial_epoch(self):
+        return int(self.state["epoch"]) if self.state else 0
+
+    @property
+    def training_done(self):
+        """The interrupted run had finished its epochs (or stopped early)."""
+        return bool(self.state and self.state.get("training_done"))
+
+    def restore_model(self, model):
+        """Load the backed-up model and optimizer variables into ``model``.
+
+        Call it inside the strategy's scope (the optimizer's variables are
+        created here when they do not exist yet).
+        """
+        if not self.state:
+            return
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        arrays = _load_arrays(self.backup_dir / self.state["weights"])
+        variables = _all_variables(model)
+        shapes = [tuple(v.shape) for v in variables]
+        if [a.shape for a in arrays] != shapes:
+            raise RunError(
+                f"The backup in {str(self.backup_dir)!r} does not match the model "
+                f"({len(arrays)} arrays for {len(variables)} variables). Pass --restart to "
+                "train from the start."
+            )
+        for variable, value in zip(variables, arrays, strict=True):
+            variable.assign(value)
+
+    def on_train_begin(self, logs=None):
+        self.session_start = _now()
+        stopper = self.early_stopping
+        if not self.state or stopper is None:
+            return
+        saved = self.state.get("early_stopping") or {}
+        stopper.wait = int(saved.get("wait", 0))
+        stopper.best = saved.get("best")
+        stopper.best_epoch = int(saved.get("best_epoch", 0))
+        stopper.stopped_epoch = int(saved.get("stopped_epoch", 0))
+        if saved.get("best_weights"):
+            stopper.best_weights = _load_arrays(self.backup_dir / saved["best_weights"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = dict(logs or {})
+        loss = logs.get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            return  # never back up a diverged epoch
+        self.seconds = self.previous_seconds + (_now() - self.session_start)
+        self.records = [r for r in self.records if r["epoch"] < epoch]
+        self.records.append({"epoch": epoch, **{k: float(v) for k, v in logs.items()}})
+        self.backup_dir.mkdir(parents=True, exist_ok=True)
+        weights = f"weights-{epoch:04d}.npz"
+        _save_arrays(self.backup_dir / weights, [np.asarray(v) for v in _all_variables(self.model)])
+        stopper = self.early_stopping
+        early = None
+        if stopper is not None:
+            previous = (self.state or {}).get("early_stopping") or {}
+            best_weights = previous.get("best_weights")
+            if stopper.best_weights is not None and (
+                stopper.best_epoch == epoch or best_weights is None
+            ):
+                best_weights = f"best-{epoch:04d}.npz"
+                _save_arrays(self.backup_dir / best_weights, stopper.best_weights)
+            early = {
+                "wait": int(stopper.wait),
+                "best": None if stopper.best is None else float(stopper.best),
+                "best_epoch": int(stopper.best_epoch),
+                "stopped_epoch": int(stopper.stopped_epoch),
+                "best_weights": best_weights,
+            }
+        done = bool(self.model.stop_training) or epoch + 1 >= self.params.get("epochs", 0)
+        self.state = {
+            "format": STATE_FORMAT,
+            "epoch": epoch + 1,
+            "training_done": done,
+            "weights": weights,
+            "early_stopping": early,
+            "records": self.records,
+            "train_seconds": round(self.seconds, 3),
+            "config": self.config,
+        }
+        write_json_atomic(self.backup_dir / STATE_FILE, self.state)  # the commit point
+        keep = {STATE_FILE, weights, (early or {}).get("best_weights")}
+        for path in self.backup_dir.iterdir():
+            if path.name not in keep and not path.name.startswith("."):
+                path.unlink(missing_ok=True)
+        write_history(self.run_dir / "history.csv", self.records)
+
+    def history(self):
+        """Every finished epoch's logs, ``{key: [value per epoch]}`` (like ``History``)."""
+        keys = sorted({k for record in self.records for k in record} - {"epoch"})
+        return {k: [record.get(k) for record in self.records] for k in keys}
+
+    def remove(self):
+        """Delete the backup (the run has finished and written its results)."""
+        shutil.rmtree(self.backup_dir, ignore_errors=True)
+
+
+class StopOnNaN(keras.callbacks.Callback):
+    """Stop training at the first batch whose loss is NaN or infinite; remember where."""
+
+    def __init__(self):
+        super().__init__()
+        self.where = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.where = {"epoch": self._epoch + 1, "batch": batch + 1, "loss": str(float(loss))}
+            self.model.stop_training = True
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+
+def _now():
+    return time.perf_counter()
