@@ -54,7 +54,10 @@ built with ``pooling="attention"`` gives its attention): under
 ``word_attention`` it gives *gradient × input saliency* instead, per token
 ``|Σ_d ∂z/∂e_td · e_td|`` where ``e`` is the embedding output and ``z`` the
 logit of the positive class, normalised to sum to 1 over the review's
-tokens (uniform if every product is exactly 0). The export records which
+tokens (uniform if every product is exactly 0). With the optional n-gram
+channel (``ngram_buckets > 0``) the logit is the sum of the deep logit and the
+n-gram logit; only the deep part depends on ``e``, so the saliency explains
+that part (the n-gram channel's weights are not in it). The export records which
 (``score_kind``: ``"attention"`` or ``"saliency"``) in ``export.json`` and
 in the version's ``assets.extra/hatt_export.json``.
 """
@@ -131,6 +134,17 @@ def dense_model(model):
     sentence_encoder = model.get_layer("sentence_encoder")
     word_attention = model.get_layer("word_attention")
     cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
+    ngram = {}
+    wide = _layer_or_none(model, "ngram_logit")  # the optional n-gram channel
+    if wide is not None:
+        l2 = getattr(wide.embeddings_regularizer, "l2", 0.0)
+        ngram = {
+            "ngram_buckets": wide.buckets,
+            "ngram": wide.ngram,
+            "ngram_reduction": wide.reduction,
+            "ngram_dropout": wide.feature_dropout,
+            "ngram_l2": float(l2),
+        }
     twin = models.build_han(
         vocabulary_size=embedding.input_dim,
         embedding_dim=embedding.output_dim,
@@ -141,6 +155,7 @@ def dense_model(model):
         attention_score=word_attention.score,
         dropout=model.get_layer("dropout").rate,
         name=model.name,
+        **ngram,
     )
     for layer in twin.layers:
         if layer.weights:
@@ -156,10 +171,19 @@ class _Views:
         self.embed = self.tail = None
         if score_kind == "saliency":
             embedding = _layer_or_none(model, "embedding") or model.get_layer("word_embedding")
+            # The layer named "probability" is Dense(1, sigmoid), or, with the n-gram
+            # channel, a sigmoid Activation over the summed logits.
             self.head = model.get_layer("probability")
             self.embed = keras.Model(model.input, embedding.output)
-            # ids and embeddings → the head's input (the ids still give the masks).
+            # ids and embeddings → the head's input (the ids still give the masks and
+            # feed the n-gram channel).
             self.tail = keras.Model([model.input, embedding.output], self.head.input)
+
+    def logit(self, features):
+        """The positive-class logit from the head's input."""
+        if isinstance(self.head, keras.layers.Dense):
+            return ops.matmul(features, self.head.kernel) + self.head.bias
+        return features  # the n-gram channel's summed logit
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -283,8 +307,7 @@ class TextModel(keras.Model):
         embedded = tf.convert_to_tensor(views.embed(ids, training=False))
         with tf.GradientTape() as tape:
             tape.watch(embedded)
-            features = views.tail([ids, embedded], training=False)
-            logit = ops.matmul(features, views.head.kernel) + views.head.bias
+            logit = views.logit(views.tail([ids, embedded], training=False))
         gradient = tape.gradient(logit, embedded)
         scores = ops.abs(ops.sum(gradient * embedded, axis=-1))
         if self.nested:  # the HAN's word embeddings are folded to [batch * S, W]

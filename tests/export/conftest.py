@@ -10,11 +10,13 @@ from hatt import export, training
 from hatt.data import Imdb, Split
 
 FAMILIES = ("cnn", "rnn", "transformer", "han")
+# The CNN and the HAN with the n-gram channel (as in experiments/configs), the RNN and
+# the Transformer without it.
 SMALL = {
-    "cnn": {"embedding_dim": 8, "filters": 4},
+    "cnn": {"embedding_dim": 8, "filters": 4, "ngram_buckets": 64},
     "rnn": {"embedding_dim": 8, "units": 4},
     "transformer": {"embedding_dim": 8, "num_heads": 2, "intermediate_dim": 8},
-    "han": {"embedding_dim": 8, "word_units": 4, "sentence_units": 4},
+    "han": {"embedding_dim": 8, "word_units": 4, "sentence_units": 4, "ngram_buckets": 64},
 }
 # Small limits so truncation and sentence wrapping happen on the tiny corpus.
 LIMITS = {"sequence_length": 16, "max_sentences": 3, "max_words": 5}

@@ -323,7 +323,15 @@ def _nested_vectorizer():
     return vectorizer.adapt(["a good film. a bad film! great acting, dull plot and story?"])
 
 
-def test_dense_twin_of_a_packed_han_gives_the_same_outputs():
+def _randomise_ngram_channel(model):
+    """The channel starts at zeros; give it weights that change the result."""
+    layer = model.get_layer("ngram_logit")
+    rng = np.random.default_rng(0)
+    layer.set_weights([rng.normal(size=w.shape).astype("float32") for w in layer.get_weights()])
+
+
+@pytest.mark.parametrize("ngram_buckets", [0, 16])
+def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets):
     keras.utils.set_random_seed(3)
     vectorizer = _nested_vectorizer()
     packed = hatt.models.build_han(
@@ -334,7 +342,10 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs():
         attention_units=6,
         attention_score="additive",
         packed_groups=2,
+        ngram_buckets=ngram_buckets,
     )
+    if ngram_buckets:
+        _randomise_ngram_channel(packed)
     twin = export.dense_model(packed)
     assert not isinstance(twin.input, dict) and export.dense_model(twin) is twin
     texts = ["A good film. A bad, dull plot!", "great", "", "acting story film good bad a."]
@@ -350,13 +361,20 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs():
     )
 
 
-def test_cnn_saliency_is_normalised_gradient_times_input():
+@pytest.mark.parametrize("ngram_buckets", [0, 16])
+def test_cnn_saliency_is_normalised_gradient_times_input(ngram_buckets):
     keras.utils.set_random_seed(5)
     vectorizer = Vectorizer(max_tokens=50, min_count=1, sequence_length=12)
     vectorizer.adapt(["one two three four five six seven eight nine ten"])
     model = hatt.models.build_cnn(
-        vocabulary_size=vectorizer.vocabulary_size, embedding_dim=16, filters=8, dropout=0.0
+        vocabulary_size=vectorizer.vocabulary_size,
+        embedding_dim=16,
+        filters=8,
+        dropout=0.0,
+        ngram_buckets=ngram_buckets,
     )
+    if ngram_buckets:  # its logit is added to the deep one; only the deep one depends on e
+        _randomise_ngram_channel(model)
     text_model = export.TextModel(model, vectorizer)
     assert (text_model.family, text_model.score_kind) == ("cnn", "saliency")
     pooled = hatt.models.build_cnn(vocabulary_size=vectorizer.vocabulary_size, pooling="attention")
