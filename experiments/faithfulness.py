@@ -48,7 +48,7 @@ def parse_args(argv=None):
 
 def create_dataset(args):
     """A balanced, seeded sample of test reviews (aclImdb lists all of one class first)."""
-    imdb = load_imdb(args.data, progress=False)
+    imdb = load_imdb(args.data, validation_size=0, progress=False)  # the test split only
     labels = np.asarray(imdb.test.labels)
     chosen = balanced_sample(labels, args.reviews, seed=args.seed)
     return [imdb.test.texts[i] for i in chosen], labels[chosen], imdb.source
@@ -78,9 +78,7 @@ def markdown(results):
             ratio = "–" if v["ratio"] is None else f"{v['ratio']:.1f}×"
             cells.append(f"{v['ranked_drop']:.3f} | {v['random_drop']:.3f} | {ratio}")
         ten = r["by_k"].get("10")
-        flips = (
-            f"{ten['ranked_flip_rate']:.1%} / {ten['random_flip_rate']:.1%}" if ten else "–"
-        )
+        flips = f"{ten['ranked_flip_rate']:.1%} / {ten['random_flip_rate']:.1%}" if ten else "–"
         lines.append(f"| {family} | {r['score_kind']} | " + " | ".join(cells) + f" | {flips} |")
     lines += [
         "",
@@ -99,7 +97,8 @@ def main(argv=None):
         "random_draws": args.draws,
         "seed": args.seed,
         "data_source": source,
-        "command": "python experiments/faithfulness.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python experiments/faithfulness.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
         "models": {},
     }
     for family in args.families:

@@ -215,14 +215,16 @@ def _inspect_texts(args):
             raise ValueError(f"No such file: --file {args.file!r}")
         texts = [text for _, text in _file_reviews(args.file)]
         if not texts:
-            raise ValueError(f"Expected --file to hold at least one review. Received: {args.file!r}")
+            raise ValueError(
+                f"Expected --file to hold at least one review. Received: {args.file!r}"
+            )
         return texts, None
     from hatt.data import load_imdb
     from hatt.inspect.explain import balanced_sample
 
     if args.imdb_test < 1:
         raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
-    test = load_imdb(args.data, progress=False).test
+    test = load_imdb(args.data, validation_size=0, progress=False).test  # test split only
     chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
     return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
 

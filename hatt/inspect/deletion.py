@@ -153,7 +153,7 @@ def deletion_test(
             after_c = p if predicted[i] else 1 - p
             flip = (p >= 0.5) != predicted[i]
             drops.setdefault((i, k, kind), []).append((before_c - after_c, flip))
-        for (i, k, kind), values in drops.items():
+        for (_, k, kind), values in drops.items():
             drop = float(np.mean([d for d, _ in values]))
             flip = float(np.mean([f for _, f in values]))
             if kind == "ranked":

@@ -191,7 +191,9 @@ class KerasExplainer:
         if family is None:
             family = _family_of(model)
         if family not in FAMILIES:
-            raise ValueError(f"Expected family to be one of {FAMILIES}. Received: family={family!r}")
+            raise ValueError(
+                f"Expected family to be one of {FAMILIES}. Received: family={family!r}"
+            )
         self.model = model
         self.vectorizer = vectorizer
         self.family = family
@@ -309,9 +311,7 @@ class KerasExplainer:
             "word_attention": np.concatenate([_fit(b[1], shape) for b in batches]),
         }
         if self.nested:
-            result["sentence_attention"] = np.concatenate(
-                [_fit(b[2], shape[:1]) for b in batches]
-            )
+            result["sentence_attention"] = np.concatenate([_fit(b[2], shape[:1]) for b in batches])
         return result
 
 
@@ -349,7 +349,9 @@ def load_run(path, batch_size=32):
     try:
         model = keras.saving.load_model(model_path)
     except Exception as error:  # corrupted or foreign files
-        raise ValueError(f"Could not load a Keras model from {str(model_path)!r}: {error}") from error
+        raise ValueError(
+            f"Could not load a Keras model from {str(model_path)!r}: {error}"
+        ) from error
     family = None
     config = folder / "config.json"
     if config.is_file():
@@ -511,7 +513,12 @@ def explanations_from_result(result, texts, family, score_kind, labels=None):
     for i, text in enumerate(texts):
         out.append(
             _explanation(
-                text, family, score_kind, probability[i], tokens[i], word[i],
+                text,
+                family,
+                score_kind,
+                probability[i],
+                tokens[i],
+                word[i],
                 None if sentence is None else np.asarray(sentence)[i],
                 None if labels is None else int(labels[i]),
             )  # fmt: skip
@@ -572,7 +579,10 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32):
         result = model(chunk)
         out.extend(
             explanations_from_result(
-                result, chunk, model.family, model.score_kind,
+                result,
+                chunk,
+                model.family,
+                model.score_kind,
                 None if labels is None else labels[start : start + batch_size],
             )  # fmt: skip
         )

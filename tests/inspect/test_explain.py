@@ -125,7 +125,10 @@ def test_an_export_shaped_result_becomes_explanations():
     result = {  # the exported endpoint's dict: bytes or str tokens, "" on padding
         "probability": np.array([0.2, 0.9], np.float32),
         "tokens": np.array(
-            [[[b"good", b"", b""], [b"very", b"bad", b"film"]], [[b"ok", b"", b""], [b"", b"", b""]]]
+            [
+                [[b"good", b"", b""], [b"very", b"bad", b"film"]],
+                [[b"ok", b"", b""], [b"", b"", b""]],
+            ]
         ),
         "word_attention": np.array(
             [[[1.0, 0, 0], [0.2, 0.7, 0.1]], [[1.0, 0, 0], [0, 0, 0]]], np.float32
