@@ -8,9 +8,10 @@ how much the probability of the class it predicted on the full review drops
 drop it far more than random deletions.
 
 Deletion works on the model's own ids: each review is tokenized and looked
-up once, tokens are removed (the sequence gets shorter, so the model never
-sees a placeholder it was not trained on, as it would with masking to the
-out-of-vocabulary id), and the model runs on the edited ids. For the HAN a
+up once, tokens are removed (the sequence gets shorter, as ERASER specifies;
+replacing them by the out-of-vocabulary id would not remove evidence, since
+`[UNK]` is a trained token that stands for rare words), and the model runs on
+the edited ids. For the HAN a
 word's rank is its share of the document, word attention × sentence
 attention; a sentence whose words are all deleted disappears, as it would
 from a review that never had them.
