@@ -210,9 +210,9 @@ class KerasExplainer:
         if self.packed:
             groups = sum(k.startswith("words_") for k in model.input)
             widths = pipeline_lib.default_sentence_groups(vectorizer.max_words)
-            if len(widths) != groups:  # any increasing widths ending at max_words work
-                widths = np.unique(np.linspace(1, vectorizer.max_words, groups + 1)[1:].round())
-                widths = tuple(int(w) for w in widths)
+            if len(widths) != groups:  # any non-decreasing widths ending at max_words work
+                top = vectorizer.max_words
+                widths = tuple(max(1, round(top * (k + 1) / groups)) for k in range(groups))
             self.sentence_groups = widths
         if self.score_kind == "attention":
             self._views = attention_model(model)

@@ -48,3 +48,28 @@ def test_deletion_test_rejects_bad_settings(tiny_models):
         deletion_test(explainer, ["a"], random_draws=0, progress=False)
     empty = deletion_test(explainer, ["", "superb"], ks=(5,), progress=False)
     assert np.isfinite(empty["by_k"]["5"]["ranked_drop"])
+
+
+def test_faithfulness_script_writes_json_and_markdown(run_dirs, tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from tests.data.conftest import write_tiny_imdb
+
+    script = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness.py"
+    spec = importlib.util.spec_from_file_location("faithfulness", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    root = write_tiny_imdb(tmp_path / "corpus")
+    runs = Path(run_dirs["han"]).parent  # holds han/, rnn/, cnn/
+    argv = ["--runs", str(runs), "--families", "cnn", "han", "--data", str(root),
+            "--reviews", "4", "--draws", "2", "--out", str(tmp_path / "results")]  # fmt: skip
+    module.main(argv)
+    saved = json.loads((tmp_path / "results" / "faithfulness.json").read_text())
+    assert saved["reviews"] == 4 and list(saved["models"]) == ["cnn", "han"]
+    assert saved["models"]["cnn"]["score_kind"] == "saliency"
+    assert set(saved["models"]["han"]["by_k"]) == {"5", "10", "20"}
+    table = (tmp_path / "results" / "faithfulness.md").read_text()
+    assert "| cnn | saliency |" in table and "| han | attention |" in table
