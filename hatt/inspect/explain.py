@@ -400,8 +400,14 @@ def _as_str(token):
     return token.decode("utf-8", errors="replace") if isinstance(token, bytes) else str(token)
 
 
-def _seen_positions(seen, full):
-    """Positions in `full` of the tokens in `seen` (the head and tail `full` kept), or None."""
+def _seen_positions(seen, full, preferred_heads=None):
+    """Positions in `full` of the tokens in `seen` (the head and tail `full` kept), or None.
+
+    When several head / tail splits fit (a repetitive review), the one in
+    `preferred_heads` (candidate head lengths, e.g. the HAN's sentence
+    boundaries) closest to the middle of `seen` is taken, as the default
+    `"head_tail"` truncation keeps about half of each end.
+    """
     n, length = len(full), len(seen)
     if seen == full:
         return list(range(n))
@@ -413,10 +419,13 @@ def _seen_positions(seen, full):
     suffix = 0
     while suffix < length and seen[length - 1 - suffix] == full[n - 1 - suffix]:
         suffix += 1
-    head = length - suffix
-    if head > prefix:
+    low, high = max(length - suffix, 0), prefix  # every head length in [low, high] fits
+    if low > high:
         return None
-    head = max(head, 0)
+    candidates = [h for h in (preferred_heads or []) if low <= h <= high] or [
+        min(max(length // 2, low), high)
+    ]
+    head = min(candidates, key=lambda h: abs(h - length // 2))
     return list(range(head)) + list(range(n - (length - head), n))
 
 
@@ -437,10 +446,10 @@ def _explanation(text, family, score_kind, probability, tokens, word, sentence, 
             weights.append([float(word[s, i]) for i in real])
             sentence_weights.append(float(sentence[s]))
         seen = [t for s in sentences for t in s]
-        positions = _seen_positions(seen, full)
+        starts = np.cumsum([0] + [len(s) for s in sentences])
+        positions = _seen_positions(seen, full, preferred_heads=[int(x) for x in starts])
         gap_before = None
         if positions is not None and len(seen) < len(full):
-            starts = np.cumsum([0] + [len(s) for s in sentences])
             for i in range(1, len(positions)):
                 if positions[i] != positions[i - 1] + 1:
                     gap_before = int(np.searchsorted(starts, i))

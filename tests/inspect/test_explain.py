@@ -118,6 +118,23 @@ def test_truncated_reviews_say_what_the_model_did_not_see(tiny_models):
     # head_tail keeps the first 3 and the last 3 words
     assert e.sentences == [["one", "two", "three"], ["ten", "eleven", "twelve"]]
     assert e.omitted_words == 6 and e.gap_before == 1
+    # a repetitive review fits any split: the gap goes in the middle, as head_tail cuts
+    (e,) = explain(model, ["The plot was it. " * 10], vectorizer=short)
+    assert e.sentences == [["the", "plot", "was"], ["plot", "was", "it"]]
+    assert e.omitted_words == 34 and e.gap_before == 1
+
+
+def test_truncated_han_reviews_mark_the_dropped_sentences(tiny_models):
+    model, vectorizer = tiny_models["han"]
+    short = hatt.data.Vectorizer(
+        max_tokens=100, min_count=1, output_mode="nested", max_sentences=2,
+        vocabulary=vectorizer.get_vocabulary(False),
+    )  # fmt: skip
+    (e,) = explain(model, ["One two. Three four five. Six. Seven eight."], vectorizer=short)
+    assert e.sentences == [["one", "two"], ["seven", "eight"]]
+    assert e.omitted_words == 4 and e.gap_before == 1
+    (e,) = explain(model, ["The plot was it. " * 6], vectorizer=short)
+    assert e.omitted_words == 16 and e.gap_before == 1
 
 
 def test_an_export_shaped_result_becomes_explanations():
