@@ -68,8 +68,9 @@ def markdown(results):
         "",
         "| model | scores | "
         + " | ".join(f"k={k} % ranked | random | ratio" for k in ks)
-        + " | flips at k=10 % (ranked / random) |",
-        "|---|---|" + "---|---|---|" * len(ks) + "---|",
+        + " | flips at k=10 % (ranked / random) | at k=10 %: ranked < random"
+        " | at k=10 %: both < 0.001 |",
+        "|---|---|" + "---|---|---|" * len(ks) + "---|---|---|",
     ]
     for family, r in results["models"].items():
         cells = []
@@ -79,11 +80,18 @@ def markdown(results):
             cells.append(f"{v['ranked_drop']:.3f} | {v['random_drop']:.3f} | {ratio}")
         ten = r["by_k"].get("10")
         flips = f"{ten['ranked_flip_rate']:.1%} / {ten['random_flip_rate']:.1%}" if ten else "–"
-        lines.append(f"| {family} | {r['score_kind']} | " + " | ".join(cells) + f" | {flips} |")
+        worse = (
+            f"{ten['ranked_below_random']:.1%} | {ten['both_negligible']:.1%}" if ten else "– | –"
+        )
+        lines.append(
+            f"| {family} | {r['score_kind']} | " + " | ".join(cells) + f" | {flips} | {worse} |"
+        )
     lines += [
         "",
         "A ratio of – means the random deletions did not lower the probability on average "
-        "(mean drop <= 0).",
+        "(mean drop <= 0). The last two columns are shares of reviews: those whose ranked "
+        "deletion lowered the probability less than their random deletions did (on average), "
+        "and those where neither changed it by 0.001 (saturated predictions).",
     ]
     return "\n".join(lines) + "\n"
 

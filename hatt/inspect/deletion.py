@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 DEFAULT_KS = (5, 10, 20)
+NEGLIGIBLE = 1e-3  # a probability change too small to count (saturated predictions)
 
 
 def deletion_count(k, n):
@@ -100,9 +101,10 @@ def deletion_test(
         `"ratio"` (ranked / random; `None` when the random drop is not
         positive), `"ranked_flip_rate"` and `"random_flip_rate"` (share of
         deletions that change the predicted class), `"ranked_drop_sem"` and
-        `"random_drop_sem"` (standard errors of the means) and
-        `"ranked_not_above_random"` (share of reviews whose ranked drop is
-        not above their mean random drop).
+        `"random_drop_sem"` (standard errors of the means),
+        `"ranked_below_random"` (share of reviews whose ranked drop is below
+        their mean random drop) and `"both_negligible"` (share of reviews
+        where both drops are below `NEGLIGIBLE` in size).
 
     Example:
 
@@ -178,8 +180,12 @@ def deletion_test(
             "ratio": ranked_mean / random_mean if random_mean > 0 else None,
             "ranked_drop_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
             "random_drop_sem": float(b.std(ddof=1) / np.sqrt(b.size)) if b.size > 1 else 0.0,
-            # reviews where the ranked deletion did no better than the random ones
-            "ranked_not_above_random": float(np.mean(r <= b)) if r.size else 0.0,
+            # reviews where the ranked deletion did worse than the random ones, and
+            # reviews where neither moved the probability (saturated predictions)
+            "ranked_below_random": float(np.mean(r < b)) if r.size else 0.0,
+            "both_negligible": float(np.mean((np.abs(r) < NEGLIGIBLE) & (np.abs(b) < NEGLIGIBLE)))
+            if r.size
+            else 0.0,
             "ranked_flip_rate": float(np.mean(ranked_flips[k])) if r.size else 0.0,
             "random_flip_rate": float(np.mean(random_flips[k])) if b.size else 0.0,
         }
