@@ -189,6 +189,8 @@ def cmd_predict(args):
         raise ValueError("Give the reviews either as TEXT arguments or with --file F (not both).")
     if args.batch_size < 1:
         raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
+    if not 0.0 <= args.threshold <= 1.0:
+        raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
     if args.file and args.file != "-" and not Path(args.file).is_file():
         raise ValueError(f"No such file: --file {args.file!r}")
     predictor = export.load(args.model)

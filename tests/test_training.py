@@ -182,6 +182,8 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
     assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
+    assert (tmp_path / "saved" / "cnn" / "1" / "saved_model.pb").exists()
+    assert "exported to" in out and "version 1" in out
     assert cli.main(["train", "cnn", "--data", str(tmp_path / "missing")]) == 2
 
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 from hatt.data import pipeline as pipeline_lib
 from hatt.data import text as text_lib
 from hatt.data.vectorize import PAD_ID, at_least_one
+from hatt.layers import ContextAttention
 from hatt.models.registry import FAMILIES, attention_model
 
 SCORE_KINDS = ("attention", "saliency")
@@ -172,7 +173,7 @@ class KerasExplainer:
     (:meth:`ragged_ids`, :meth:`probability`, :meth:`scores`) serve the
     deletion test, which edits ids and runs the model again.
 
-    For the CNN the word scores are gradient × input saliency:
+    For the CNN with max pooling the word scores are gradient × input saliency:
     `|Σ_d ∂z/∂e_td · e_td|` for the token embeddings `e` and the predicted
     class's logit `z`, divided by its sum over the review's tokens (0 on
     padding). The other families give their attention weights
@@ -197,7 +198,10 @@ class KerasExplainer:
         self.model = model
         self.vectorizer = vectorizer
         self.family = family
-        self.score_kind = "saliency" if family == "cnn" else "attention"
+        # Attention where the words are pooled by a ContextAttention (also a CNN with
+        # pooling="attention"); gradient x input saliency for max pooling.
+        pooling = model.get_layer("word_attention")
+        self.score_kind = "attention" if isinstance(pooling, ContextAttention) else "saliency"
         self.batch_size = int(batch_size)
         self.packed = isinstance(model.input, dict)
         self.nested = family == "han"

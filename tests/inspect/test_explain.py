@@ -198,3 +198,15 @@ def test_balanced_sample_is_seeded_and_balanced():
     assert not np.array_equal(chosen, balanced_sample(labels, 10, seed=4))
     with pytest.raises(ValueError, match="n <= 100"):
         balanced_sample(labels, 101)
+
+
+def test_a_cnn_with_attention_pooling_shows_its_attention(tiny_models):
+    _, vectorizer = tiny_models["rnn"]
+    model = hatt.models.build_cnn(
+        vocabulary_size=vectorizer.vocabulary_size, embedding_dim=8, filters=4, pooling="attention"
+    )
+    (e,) = explain(model, REVIEWS[:1], vectorizer=vectorizer)
+    assert (e.family, e.score_kind) == ("cnn", "attention")
+    views = hatt.models.attention_model(model)(vectorizer(REVIEWS[:1]))
+    expected = keras.ops.convert_to_numpy(views["word_attention"])[0, : len(e.tokens)]
+    np.testing.assert_allclose(e.weights, expected, atol=1e-6)
