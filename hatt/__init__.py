@@ -9,6 +9,6 @@ __version__ = "0.1.0"
 
 # Importing the subpackages registers their serializable classes with Keras.
 # (hatt.export registers TextModel, the end-to-end text → prediction model.)
-from hatt import data, export, layers, models  # noqa: E402
+from hatt import data, export, inspect, layers, models  # noqa: E402
 
-__all__ = ["__version__", "data", "export", "layers", "models"]
+__all__ = ["__version__", "data", "export", "inspect", "layers", "models"]

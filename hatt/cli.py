@@ -223,7 +223,11 @@ def cmd_prepare(args):
             values[key] = getattr(args, key)
     config = training.TrainConfig.from_dict(values)
     imdb = load_imdb(
-        config.data, validation_size=config.validation_size, seed=config.seed, limit=config.limit
+        config.data,
+        validation_size=config.validation_size,
+        validation_split=config.validation_split,
+        seed=config.seed,
+        limit=config.limit,
     )
     settings = {k: getattr(config, k) for k in training.PREPARED_FIELDS}
     settings["seed"] = config.seed
@@ -245,6 +249,58 @@ def cmd_prepare(args):
         + f"; vocabulary {manifest['vocabulary_size']} ids"
     )
     print(f"Train with: hatt train {config.model} --prepared {args.out}")
+    return 0
+
+
+def _inspect_texts(args):
+    """The reviews (and true labels, for --imdb-test) that `hatt inspect` explains."""
+    from pathlib import Path
+
+    if args.text is not None:
+        return list(args.text), None
+    if args.file is not None:
+        if args.file != "-" and not Path(args.file).is_file():
+            raise ValueError(f"No such file: --file {args.file!r}")
+        texts = [text for _, text in _file_reviews(args.file)]
+        if not texts:
+            raise ValueError(
+                f"Expected --file to hold at least one review. Received: {args.file!r}"
+            )
+        return texts, None
+    from hatt.data import load_imdb
+    from hatt.inspect.explain import balanced_sample
+
+    if args.imdb_test < 1:
+        raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
+    test = load_imdb(args.data, validation_size=0, progress=False).test  # test split only
+    chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
+    return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
+
+
+def cmd_inspect(args):
+    from pathlib import Path
+
+    from hatt import inspect as hatt_inspect
+
+    texts, labels = _inspect_texts(args)
+    explanations = hatt_inspect.explain(args.model, texts, labels=labels)
+    if not args.quiet:
+        hatt_inspect.to_terminal(explanations, color=False if args.no_color else None)
+    written = []
+    if args.html:
+        written.append(hatt_inspect.write_html(explanations, args.html))
+    if args.png:
+        written.extend(hatt_inspect.write_pngs(explanations, args.png))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([e.to_dict() for e in explanations], indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        written.append(args.json)
+    kind = explanations[0].score_kind if explanations else "?"
+    print(f"{len(explanations)} review(s) explained with {kind} scores", file=sys.stderr)
+    for path in written:
+        print(f"  wrote {path}", file=sys.stderr)
     return 0
 
 
@@ -365,6 +421,41 @@ def build_parser():
     prepare.add_argument("--limit", type=int, default=None, help="stratified subset per split")
     prepare.add_argument("--quiet", action="store_true", help="no progress bars")
     prepare.set_defaults(func=cmd_prepare)
+
+    inspect = sub.add_parser(
+        "inspect",
+        help="show which words and sentences a trained model's predictions rest on",
+        description="Explain MODEL's predictions: attention weights (saliency for the CNN) "
+        "per sentence and word, in the terminal, as one HTML page and as PNG heat maps. "
+        "The HTML and PNG colours are relative to each review.",
+    )
+    inspect.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
+        "or a run directory",
+    )
+    source = inspect.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", action="append", metavar="T", help="a review (repeatable)")
+    source.add_argument(
+        "--file", metavar="F", help="a UTF-8 text file, one review per line ('-': stdin)"
+    )
+    source.add_argument(
+        "--imdb-test",
+        type=int,
+        metavar="N",
+        help="N test reviews (balanced, seeded sample) with their true labels",
+    )
+    inspect.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
+    inspect.add_argument("--seed", type=int, default=1337, help="seed of the --imdb-test sample")
+    inspect.add_argument("--html", metavar="OUT.html", help="write one page with every review")
+    inspect.add_argument(
+        "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
+    )
+    inspect.add_argument("--json", metavar="OUT.json", help="write the explanations as JSON")
+    inspect.add_argument("--no-color", action="store_true", help="plain terminal output")
+    inspect.add_argument("--quiet", action="store_true", help="no terminal view")
+    inspect.set_defaults(func=cmd_inspect)
     return parser
 
 
