@@ -163,6 +163,9 @@ def write_tables(rows):
         "wall time on the machine that ran the row (2 CPU cores unless said otherwise).\n\n"
         f"{body}\n"
     )
+    faithfulness = RESULTS / "faithfulness.md"  # written by experiments/faithfulness.py
+    if faithfulness.exists():
+        text += "\n" + faithfulness.read_text()
     (EXPERIMENTS / "RESULTS.md").write_text(text)
     readme = ROOT / "README.md"
     content = readme.read_text()
