@@ -12,7 +12,7 @@ MODEL ?= cnn
 TRAIN_ARGS ?=
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install train test test-tf test-torch bench lint clean
+.PHONY: install train test test-tf test-torch experiments bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ $(VENV)/.torch: | $(VENV)/.installed
 
 test-torch: install $(VENV)/.torch
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/layers
+
+# Every experiment of the results table: baselines, the four families (each
+# exported to saved_models/FAMILY/), ensembles, experiments/RESULTS.md and README.
+experiments: install
+	$(BIN)/python experiments/run_all.py $(if $(DATA),--data $(DATA))
 
 bench: install
 	$(BIN)/python experiments/benchmarks/padding.py $(if $(DATA),--data $(DATA))

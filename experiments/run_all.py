@@ -5,8 +5,10 @@ runs in its own process (the settings that produced the reported figure live in
 that config); the scikit-learn baselines run through ``experiments/baselines.py``.
 Each run's metrics are copied to ``experiments/results/<name>.json``; an
 ensemble row averages the families' test probabilities (all four, no selection,
-so nothing is tuned on the test split); then ``experiments/RESULTS.md`` is
-generated and the table in README.md is replaced by it.
+so nothing is tuned on the test split), and a second one adds the NB-LR
+baseline as a fifth member (also fixed in advance); then ``experiments/RESULTS.md`` is
+generated and the table in README.md is replaced by it. Each trained family is
+exported to ``saved_models/FAMILY/`` (SavedModel version + ``model.keras``).
 
     python experiments/run_all.py [--data PATH] [--only cnn rnn ...] [--table-only]
 """
@@ -35,6 +37,11 @@ def parse_args(argv=None):
     parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "experiments"))
     parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
+    parser.add_argument(
+        "--export-dir",
+        default=str(ROOT / "saved_models"),
+        help="each family is exported to EXPORT_DIR/FAMILY ('' to skip)",
+    )
     return parser.parse_args(argv)
 
 
@@ -48,7 +55,8 @@ def train_family(name, args):
     command = ["hatt", "train", name, "--config", f"experiments/configs/{name}.json"]
     if args.data:
         command += ["--data", args.data]
-    command += ["--run-dir", str(run_dir), "--export-dir", ""]
+    # --restart: a finished run directory from an earlier run_all is trained again.
+    command += ["--run-dir", str(run_dir), "--export-dir", args.export_dir, "--restart"]
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
@@ -77,6 +85,8 @@ def ensemble(members):
         stacked = labels = ids = None
         for metrics in members:
             path = metrics.get(f"{split}_probabilities")
+            if path and not Path(path).is_absolute():
+                path = ROOT / path  # baselines record paths relative to the repository
             if not path or not Path(path).exists():
                 return None
             probabilities, member_labels, member_ids = _load(path)
@@ -96,8 +106,15 @@ def ensemble(members):
         "train_seconds": sum(m["train_seconds"] for m in members),
         "parameters": sum(m["parameters"] for m in members),
         "seed": members[0]["seed"],
-        "command": "python experiments/run_all.py (mean of the family probabilities)",
+        "command": "python experiments/run_all.py (mean of the members' probabilities)",
     }
+
+
+# name of the results file → the members it averages (fixed in advance, never chosen on test)
+ENSEMBLES = {
+    "ensemble": FAMILIES,
+    "ensemble_with_nb_lr": (*FAMILIES, "nb_lr"),
+}
 
 
 def collect():
@@ -106,13 +123,14 @@ def collect():
         path = RESULTS / f"{name}.json"
         if path.exists():
             rows.append(json.loads(path.read_text()))
-    families = [r for r in rows if r["model"] in FAMILIES]
-    if len(families) == len(FAMILIES):
-        combined = ensemble(families)
-        if combined is not None:
-            (RESULTS / "ensemble.json").write_text(json.dumps(combined, indent=2) + "\n")
-    if (RESULTS / "ensemble.json").exists():
-        rows.append(json.loads((RESULTS / "ensemble.json").read_text()))
+    by_model = {r["model"]: r for r in rows}
+    for name, members in ENSEMBLES.items():
+        if all(m in by_model for m in members):
+            combined = ensemble([by_model[m] for m in members])
+            if combined is not None:
+                (RESULTS / f"{name}.json").write_text(json.dumps(combined, indent=2) + "\n")
+        if (RESULTS / f"{name}.json").exists():
+            rows.append(json.loads((RESULTS / f"{name}.json").read_text()))
     return rows
 
 
@@ -145,6 +163,9 @@ def write_tables(rows):
         "wall time on the machine that ran the row (2 CPU cores unless said otherwise).\n\n"
         f"{body}\n"
     )
+    faithfulness = RESULTS / "faithfulness.md"  # written by experiments/faithfulness.py
+    if faithfulness.exists():
+        text += "\n" + faithfulness.read_text()
     (EXPERIMENTS / "RESULTS.md").write_text(text)
     readme = ROOT / "README.md"
     content = readme.read_text()

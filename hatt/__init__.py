@@ -8,6 +8,7 @@ without ``custom_objects`` once ``import hatt`` has run.
 __version__ = "0.1.0"
 
 # Importing the subpackages registers their serializable classes with Keras.
-from hatt import data, layers, models  # noqa: E402
+# (hatt.export registers TextModel, the end-to-end text → prediction model.)
+from hatt import data, export, inspect, layers, models  # noqa: E402
 
-__all__ = ["__version__", "data", "layers", "models"]
+__all__ = ["__version__", "data", "export", "inspect", "layers", "models"]

@@ -1,7 +1,8 @@
 """The ``hatt`` command: a thin shell over the library.
 
-Subcommands arrive with the features they drive; ``hatt data`` describes the
-IMDB corpus (split sizes and length statistics).
+Subcommands: ``hatt data`` describes the IMDB corpus (split sizes and length
+statistics), ``hatt train`` trains and exports a family, ``hatt export``
+exports a run directory, ``hatt predict`` classifies reviews.
 """
 
 import argparse
@@ -108,7 +109,6 @@ def cmd_data(args):
 
 
 def cmd_train(args):
-    import shutil
     import time
     from pathlib import Path
 
@@ -138,12 +138,75 @@ def cmd_train(args):
     metrics = training.train(config, run_dir, command=command, restart=args.restart)
     print(training.summary(metrics, run_dir))
     if args.export_dir:
-        # Until SavedModel export lands: the .keras model and its vocabulary.
-        target = Path(args.export_dir) / config.model
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(run_dir / "model.keras", target / "model.keras")
-        shutil.copy2(run_dir / "vectorizer.json", target / "vectorizer.json")
-        print(f"  exported to           {target}/model.keras (+ vectorizer.json)")
+        from hatt import export
+
+        result = export.export(run_dir, Path(args.export_dir) / config.model)
+        print(
+            f"  exported to           {result.saved_model} (SavedModel, version "
+            f"{result.version}) and {result.keras_file}"
+        )
+    return 0
+
+
+def cmd_export(args):
+    from hatt import export
+
+    result = export.export(args.run_dir, args.out)
+    print(f"Exported {args.run_dir} ({result.family}, word scores: {result.score_kind})")
+    print(f"  SavedModel   {result.saved_model}   (version {result.version})")
+    print(f"  Keras        {result.keras_file}")
+    print(f"  metadata     {result.path / export.EXPORT_FILE}")
+    print(f"  took         {result.seconds:.1f} s")
+    return 0
+
+
+def _file_reviews(name):
+    """(line index, review) for the non-blank lines of a file or stdin; bad UTF-8 repaired."""
+    stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
+    try:
+        for index, line in enumerate(stream):
+            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            if text.strip():
+                yield index, text
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _chunks(items, size):
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def cmd_predict(args):
+    from pathlib import Path
+
+    from hatt import export
+
+    if bool(args.texts) == bool(args.file):
+        raise ValueError("Give the reviews either as TEXT arguments or with --file F (not both).")
+    if args.batch_size < 1:
+        raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
+    if not 0.0 <= args.threshold <= 1.0:
+        raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
+    if args.file and args.file != "-" and not Path(args.file).is_file():
+        raise ValueError(f"No such file: --file {args.file!r}")
+    predictor = export.load(args.model)
+    reviews = _file_reviews(args.file) if args.file else enumerate(args.texts)
+    for chunk in _chunks(reviews, args.batch_size):
+        probabilities = predictor.predict_proba([t for _, t in chunk], batch_size=args.batch_size)
+        for (text_id, _), p in zip(chunk, probabilities, strict=True):
+            label = "positive" if p >= args.threshold else "negative"
+            print(
+                json.dumps({"text_id": text_id, "probability": round(float(p), 6), "label": label})
+            )
+        sys.stdout.flush()
     return 0
 
 
@@ -160,7 +223,11 @@ def cmd_prepare(args):
             values[key] = getattr(args, key)
     config = training.TrainConfig.from_dict(values)
     imdb = load_imdb(
-        config.data, validation_size=config.validation_size, seed=config.seed, limit=config.limit
+        config.data,
+        validation_size=config.validation_size,
+        validation_split=config.validation_split,
+        seed=config.seed,
+        limit=config.limit,
     )
     settings = {k: getattr(config, k) for k in training.PREPARED_FIELDS}
     settings["seed"] = config.seed
@@ -182,6 +249,58 @@ def cmd_prepare(args):
         + f"; vocabulary {manifest['vocabulary_size']} ids"
     )
     print(f"Train with: hatt train {config.model} --prepared {args.out}")
+    return 0
+
+
+def _inspect_texts(args):
+    """The reviews (and true labels, for --imdb-test) that `hatt inspect` explains."""
+    from pathlib import Path
+
+    if args.text is not None:
+        return list(args.text), None
+    if args.file is not None:
+        if args.file != "-" and not Path(args.file).is_file():
+            raise ValueError(f"No such file: --file {args.file!r}")
+        texts = [text for _, text in _file_reviews(args.file)]
+        if not texts:
+            raise ValueError(
+                f"Expected --file to hold at least one review. Received: {args.file!r}"
+            )
+        return texts, None
+    from hatt.data import load_imdb
+    from hatt.inspect.explain import balanced_sample
+
+    if args.imdb_test < 1:
+        raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
+    test = load_imdb(args.data, validation_size=0, progress=False).test  # test split only
+    chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
+    return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
+
+
+def cmd_inspect(args):
+    from pathlib import Path
+
+    from hatt import inspect as hatt_inspect
+
+    texts, labels = _inspect_texts(args)
+    explanations = hatt_inspect.explain(args.model, texts, labels=labels)
+    if not args.quiet:
+        hatt_inspect.to_terminal(explanations, color=False if args.no_color else None)
+    written = []
+    if args.html:
+        written.append(hatt_inspect.write_html(explanations, args.html))
+    if args.png:
+        written.extend(hatt_inspect.write_pngs(explanations, args.png))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([e.to_dict() for e in explanations], indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        written.append(args.json)
+    kind = explanations[0].score_kind if explanations else "?"
+    print(f"{len(explanations)} review(s) explained with {kind} scores", file=sys.stderr)
+    for path in written:
+        print(f"  wrote {path}", file=sys.stderr)
     return 0
 
 
@@ -250,6 +369,45 @@ def build_parser():
     )
     train.set_defaults(func=cmd_train)
 
+    export = sub.add_parser(
+        "export",
+        help="export a run directory as a SavedModel (raw text in) and a .keras file",
+        description="Write OUT/VERSION/ (a SavedModel in TF Serving's layout, the next free "
+        "version) and OUT/model.keras. The serving_default signature takes `text` (tf.string, "
+        "[None]) and returns probability, tokens, word_attention (the CNN: gradient x input "
+        "saliency) and, for the HAN, sentence_attention.",
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
+    export.add_argument(
+        "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
+    )
+    export.set_defaults(func=cmd_export)
+
+    predict = sub.add_parser(
+        "predict",
+        help="classify reviews; prints JSON lines {text_id, probability, label}",
+        description="Classify reviews with a trained model. Prints one JSON line per review: "
+        '{"text_id", "probability", "label"}; label is "positive" when the probability of the '
+        'positive class is >= 0.5 (--threshold), else "negative". text_id is the index of the '
+        "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
+        "are skipped; invalid UTF-8 is repaired).",
+    )
+    predict.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
+        "or a run directory",
+    )
+    predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
+    predict.add_argument(
+        "--file", metavar="F", default=None, help="a text file, one review per line ('-': stdin)"
+    )
+    predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
+    predict.add_argument(
+        "--threshold", type=float, default=0.5, help="probability from which a review is positive"
+    )
+    predict.set_defaults(func=cmd_predict)
+
     prepare = sub.add_parser(
         "prepare",
         help="tokenize IMDB once into TFRecord shards for `hatt train --prepared`",
@@ -273,6 +431,41 @@ def build_parser():
     prepare.add_argument("--limit", type=int, default=None, help="stratified subset per split")
     prepare.add_argument("--quiet", action="store_true", help="no progress bars")
     prepare.set_defaults(func=cmd_prepare)
+
+    inspect = sub.add_parser(
+        "inspect",
+        help="show which words and sentences a trained model's predictions rest on",
+        description="Explain MODEL's predictions: attention weights (saliency for the CNN) "
+        "per sentence and word, in the terminal, as one HTML page and as PNG heat maps. "
+        "The HTML and PNG colours are relative to each review.",
+    )
+    inspect.add_argument(
+        "model",
+        metavar="MODEL",
+        help="a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
+        "or a run directory",
+    )
+    source = inspect.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", action="append", metavar="T", help="a review (repeatable)")
+    source.add_argument(
+        "--file", metavar="F", help="a UTF-8 text file, one review per line ('-': stdin)"
+    )
+    source.add_argument(
+        "--imdb-test",
+        type=int,
+        metavar="N",
+        help="N test reviews (balanced, seeded sample) with their true labels",
+    )
+    inspect.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
+    inspect.add_argument("--seed", type=int, default=1337, help="seed of the --imdb-test sample")
+    inspect.add_argument("--html", metavar="OUT.html", help="write one page with every review")
+    inspect.add_argument(
+        "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
+    )
+    inspect.add_argument("--json", metavar="OUT.json", help="write the explanations as JSON")
+    inspect.add_argument("--no-color", action="store_true", help="plain terminal output")
+    inspect.add_argument("--quiet", action="store_true", help="no terminal view")
+    inspect.set_defaults(func=cmd_inspect)
     return parser
 
 

@@ -179,6 +179,7 @@ class TrainConfig:
     data: str | None = None
     seed: int = 1337
     validation_size: int = 2500
+    validation_split: str = "blocks"
     limit: int | None = None
     max_tokens: int = 30000
     min_count: int = 2
@@ -204,6 +205,14 @@ class TrainConfig:
     epochs: int = 10
     patience: int = 2
     monitor: str = "val_accuracy"
+    # n-gram channel (model_kwargs["ngram_buckets"] > 0): start its weights at the
+    # Naive Bayes log-count ratios of the training split ("nb", as NBSVM) or at 0.
+    ngram_init: str = "nb"
+    ngram_init_scale: float = 1.0
+    # Features in fewer training reviews start at 0: a feature seen in one review
+    # only "predicts" that review's label, which the training set rewards and the
+    # test set does not.
+    ngram_min_df: int = 1
     # scaling out (README "Scaling out"); batch_size is the global batch
     strategy: str = "default"  # "default", "mirrored" or "multiworker" (TF_CONFIG)
     prepared: str | None = None  # a folder written by `hatt prepare`
@@ -217,6 +226,10 @@ class TrainConfig:
         if self.model not in models.FAMILIES:
             raise ValueError(
                 f"Expected model to be one of {models.FAMILIES}. Received: model={self.model!r}"
+            )
+        if self.ngram_init not in ("nb", "zeros"):
+            raise ValueError(
+                f"Expected ngram_init to be 'nb' or 'zeros'. Received: ngram_init={self.ngram_init!r}"
             )
         if self.optimizer not in ("adam", "clr"):
             raise ValueError(
@@ -607,6 +620,69 @@ def create_model(config, vectorizer, steps_per_epoch):
     return model
 
 
+def nb_log_ratios(
+    ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, min_df=1, chunk_size=1024
+):
+    """Naive Bayes log-count ratios of the n-gram channel's features (NBSVM).
+
+    With binarized feature counts per review, ``p = alpha + Σ_pos f`` and
+    ``q = alpha + Σ_neg f``, the ratio is ``r = log((p / |p|₁) / (q / |q|₁))``
+    (Wang & Manning 2012). Features no training review has get ``0``.
+
+    Args:
+        ids: ``tf.RaggedTensor`` of encoded reviews (flat or nested), as from
+            ``hatt.data.encode``.
+        labels: 0/1 labels, one per review.
+        vocabulary_size, buckets, ngram: as in ``hatt.layers.NgramLogit``.
+        alpha: additive smoothing.
+        min_df: features in fewer training reviews get ``0``.
+
+    Returns:
+        float32 NumPy array ``[vocabulary_size + buckets]``.
+    """
+    from hatt.layers.ngram_logit import ngram_feature_ids
+
+    size = vocabulary_size + (buckets if ngram > 1 else 0)
+    labels = np.asarray(labels)
+    counts = np.zeros((2, size), np.float64)
+    for start in range(0, len(labels), chunk_size):
+        dense = ids[start : start + chunk_size].to_tensor()
+        features, mask = ngram_feature_ids(dense, vocabulary_size, buckets, ngram)
+        features = np.asarray(features).reshape(len(dense), -1)
+        mask = np.asarray(mask).reshape(len(dense), -1)
+        rows = np.broadcast_to(np.arange(len(dense))[:, None], features.shape)
+        # One count per (review, feature): binarized.
+        pairs = np.unique(rows[mask].astype(np.int64) * size + features[mask])
+        for label in (0, 1):
+            chosen = labels[start + pairs // size] == label
+            counts[label] += np.bincount(pairs[chosen] % size, minlength=size)
+    seen = counts.sum(axis=0) >= max(1, min_df)
+    p, q = counts[1] + alpha, counts[0] + alpha
+    ratios = np.log(p / p.sum()) - np.log(q / q.sum())
+    return np.where(seen, ratios, 0.0).astype(np.float32)
+
+
+def init_ngram_channel(model, config, ids, labels):
+    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one)."""
+    try:
+        layer = model.get_layer("ngram_logit")
+    except ValueError:
+        return None
+    if config.ngram_init == "zeros":
+        return layer
+    if ids is None:
+        raise ValueError(
+            "ngram_init='nb' counts n-grams in the tokenized training split, which a prepared "
+            "corpus does not hold in memory. Use --set ngram_init=zeros with --prepared, "
+            "or train from raw text."
+        )
+    ratios = nb_log_ratios(
+        ids, labels, layer.vocabulary_size, layer.buckets, layer.ngram, min_df=config.ngram_min_df
+    )
+    layer.embeddings.assign(ratios * config.ngram_init_scale)
+    return layer
+
+
 def create_optimizer(config, steps_per_epoch):
     if config.optimizer == "adam":
         return keras.optimizers.Adam(learning_rate=config.learning_rate)
@@ -688,6 +764,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
         imdb = hatt.data.load_imdb(
             config.data,
             validation_size=config.validation_size,
+            validation_split=config.validation_split,
             seed=config.seed,
             limit=config.limit,
         )
@@ -711,6 +788,10 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     # The cyclical schedule is set in optimizer steps; the batch count is known.
     with strategy.scope():
         model = create_model(config, vectorizer, train_steps)
+        if not state:  # a resumed run restores the channel's trained weights below
+            train_ids = encoded["train"][0]
+            labels = None if train_ids is None else imdb.train.labels
+            init_ngram_channel(model, config, train_ids, labels)
 
     timer = _Timer()
     stop_on_nan = resume.StopOnNaN()

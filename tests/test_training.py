@@ -33,6 +33,7 @@ def planted():
     "model,kwargs",
     [
         ("cnn", {"embedding_dim": 16, "filters": 8}),
+        ("cnn", {"embedding_dim": 16, "filters": 8, "ngram_buckets": 64}),  # NB-initialised
         ("han", {"embedding_dim": 16, "word_units": 8, "sentence_units": 8}),
     ],
 )
@@ -182,6 +183,8 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
     assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
+    assert (tmp_path / "saved" / "cnn" / "1" / "saved_model.pb").exists()
+    assert "exported to" in out and "version 1" in out
     assert cli.main(["train", "cnn", "--data", str(tmp_path / "missing")]) == 2
 
 
@@ -202,3 +205,30 @@ def test_cyclical_sgd_with_a_flat_schedule_equals_keras_sgd(nesterov):
     theirs = fitted(keras.optimizers.SGD(0.05, momentum=0.9, nesterov=nesterov))
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_nb_log_ratios_match_a_direct_count():
+    """r = log((p/|p|) / (q/|q|)) over binarized unigram + bigram features (Wang & Manning)."""
+    import tensorflow as tf
+
+    from hatt.layers.ngram_logit import ngram_feature_ids
+
+    reviews = [[2, 3, 2, 3], [2, 4], [5, 3, 3], [4, 4, 6]]
+    labels = np.array([1, 1, 0, 0])
+    vocabulary, buckets = 8, 16
+    ratios = training.nb_log_ratios(
+        tf.ragged.constant(reviews), labels, vocabulary, buckets, chunk_size=3
+    )
+    counts = np.zeros((2, vocabulary + buckets))
+    for review, label in zip(reviews, labels, strict=True):
+        features, mask = ngram_feature_ids(np.array([review]), vocabulary, buckets)
+        counts[label, np.unique(np.asarray(features)[np.asarray(mask)])] += 1
+    p, q = counts[1] + 1, counts[0] + 1
+    expected = np.where(counts.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0)
+    np.testing.assert_allclose(ratios, expected, rtol=1e-5)
+    assert ratios[2] > 0 > ratios[6]  # id 2 only in positive reviews, id 6 only in negative ones
+    # min_df: features of a single review (id 5, id 6) start at 0
+    frequent = training.nb_log_ratios(
+        tf.ragged.constant(reviews), labels, vocabulary, buckets, min_df=2
+    )
+    assert frequent[5] == frequent[6] == 0 and frequent[2] == ratios[2] and frequent[3] == ratios[3]

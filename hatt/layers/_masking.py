@@ -47,7 +47,10 @@ def masked_softmax(scores, mask=None, axis=-1):
     # The max-shift makes exp() safe whatever the magnitude of the logits;
     # it does not change the result, so no gradient needs to flow through it.
     scores = scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True))
-    weights = ops.softmax(scores, axis=axis)
+    # exp / sum rather than ops.softmax: the latter warns on every call whose axis
+    # has size 1 (a one-word sentence, a one-sentence review), where 1 is right.
+    exponentials = ops.exp(scores)
+    weights = exponentials / ops.sum(exponentials, axis=axis, keepdims=True)
     if mask is not None:
         weights = ops.where(mask, weights, ops.zeros_like(weights))
     return weights

@@ -5,6 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
+from hatt.models._head import check_ngram_args, classify
 from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
@@ -19,6 +20,11 @@ def build_cnn(
     attention_units=None,
     attention_score="dot",
     dropout=0.5,
+    ngram_buckets=0,
+    ngram=2,
+    ngram_reduction="sqrt",
+    ngram_dropout=0.0,
+    ngram_l2=0.0,
     name="cnn",
 ):
     """Build a Kim (2014) CNN: parallel convolutions, pooled over time.
@@ -56,6 +62,16 @@ def build_cnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the pooled features.
             Defaults to `0.5`.
+        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
+            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
+            review's unigrams and hashed n-grams, with this many hash
+            buckets, whose logit is added to the deep model's (the NBSVM /
+            fastText-style "n-gram channel"). Defaults to `0` (off).
+        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
+        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
+        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
+        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
+            Defaults to `0.0`.
         name: The model's name. Defaults to `"cnn"`.
 
     Returns:
@@ -84,6 +100,8 @@ def build_cnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
+    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2)
+
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
     embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
@@ -97,7 +115,6 @@ def build_cnn(
     else:
         pool = ContextAttention(units=attention_units, score=attention_score, name="word_attention")
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
-    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
 
     # === Functional Model ===
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -109,5 +126,14 @@ def build_cnn(
     else:
         x = features[0]
     pooled, _ = pool(x, mask=mask, return_attention_scores=True)
-    probability = head(dropout_layer(pooled))
+    probability = classify(
+        dropout_layer(pooled),
+        token_ids,
+        vocabulary_size,
+        ngram_buckets,
+        ngram,
+        ngram_reduction,
+        ngram_dropout,
+        ngram_l2,
+    )
     return keras.Model(token_ids, probability, name=name)

@@ -5,6 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
+from hatt.models._head import check_ngram_args, classify
 from hatt.models._layers import (
     EncoderMask,
     FoldSentences,
@@ -25,6 +26,11 @@ def build_han(
     attention_score="dot",
     dropout=0.3,
     packed_groups=None,
+    ngram_buckets=0,
+    ngram=2,
+    ngram_reduction="sqrt",
+    ngram_dropout=0.0,
+    ngram_l2=0.0,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -69,6 +75,16 @@ def build_han(
             same layers (one word encoder, called once per group) run over
             far less padding; the weights are those of the dense model, so
             `set_weights` moves them between the two. Defaults to `None`.
+        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
+            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
+            review's unigrams and hashed n-grams, with this many hash
+            buckets, whose logit is added to the deep model's (the NBSVM /
+            fastText-style "n-gram channel"). Defaults to `0` (off).
+        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
+        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
+        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
+        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
+            Defaults to `0.0`.
         name: The model's name. Defaults to `"han"`.
 
     Returns:
@@ -95,6 +111,8 @@ def build_han(
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
+    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2)
+
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
     fold = FoldSentences(name="fold_sentences")  # dense input only
@@ -116,7 +134,6 @@ def build_han(
         units=attention_units, score=attention_score, name="sentence_attention"
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
-    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
 
     def encode_words(words):
         """`[N, W]` ids → sentence vectors `[N, 2 * word_units]`."""
@@ -146,5 +163,15 @@ def build_han(
     sentences = sentence_dropout(sentences)
     x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
     document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
-    probability = head(dropout_layer(document))
+    ngram_ids = inputs if packed_groups is None else [index, *groups]
+    probability = classify(
+        dropout_layer(document),
+        ngram_ids,
+        vocabulary_size,
+        ngram_buckets,
+        ngram,
+        ngram_reduction,
+        ngram_dropout,
+        ngram_l2,
+    )
     return keras.Model(inputs, probability, name=name)

@@ -6,6 +6,7 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
+from hatt.models._head import check_ngram_args, classify
 from hatt.models._layers import PaddingMask
 
 
@@ -21,6 +22,11 @@ def build_transformer(
     attention_units=None,
     attention_score="dot",
     dropout=0.1,
+    ngram_buckets=0,
+    ngram=2,
+    ngram_reduction="sqrt",
+    ngram_dropout=0.0,
+    ngram_l2=0.0,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
@@ -57,6 +63,16 @@ def build_transformer(
             `"dot"`.
         dropout: Float in `[0, 1)`, used after the embeddings, inside the
             blocks and on the document vector. Defaults to `0.1`.
+        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
+            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
+            review's unigrams and hashed n-grams, with this many hash
+            buckets, whose logit is added to the deep model's (the NBSVM /
+            fastText-style "n-gram channel"). Defaults to `0` (off).
+        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
+        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
+        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
+        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
+            Defaults to `0.0`.
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -90,6 +106,8 @@ def build_transformer(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
+    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2)
+
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
     embedding = keras.layers.Embedding(
@@ -119,7 +137,6 @@ def build_transformer(
         units=attention_units, score=attention_score, name="word_attention"
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
-    head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
 
     # === Functional Model ===
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -131,5 +148,14 @@ def build_transformer(
     if final_norm is not None:
         x = final_norm(x)
     document, _ = attention(x, mask=mask, return_attention_scores=True)
-    probability = head(dropout_layer(document))
+    probability = classify(
+        dropout_layer(document),
+        token_ids,
+        vocabulary_size,
+        ngram_buckets,
+        ngram,
+        ngram_reduction,
+        ngram_dropout,
+        ngram_l2,
+    )
     return keras.Model(token_ids, probability, name=name)

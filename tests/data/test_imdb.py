@@ -89,8 +89,45 @@ def test_limit_keeps_a_stratified_subset_of_every_split(tiny_imdb):
         assert len(split) == 2 and split.labels.tolist().count(1) == 1
 
 
+def test_block_validation_split_takes_runs_of_consecutive_ids():
+    # 2 classes x 1000 reviews, ids 0..999 per class, stored in shuffled order
+    rng = np.random.default_rng(0)
+    order = rng.permutation(2000)
+    labels = (order >= 1000).astype(np.int64)
+    ids = [
+        f"train/{'pos' if y else 'neg'}/{n % 1000}_7" for n, y in zip(order, labels, strict=True)
+    ]
+    chosen = imdb_lib._block_indices(ids, labels, 250, seed=3, block_size=50)
+    assert len(chosen) == len(set(chosen)) == 250
+    assert labels[chosen].sum() == 125  # stratified
+    for label in (0, 1):
+        numbers = np.sort(
+            [int(ids[i].split("/")[-1].split("_")[0]) for i in chosen if labels[i] == label]
+        )
+        # 125 ids in 3 blocks of 50 (the last cut short) starting at multiples of 50
+        runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
+        assert len(runs) <= 3 and all(r[0] % 50 == 0 for r in runs)
+    again = imdb_lib._block_indices(ids, labels, 250, seed=3, block_size=50)
+    other = imdb_lib._block_indices(ids, labels, 250, seed=4, block_size=50)
+    assert again.tolist() == chosen.tolist() and other.tolist() != chosen.tolist()
+    # ids without a numeric review id (tensorflow-datasets): no blocks
+    assert imdb_lib._block_indices([f"train/{i}" for i in range(2000)], labels, 250, 3) is None
+
+
+def test_random_validation_split_is_still_available(tiny_imdb):
+    blocks = load_imdb(tiny_imdb, validation_size=4, progress=False)
+    single = load_imdb(tiny_imdb, validation_size=4, validation_split="random", progress=False)
+    for data in (blocks, single):
+        assert len(data.validation) == 4 and data.validation.labels.sum() == 2
+
+
 @pytest.mark.parametrize(
-    "kwargs,name", [({"limit": 1}, "limit"), ({"validation_size": -1}, "validation_size")]
+    "kwargs,name",
+    [
+        ({"limit": 1}, "limit"),
+        ({"validation_size": -1}, "validation_size"),
+        ({"validation_split": "movies"}, "validation_split"),
+    ],
 )
 def test_bad_arguments(tiny_imdb, kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -106,6 +143,13 @@ def test_real_imdb_splits(imdb_path):
     assert not set(data.train.ids) & set(data.validation.ids)  # disjoint
     assert len(set(data.train.ids) | set(data.validation.ids)) == 25000
     assert all(i.startswith("test/") for i in data.test.ids)
+    # blocks of consecutive ids: 1250 per class in at most 13 blocks of 100
+    for label in ("neg", "pos"):
+        numbers = np.sort(
+            [int(i.split("/")[-1].split("_")[0]) for i in data.validation.ids if f"/{label}/" in i]
+        )
+        runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
+        assert len(numbers) == 1250 and len(runs) <= 13
     # the same seed gives the same split, another seed another one
     again = load_imdb(imdb_path, progress=False)
     assert again.validation.ids == data.validation.ids

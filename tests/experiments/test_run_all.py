@@ -59,6 +59,18 @@ def test_ensemble_averages_probabilities_and_tables_are_written(tmp_path, run_al
     rows = run_all.collect()
     assert rows[-1]["model"].startswith("ensemble")
     assert rows[-1]["test_accuracy"] == 1.0 and rows[-1]["parameters"] == 4000
+    # with the NB-LR baseline (its paths relative to the repository) a second row appears
+    nb = write_member(tmp_path, "nb_lr", [0.6, 0.4, 0.6, 0.4], labels, ids)
+    for split in ("validation", "test"):
+        nb[f"{split}_probabilities"] = Path(nb[f"{split}_probabilities"]).name
+    (tmp_path / "results" / "baseline_nb_lr.json").write_text(json.dumps(nb))
+    (tmp_path / "results" / "nb_lr.json").unlink()
+    rows = run_all.collect()
+    assert [r["model"] for r in rows[-2:]] == [
+        "ensemble (cnn + rnn + transformer + han)",
+        "ensemble (cnn + rnn + transformer + han + nb_lr)",
+    ]
+    assert rows[-1]["parameters"] == 5000
     run_all.write_tables(rows)
     results = (tmp_path / "RESULTS.md").read_text()
     assert "| cnn | 50.00 % | 50.00 % | 3 | 2.0 | 1,000 | `hatt train cnn` |" in results

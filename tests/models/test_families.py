@@ -65,3 +65,33 @@ def test_training_step_with_an_empty_review_stays_finite(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_learns_planted_word(family):
     check_learns_planted_word(family, build_small(family))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ngram_channel_adds_its_logit_and_keeps_the_contracts(family, tmp_path):
+    """With `ngram_buckets`, probability = sigmoid(deep logit + NgramLogit(ids))."""
+    import keras
+
+    model = build_small(family, ngram_buckets=64, ngram_reduction="mean")
+    ids = batch_for(family)
+    wide = model.get_layer("ngram_logit")
+    wide.embeddings.assign(np.linspace(-2, 2, wide.num_features).astype("float32"))
+    probability = check_forward(model, ids)
+    logit = keras.Model(model.inputs, model.get_layer("logit").output)(ids)
+    expected = 1 / (1 + np.exp(-(to_numpy(logit) + to_numpy(wide(ids)))))
+    np.testing.assert_allclose(probability, expected, rtol=1e-5, atol=1e-6)
+    check_padding_invariance(family, model, ids)
+    check_attention(family, model, ids)
+    path = tmp_path / "wide.keras"
+    model.save(path)
+    np.testing.assert_allclose(to_numpy(keras.saving.load_model(path)(ids)), probability, atol=1e-6)
+
+
+def test_ngram_channel_bad_arguments():
+    for kwargs, name in (
+        ({"ngram_buckets": -1}, "ngram_buckets"),
+        ({"ngram_l2": -1.0}, "ngram_l2"),
+        ({"ngram_reduction": "max"}, "ngram_reduction"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            build_small("cnn", **kwargs)

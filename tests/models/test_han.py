@@ -90,10 +90,15 @@ def _packed(ids, sentence_groups):
     return {k: np.asarray(v) for k, v in pack_sentences(ragged, sentence_groups).items()}
 
 
-def test_packed_layout_computes_the_dense_model(tmp_path):
+@pytest.mark.parametrize("extra", [{}, {"ngram_buckets": 32}])
+def test_packed_layout_computes_the_dense_model(tmp_path, extra):
     """Same weights, packed input: same probability and attention as the dense model."""
-    dense = build_small("han")
-    packed = build_small("han", packed_groups=2)
+    dense = build_small("han", **extra)
+    packed = build_small("han", packed_groups=2, **extra)
+    if extra:  # give the n-gram channel weights that matter
+        for model in (dense, packed):
+            wide = model.get_layer("ngram_logit")
+            wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
     packed.set_weights(dense.get_weights())
     ids, _ = nested_task(16, max_sentences=4, max_words=6, seed=5)
     # Add the edge cases: an empty review and an empty sentence between two others.

@@ -1,0 +1,791 @@
+"""Export a trained model: raw text in; probability, tokens and attention out.
+
+One function, three ways to run it. :class:`TextModel` (a registered Keras
+model) joins a run's :class:`hatt.data.Vectorizer` and its id model: its call
+runs the Vectorizer's own tokenize → truncate → look-up code (``hatt.data``,
+TensorFlow string ops, not a copy), then the classifier with its attention
+(:func:`hatt.models.attention_model`). The same object is what the
+``.keras`` file holds and what the SavedModel's endpoint calls, so the
+in-memory model, the ``.keras`` file and the SavedModel compute the same thing.
+
+Public API
+----------
+
+- :func:`export` ``(run_dir, out=None) -> ExportResult``: write
+  ``saved_models/NAME/VERSION/`` (a SavedModel, TF Serving layout; the next
+  free version) and ``saved_models/NAME/{model.keras, vectorizer.json,
+  export.json}``. ``hatt export RUN_DIR [--out DIR]`` and ``hatt train``
+  run it.
+- :func:`load` ``(path) -> Predictor``: a SavedModel folder, a
+  ``saved_models/NAME`` folder (latest version), a ``.keras`` file (an
+  end-to-end :class:`TextModel`, or an id model with ``vectorizer.json``
+  beside it) or a run directory. A :class:`Predictor` has ``.family``,
+  ``.score_kind``, ``.source``, ``__call__(texts, batch_size=None) -> dict``
+  of NumPy arrays (the signature's keys below) and
+  ``predict_proba(texts, batch_size=64) -> [N]``. Failures raise
+  :class:`ExportError` (a ``ValueError``) with the path in the message.
+- :class:`TextModel` ``(model, vectorizer)``: the function itself, in
+  memory (``Predictor.from_text_model(text_model)`` wraps it like a loaded
+  export); :func:`load_run` ``(run_dir) -> TextModel``;
+  :func:`dense_model` ``(model)`` (the dense twin of a packed HAN, same
+  weights); :func:`normalise` (scores → weights summing to 1 over a mask).
+- Lower level: :func:`save_saved_model` ``(text_model, path)`` and
+  :func:`write_export` ``(text_model, out, metadata)``.
+
+The serving contract
+--------------------
+
+The SavedModel's ``serving_default`` signature takes ``text``
+(``tf.string``, ``[None]``, raw reviews, HTML breaks and all) and returns:
+
+- ``probability``: float32 ``[None]``, probability of the positive class;
+- ``tokens``: string, ``[None, T]`` for flat models (cnn, rnn,
+  transformer), ``[None, S, W]`` for the HAN, exactly the tokens the model
+  saw after truncation, ``""`` on padding (padded to the batch's longest
+  review; every axis at least 1 long);
+- ``word_attention``: float32, shaped like ``tokens``: over the real tokens
+  of a review (HAN: of a sentence) it sums to 1; 0 on padding; all zeros
+  for a review (sentence) without tokens;
+- ``sentence_attention`` (HAN only): float32 ``[None, S]``, sums to 1 over
+  the review's sentences, 0 on padding.
+
+**The CNN has no attention** (max-over-time pooling, its default; a CNN
+built with ``pooling="attention"`` gives its attention): under
+``word_attention`` it gives *gradient × input saliency* instead, per token
+``|Σ_d ∂z/∂e_td · e_td|`` where ``e`` is the embedding output and ``z`` the
+logit of the positive class, normalised to sum to 1 over the review's
+tokens (uniform if every product is exactly 0). With the optional n-gram
+channel (``ngram_buckets > 0``) the logit is the sum of the deep logit and the
+n-gram logit; only the deep part depends on ``e``, so the saliency explains
+that part (the n-gram channel's weights are not in it). The export records which
+(``score_kind``: ``"attention"`` or ``"saliency"``) in ``export.json`` and
+in the version's ``assets.extra/hatt_export.json``.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+import hatt
+from hatt import models
+from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer
+from hatt.layers import ContextAttention
+
+
+class ExportError(ValueError):
+    """A model folder or file that hatt cannot load or write (message names the path)."""
+
+
+# === Models ===========================================================================
+
+
+def _is_packed(model):
+    inputs = model.input
+    return isinstance(inputs, dict) and "sentence_index" in inputs
+
+
+def _family(model):
+    """The family of a model built by :func:`hatt.models.build` (its name, else its layers)."""
+    if model.name in models.FAMILIES:
+        return model.name
+    names = {layer.name for layer in model.layers}
+    if "sentence_attention" in names:
+        return "han"
+    if any(name.startswith("transformer_block") for name in names):
+        return "transformer"
+    if any(name.startswith("conv_") for name in names):
+        return "cnn"
+    return "rnn"
+
+
+def _layer_or_none(model, name):
+    try:
+        return model.get_layer(name)
+    except ValueError:
+        return None
+
+
+def dense_model(model):
+    """The dense ``[batch, S, W]`` twin of a packed HAN (same weights); other models as is.
+
+    The packed HAN (``packed_groups=K``) and the dense one have the same
+    weight-bearing layers under the same names, so the twin is built with the
+    packed model's settings (read from its layers) and the weights are copied
+    layer by layer.
+
+    Args:
+        model: A model from :func:`hatt.models.build` (trained or reloaded).
+
+    Returns:
+        A model over dense ids: ``model`` itself unless it is a packed HAN.
+    """
+    if not _is_packed(model):
+        return model
+    embedding = model.get_layer("word_embedding")
+    word_encoder = model.get_layer("word_encoder")
+    sentence_encoder = model.get_layer("sentence_encoder")
+    word_attention = model.get_layer("word_attention")
+    cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
+    ngram = {}
+    wide = _layer_or_none(model, "ngram_logit")  # the optional n-gram channel
+    if wide is not None:
+        l2 = getattr(wide.embeddings_regularizer, "l2", 0.0)
+        ngram = {
+            "ngram_buckets": wide.buckets,
+            "ngram": wide.ngram,
+            "ngram_reduction": wide.reduction,
+            "ngram_dropout": wide.feature_dropout,
+            "ngram_l2": float(l2),
+        }
+    twin = models.build_han(
+        vocabulary_size=embedding.input_dim,
+        embedding_dim=embedding.output_dim,
+        word_units=word_encoder.forward_layer.units,
+        sentence_units=sentence_encoder.forward_layer.units,
+        cell=cell,
+        attention_units=word_attention.units,
+        attention_score=word_attention.score,
+        dropout=model.get_layer("dropout").rate,
+        name=model.name,
+        **ngram,
+    )
+    for layer in twin.layers:
+        if layer.weights:
+            layer.set_weights(model.get_layer(layer.name).get_weights())
+    return twin
+
+
+class _Views:
+    """Keras models sharing the id model's weights (kept out of Keras' tracking)."""
+
+    def __init__(self, model, score_kind):
+        self.attention = models.attention_model(model)
+        self.embed = self.tail = None
+        if score_kind == "saliency":
+            embedding = _layer_or_none(model, "embedding") or model.get_layer("word_embedding")
+            # The layer named "probability" is Dense(1, sigmoid), or, with the n-gram
+            # channel, a sigmoid Activation over the summed logits.
+            self.head = model.get_layer("probability")
+            self.embed = keras.Model(model.input, embedding.output)
+            # ids and embeddings → the head's input (the ids still give the masks and
+            # feed the n-gram channel).
+            self.tail = keras.Model([model.input, embedding.output], self.head.input)
+
+    def logit(self, features):
+        """The positive-class logit from the head's input."""
+        if isinstance(self.head, keras.layers.Dense):
+            return ops.matmul(features, self.head.kernel) + self.head.bias
+        return features  # the n-gram channel's summed logit
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class TextModel(keras.Model):
+    """Raw review text → probability, tokens and attention (or saliency) weights.
+
+    Runs the Vectorizer's own code (:meth:`hatt.data.Vectorizer.tokens`,
+    ``lookup_ids``, ``densify``) and the trained id model with its attention
+    view (:func:`hatt.models.attention_model`), so the tokens align exactly
+    with the ids the model sees, truncation included. A packed HAN is
+    replaced by its dense twin (:func:`dense_model`). For a model without
+    attention (the CNN with max-over-time pooling) ``word_attention`` holds
+    normalised gradient × input saliency on the embedding output (see the
+    module docstring); ``score_kind`` says which.
+
+    Saving it as ``.keras`` keeps the vocabulary and the weights;
+    ``keras.saving.load_model`` reloads it after ``import hatt``.
+
+    Args:
+        model: An id model from :func:`hatt.models.build` (trained or
+            reloaded), flat ``[batch, T]`` or nested ``[batch, S, W]``.
+        vectorizer: The adapted :class:`hatt.data.Vectorizer` it was trained
+            with (``output_mode`` must match the model).
+        family: The family name; `None` reads it from the model.
+        **kwargs: Base model keyword arguments, such as `name`.
+
+    Call arguments:
+        inputs: list of str or 1-D ``tf.string`` tensor of raw reviews.
+
+    Returns:
+        A dict of tensors: ``probability`` ``[batch]``, ``tokens``,
+        ``word_attention`` (``[batch, T]`` or ``[batch, S, W]``), and for
+        the HAN ``sentence_attention`` ``[batch, S]``.
+
+    Example:
+
+    >>> text_model = hatt.export.TextModel(model, vectorizer)
+    >>> out = text_model(["A wonderful, moving film.<br />Go and see it!"])
+    >>> out["probability"], out["tokens"], out["word_attention"]
+    """
+
+    def __init__(self, model, vectorizer, family=None, **kwargs):
+        kwargs.setdefault("name", "text_model")
+        super().__init__(**kwargs)
+        if isinstance(model, dict):
+            model = keras.saving.deserialize_keras_object(model)
+        if isinstance(vectorizer, dict):
+            vectorizer = keras.saving.deserialize_keras_object(vectorizer)
+        if not isinstance(vectorizer, Vectorizer):
+            raise ValueError(
+                f"Expected vectorizer to be a hatt.data.Vectorizer. Received: {vectorizer!r}"
+            )
+        vectorizer._check_adapted()
+        model = dense_model(model)
+        nested = len(model.inputs[0].shape) == 3
+        mode = "nested" if nested else "flat"
+        if vectorizer.output_mode != mode:
+            raise ValueError(
+                f"Expected a vectorizer with output_mode={mode!r} for the model {model.name!r}. "
+                f"Received: output_mode={vectorizer.output_mode!r}"
+            )
+        self.family = family or _family(model)
+        if self.family not in models.FAMILIES:
+            raise ValueError(
+                f"Expected family to be one of {models.FAMILIES}. Received: family={self.family!r}"
+            )
+        # Attention where the model pools with ContextAttention; the CNN's max-over-time
+        # pooling (its default) has none, so it gets gradient x input saliency.
+        word = _layer_or_none(model, "word_attention")
+        self.score_kind = "attention" if isinstance(word, ContextAttention) else "saliency"
+        self.nested = nested
+        self.classifier = model
+        self.vectorizer = vectorizer
+        # Serialized before the views exist: a view whose input is an inner tensor
+        # (the saliency tail) adds nodes the model's own serialization cannot place.
+        self._model_config = keras.saving.serialize_keras_object(model)
+        self._views = _Views(model, self.score_kind)
+        self.built = True
+
+    @property
+    def output_keys(self):
+        keys = ["probability", "tokens", "word_attention"]
+        return (*keys, "sentence_attention") if self.nested else tuple(keys)
+
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, str | bytes):
+            raise ValueError(
+                "Expected a batch of reviews (list of str or 1-D tf.string tensor), not a "
+                f"single string. Received: inputs={inputs[:60]!r}. Wrap it in a list."
+            )
+        if isinstance(inputs, list | tuple | np.ndarray):
+            inputs = tf.constant(list(inputs), dtype=tf.string, shape=[len(inputs)])
+        return super().__call__(inputs, *args, **kwargs)
+
+    def call(self, inputs, training=False):
+        # An empty batch runs as one empty review, then is sliced away: some kernels
+        # (Conv1D's BiasAdd under oneDNN) reject a zero-sized batch.
+        size = tf.shape(inputs)[0]
+        inputs = tf.cond(size > 0, lambda: inputs, lambda: tf.constant([""]))
+        outputs = self._outputs(inputs)
+        return {key: value[:size] for key, value in outputs.items()}
+
+    def _outputs(self, inputs):
+        tokens = self.vectorizer.tokens(inputs)
+        ids = self.vectorizer.densify(self.vectorizer.lookup_ids(tokens))
+        outputs = {"tokens": self.vectorizer.densify(tokens, pad_value=PAD_TOKEN)}
+        views = self._views.attention(ids, training=False)
+        outputs["probability"] = ops.reshape(ops.cast(views["probability"], "float32"), (-1,))
+        if self.score_kind == "saliency":
+            word = self._saliency(ids)
+        else:
+            word = views["word_attention"]
+        outputs["word_attention"] = ops.cast(word, "float32")
+        if self.nested:
+            outputs["sentence_attention"] = ops.cast(views["sentence_attention"], "float32")
+        return outputs
+
+    def _saliency(self, ids):
+        """Normalised ``|Σ_d ∂z/∂e · e|`` per token (``z``: the positive-class logit)."""
+        views = self._views
+        embedded = tf.convert_to_tensor(views.embed(ids, training=False))
+        with tf.GradientTape() as tape:
+            tape.watch(embedded)
+            logit = views.logit(views.tail([ids, embedded], training=False))
+        gradient = tape.gradient(logit, embedded)
+        scores = ops.abs(ops.sum(gradient * embedded, axis=-1))
+        if self.nested:  # the HAN's word embeddings are folded to [batch * S, W]
+            scores = ops.reshape(scores, ops.shape(ids))
+        return normalise(scores, ops.not_equal(ids, PAD_ID))
+
+    def compute_output_spec(self, inputs, training=False):
+        dims = (None,) * (3 if self.nested else 2)
+        batch = inputs.shape[0] if inputs.shape else None
+        specs = {
+            "probability": keras.KerasTensor((batch,), dtype="float32"),
+            "tokens": keras.KerasTensor((batch, *dims[1:]), dtype="string"),
+            "word_attention": keras.KerasTensor((batch, *dims[1:]), dtype="float32"),
+        }
+        if self.nested:
+            specs["sentence_attention"] = keras.KerasTensor((batch, None), dtype="float32")
+        return specs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "model": self._model_config,
+                "vectorizer": keras.saving.serialize_keras_object(self.vectorizer),
+                "family": self.family,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def normalise(scores, mask):
+    """Scores ``>= 0`` → weights summing to 1 over ``mask`` along the last axis.
+
+    Masked steps get 0; a row without a kept step gets all zeros; a row whose
+    kept scores are all 0 gets uniform weights over its kept steps.
+    """
+    mask = ops.cast(mask, "float32")
+    scores = ops.cast(scores, "float32") * mask
+    total = ops.sum(scores, axis=-1, keepdims=True)
+    count = ops.sum(mask, axis=-1, keepdims=True)
+    uniform = mask / ops.maximum(count, 1.0)
+    return ops.where(total > 0, scores / ops.where(total > 0, total, 1.0), uniform)
+
+
+# === Writing an export ================================================================
+
+EXPORT_FILE = "export.json"  # saved_models/NAME/export.json
+VERSION_METADATA = "assets.extra/hatt_export.json"  # inside each version (TF Serving ignores it)
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """Where :func:`export` wrote: ``path`` (saved_models/NAME), ``version``, ``saved_model``."""
+
+    path: Path
+    version: int
+    saved_model: Path
+    keras_file: Path
+    family: str
+    score_kind: str
+    seconds: float
+
+
+def _versions(folder):
+    """Numeric version folders holding a ``saved_model.pb``, ascending."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = [
+        int(p.name)
+        for p in folder.iterdir()
+        if p.name.isdigit() and p.is_dir() and (p / "saved_model.pb").is_file()
+    ]
+    return sorted(found)
+
+
+def _next_version(folder):
+    folder = Path(folder)
+    taken = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    return max(taken, default=0) + 1
+
+
+def save_saved_model(text_model, path):
+    """Write ``text_model`` as a SavedModel whose ``serving_default`` takes ``text``.
+
+    Uses ``keras.export.ExportArchive`` (it tracks the Keras variables and the
+    vocabulary's lookup table). The endpoint is ``text_model`` itself, so the
+    SavedModel runs the same ``hatt.data`` preprocessing as training.
+
+    Args:
+        text_model: A :class:`TextModel`.
+        path: The folder to write (must not exist).
+    """
+    # Builds every layer (ExportArchive needs them built); two sentences of two words,
+    # so that no attention runs over an axis of length 1 (Keras warns about that).
+    text_model(tf.constant(["warm up. warm up."]))
+    archive = keras.export.ExportArchive()
+    archive.track(text_model)
+
+    def serve(text):
+        return text_model(text)
+
+    archive.add_endpoint(
+        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
+    )
+    archive.write_out(str(path), verbose=False)
+
+
+def write_export(text_model, out, metadata=None):
+    """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
+
+    ``out/VERSION/`` is written as ``out/.tmp-VERSION-PID/`` first and
+    renamed when complete, so a crash never leaves a half-written version
+    that "latest" would pick. ``out/model.keras`` (the end-to-end
+    :class:`TextModel`), ``out/vectorizer.json`` and ``out/export.json`` are
+    replaced the same way.
+
+    Args:
+        text_model: A :class:`TextModel`.
+        out: The export folder (created).
+        metadata: Extra JSON-able facts for ``export.json`` (source run, metrics).
+
+    Returns:
+        An :class:`ExportResult`.
+    """
+    start = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    facts = {
+        "family": text_model.family,
+        "score_kind": text_model.score_kind,
+        "outputs": list(text_model.output_keys),
+        "input": "text: tf.string [None], raw review text",
+        "hatt_version": hatt.__version__,
+        "keras_version": keras.__version__,
+        "tensorflow_version": tf.__version__,
+        **(metadata or {}),
+    }
+    version = _next_version(out)
+    temporary = out / f".tmp-{version}-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    try:
+        save_saved_model(text_model, temporary)
+        (temporary / "assets.extra").mkdir(exist_ok=True)
+        (temporary / VERSION_METADATA).write_text(
+            json.dumps({**facts, "version": version}, indent=2) + "\n"
+        )
+        while True:  # another export may have taken the number meanwhile
+            try:
+                os.rename(temporary, out / str(version))
+                break
+            except OSError:
+                if not (out / str(version)).exists():
+                    raise
+                version += 1
+                (temporary / VERSION_METADATA).write_text(
+                    json.dumps({**facts, "version": version}, indent=2) + "\n"
+                )
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    keras_file = out / "model.keras"
+    temporary_keras = out / f".tmp-{os.getpid()}.keras"
+    text_model.save(temporary_keras)
+    os.replace(temporary_keras, keras_file)
+    text_model.vectorizer.save(out / ".tmp-vectorizer.json")
+    os.replace(out / ".tmp-vectorizer.json", out / "vectorizer.json")
+    facts.update({"version": version, "versions": _versions(out)})
+    (out / ".tmp-export.json").write_text(json.dumps(facts, indent=2) + "\n")
+    os.replace(out / ".tmp-export.json", out / EXPORT_FILE)
+    return ExportResult(
+        path=out,
+        version=version,
+        saved_model=out / str(version),
+        keras_file=keras_file,
+        family=text_model.family,
+        score_kind=text_model.score_kind,
+        seconds=round(time.perf_counter() - start, 2),
+    )
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ExportError(f"Could not read {str(path)!r}: {error}") from error
+
+
+def load_run(run_dir):
+    """The :class:`TextModel` of a run directory (``model.keras`` + ``vectorizer.json``)."""
+    run_dir = Path(run_dir)
+    missing = [n for n in ("model.keras", "vectorizer.json") if not (run_dir / n).is_file()]
+    if missing:
+        raise ExportError(
+            f"{str(run_dir)!r} is not a hatt run directory: it has no {' or '.join(missing)} "
+            "(hatt train writes model.keras, vectorizer.json and config.json)."
+        )
+    family = None
+    if (run_dir / "config.json").is_file():
+        family = _read_json(run_dir / "config.json").get("model")
+    return _text_model_from_keras(run_dir / "model.keras", family=family)
+
+
+def export(run_dir, out=None):
+    """Export a run directory of ``hatt train`` (``hatt export RUN_DIR [--out DIR]``).
+
+    Args:
+        run_dir: A run directory (``config.json``, ``model.keras``,
+            ``vectorizer.json``; ``metrics.json`` is copied into ``export.json``).
+        out: The export folder; defaults to ``saved_models/FAMILY``.
+
+    Returns:
+        An :class:`ExportResult` (``version`` is the number just written).
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ExportError(f"No run directory at {str(run_dir)!r}.")
+    text_model = load_run(run_dir)
+    metadata = {"source_run": str(run_dir.resolve())}
+    if (run_dir / "metrics.json").is_file():
+        metrics = _read_json(run_dir / "metrics.json")
+        metadata["metrics"] = {
+            k: metrics[k]
+            for k in ("test_accuracy", "validation_accuracy", "epochs", "parameters", "command")
+            if k in metrics
+        }
+    out = Path(out) if out else Path("saved_models") / text_model.family
+    return write_export(text_model, out, metadata)
+
+
+# === Loading ==========================================================================
+
+
+def _text_model_from_keras(path, family=None):
+    path = Path(path)
+    try:
+        loaded = keras.saving.load_model(path)
+    except Exception as error:  # noqa: BLE001  (zip, h5, JSON and Keras errors alike)
+        raise ExportError(
+            f"Could not load the Keras model {str(path)!r} (corrupted or not a .keras file?): "
+            f"{type(error).__name__}: {str(error)[:300]}"
+        ) from error
+    if isinstance(loaded, TextModel):
+        return loaded
+    vectorizer_path = path.parent / "vectorizer.json"
+    if not vectorizer_path.is_file():
+        raise ExportError(
+            f"{str(path)!r} holds an id model without text preprocessing, and there is no "
+            f"vectorizer.json beside it ({str(vectorizer_path)!r})."
+        )
+    try:
+        vectorizer = Vectorizer.load(vectorizer_path)
+    except ValueError as error:
+        raise ExportError(str(error)) from error
+    if family is None and (path.parent / "config.json").is_file():
+        family = _read_json(path.parent / "config.json").get("model")
+    return TextModel(loaded, vectorizer, family=family)
+
+
+def _as_text_batch(texts):
+    if isinstance(texts, str | bytes):
+        raise ValueError(
+            "Expected a list of reviews, not a single string. "
+            f"Received: texts={texts[:60]!r}. Wrap it in a list."
+        )
+    if isinstance(texts, tf.Tensor):
+        return texts
+    texts = [t if isinstance(t, bytes) else str(t) for t in texts]
+    return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
+
+
+def _pad_to(array, shape, value):
+    pads = [(0, target - size) for size, target in zip(array.shape, shape, strict=True)]
+    return np.pad(array, pads, constant_values=value) if any(p for _, p in pads) else array
+
+
+def _concatenate(parts):
+    """Concatenate per-batch outputs along the batch, padding the other axes."""
+    out = {}
+    for key in parts[0]:
+        arrays = [p[key] for p in parts]
+        shape = [max(a.shape[i] for a in arrays) for i in range(1, arrays[0].ndim)]
+        value = b"" if key == "tokens" else 0.0
+        out[key] = np.concatenate([_pad_to(a, (a.shape[0], *shape), value) for a in arrays])
+    return out
+
+
+class Predictor:
+    """A loaded hatt model: raw review text → probability, tokens, attention.
+
+    Returned by :func:`load`. ``family`` (``"cnn"``, ``"rnn"``,
+    ``"transformer"``, ``"han"``), ``score_kind`` (``"attention"``, or
+    ``"saliency"`` for the CNN), ``source`` (the path loaded), ``kind``
+    (``"saved_model"`` or ``"keras"``), ``version`` (SavedModel version or
+    ``None``), ``metadata`` (the export's JSON facts, if any).
+    """
+
+    # A Keras model runs eagerly for its first batches (no tracing cost, fine for a
+    # few reviews) and is traced into a graph once it has this many batches to run
+    # in all (a tiny HAN: 6 s to trace, then ~100x faster a batch than eagerly).
+    GRAPH_FROM_BATCHES = 4
+
+    def __init__(self, run, *, family, score_kind, source, kind, version=None, metadata=None):
+        self._run = self._eager = run
+        self._graph = None
+        self._batches = 0
+        self.family = family
+        self.score_kind = score_kind
+        self.source = Path(source)
+        self.kind = kind
+        self.version = version
+        self.metadata = metadata or {}
+
+    def __repr__(self):
+        version = f", version={self.version}" if self.version is not None else ""
+        return (
+            f"Predictor(family={self.family!r}, score_kind={self.score_kind!r}, "
+            f"kind={self.kind!r}{version}, source={str(self.source)!r})"
+        )
+
+    def __call__(self, texts, batch_size=None):
+        """Run the model on ``texts`` (list of str).
+
+        Args:
+            texts: list of raw reviews.
+            batch_size: reviews per call; `None` runs them all at once.
+                Batches are padded to a common width when joined ("" / 0).
+
+        Returns:
+            A dict of NumPy arrays: ``probability`` ``[N]`` (float32),
+            ``tokens`` (``str`` objects, ``""`` on padding),
+            ``word_attention`` and, for the HAN, ``sentence_attention``.
+        """
+        batch = _as_text_batch(texts)
+        total = int(batch.shape[0])
+        if batch_size is not None and int(batch_size) < 1:
+            raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+        size = int(batch_size) if batch_size else max(total, 1)
+        parts = []
+        run = self._runner(-(-total // size))
+        for start in range(0, total, size):
+            result = run(batch[start : start + size])
+            parts.append({k: np.asarray(v) for k, v in result.items()})
+        if not parts:  # no texts: the empty shapes of a one-text call
+            parts = [{k: np.asarray(v)[:0] for k, v in self._run(tf.constant([""])).items()}]
+        out = parts[0] if len(parts) == 1 else _concatenate(parts)
+        tokens = out["tokens"]
+        out["tokens"] = np.array(
+            [b.decode("utf-8", "replace") for b in tokens.reshape(-1)], dtype=object
+        ).reshape(tokens.shape)
+        return out
+
+    def _runner(self, batches):
+        self._batches += batches
+        if self.kind != "keras" or self._batches < self.GRAPH_FROM_BATCHES:
+            return self._run
+        if self._graph is None:
+            self._graph = tf.function(
+                self._eager, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+            )
+        return self._graph
+
+    @classmethod
+    def from_text_model(cls, text_model, source=None):
+        """A :class:`Predictor` over an in-memory :class:`TextModel` (``kind="keras"``)."""
+
+        def run(batch):
+            return text_model(batch)
+
+        return cls(
+            run,
+            family=text_model.family,
+            score_kind=text_model.score_kind,
+            source=source or ".",
+            kind="keras",
+        )
+
+    def predict_proba(self, texts, batch_size=64):
+        """Probabilities of the positive class, ``[N]`` float32, ``batch_size`` at a time."""
+        if int(batch_size) < 1:
+            raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+        batch = _as_text_batch(texts)
+        total = int(batch.shape[0])
+        run = self._runner(-(-total // batch_size))
+        out = [
+            np.asarray(run(batch[s : s + batch_size])["probability"])
+            for s in range(0, total, batch_size)
+        ]
+        return np.concatenate(out) if out else np.zeros([0], np.float32)
+
+
+def _load_saved_model(path, version=None, metadata=None):
+    path = Path(path)
+    try:
+        loaded = tf.saved_model.load(str(path))
+        signature = loaded.signatures["serving_default"]
+    except Exception as error:  # noqa: BLE001  (protobuf, checkpoint and TF errors alike)
+        raise ExportError(
+            f"Could not load the SavedModel {str(path)!r} (corrupted or incomplete?): "
+            f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}"
+        ) from error
+    inputs = signature.structured_input_signature[1]
+    if "text" not in inputs or "probability" not in signature.structured_outputs:
+        raise ExportError(
+            f"{str(path)!r} is a SavedModel but not a hatt export: its serving_default "
+            f"signature takes {sorted(inputs)} and returns {sorted(signature.structured_outputs)}."
+        )
+    facts = dict(metadata or {})
+    if (path / VERSION_METADATA).is_file():
+        facts.update(_read_json(path / VERSION_METADATA))
+    family = facts.get("family")
+    score_kind = facts.get("score_kind")
+
+    def run(batch):  # holds `loaded`: its variables live as long as the Predictor
+        return loaded.signatures["serving_default"](text=batch)
+
+    return Predictor(
+        run,
+        family=family,
+        score_kind=score_kind,
+        source=path,
+        kind="saved_model",
+        version=facts.get("version", version),
+        metadata=facts,
+    )
+
+
+def load(path):
+    """Load a hatt model for prediction from any of the places hatt writes one.
+
+    Args:
+        path: One of
+
+            - a SavedModel folder (``saved_models/NAME/3``);
+            - a ``saved_models/NAME`` folder: its latest numeric version;
+            - a ``.keras`` file: an end-to-end :class:`TextModel` (as in
+              ``saved_models/NAME/model.keras``), or an id model with
+              ``vectorizer.json`` beside it (as in a run directory);
+            - a run directory of ``hatt train``.
+
+    Returns:
+        A :class:`Predictor`.
+
+    Raises:
+        ExportError: the path is missing, holds no model, or the model is
+            corrupted (the message names the path).
+
+    Example:
+
+    >>> model = hatt.export.load("saved_models/han")
+    >>> out = model(["A wonderful film. I loved it!"])
+    >>> out["probability"], out["tokens"], out["word_attention"], out["sentence_attention"]
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ExportError(
+            f"No model at {str(path)!r}: expected a SavedModel folder, a saved_models/NAME "
+            "folder, a .keras file or a hatt run directory."
+        )
+    if path.is_file():
+        if path.suffix != ".keras":
+            raise ExportError(
+                f"Expected a .keras file or a model folder. Received the file {str(path)!r}."
+            )
+        return Predictor.from_text_model(_text_model_from_keras(path), path)
+    if (path / "saved_model.pb").is_file():
+        return _load_saved_model(path)
+    versions = _versions(path)
+    if versions:
+        metadata = _read_json(path / EXPORT_FILE) if (path / EXPORT_FILE).is_file() else {}
+        return _load_saved_model(path / str(versions[-1]), versions[-1], metadata)
+    if (path / "model.keras").is_file() and (path / "config.json").is_file():
+        return Predictor.from_text_model(load_run(path), path)
+    raise ExportError(
+        f"{str(path)!r} holds no hatt model: no SavedModel (saved_model.pb), no numeric "
+        "version folder (1/, 2/, ...) with one, and no run directory files "
+        "(config.json, model.keras, vectorizer.json). Export one with `hatt export RUN_DIR`."
+    )

@@ -1,0 +1,167 @@
+"""Explanations as one self-contained HTML page, in the style of the HAN paper.
+
+Every review is a card: a header with the prediction, the true label when
+known, the model family and the kind of score; then one line per sentence
+with a red band whose strength is the sentence's weight and its words
+highlighted in blue by their weight (Yang et al. 2016, figure 5). Hovering
+a word or a band shows its weights (`title` attributes). The page has inline
+CSS only: no scripts, no fonts, no images, no network.
+"""
+
+import html
+from pathlib import Path
+
+import hatt
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 60em; color: #1f2328; background: #fff; line-height: 1.6; }
+h1 { font-size: 1.4em; margin-bottom: .2em; }
+.meta, .legend { color: #57606a; font-size: .9em; }
+.legend span.swatch { display: inline-block; width: 8em; height: .9em; vertical-align: middle;
+                      border: 1px solid #d0d7de; margin: 0 .4em; }
+.review { border: 1px solid #d0d7de; border-radius: 6px; margin: 1.5em 0; padding: .8em 1em; }
+.review h2 { font-size: 1.05em; margin: 0 0 .5em 0; }
+.tag { display: inline-block; padding: 0 .5em; border-radius: 1em; font-size: .85em;
+       margin-right: .3em; background: #eaeef2; }
+.tag.pos { background: #dafbe1; } .tag.neg { background: #ffebe9; }
+.tag.wrong { background: #cf222e; color: #fff; } .tag.right { background: #1a7f37; color: #fff; }
+.sentence { display: flex; align-items: stretch; margin: 2px 0; }
+.band { flex: 0 0 3.2em; margin-right: .6em; border-radius: 3px; font-size: .75em;
+        text-align: right; padding-right: .3em; color: #57606a; }
+.words { flex: 1; }
+.words span { padding: 1px 2px; border-radius: 3px; }
+.gap { color: #57606a; font-style: italic; margin: .3em 0 .3em 3.8em; }
+details { margin-top: .6em; font-size: .85em; color: #57606a; }
+details div { white-space: pre-wrap; }
+"""
+
+SENTENCE_RGB = (207, 34, 46)  # red band, as in the HAN paper
+WORD_RGB = (9, 105, 218)  # blue words
+
+
+def _rgba(rgb, alpha):
+    return f"rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f})"
+
+
+def _label(value):
+    return {1: "positive", 0: "negative"}.get(value, "?")
+
+
+def _review(number, e):
+    esc = html.escape
+    parts = [f'<section class="review" id="review-{number}">']
+    tags = [
+        f'<span class="tag {"pos" if e.prediction else "neg"}">predicted {_label(e.prediction)}'
+        f" (p(positive) = {e.probability:.3f})</span>"
+    ]
+    if e.label is not None:
+        right = e.label == e.prediction
+        tags.append(
+            f'<span class="tag {"right" if right else "wrong"}">true {_label(e.label)}'
+            f" · {'correct' if right else 'wrong'}</span>"
+        )
+    tags.append(f'<span class="tag">{esc(e.family)} · {esc(e.score_kind)}</span>')
+    parts.append(f"<h2>Review {number} {''.join(tags)}</h2>")
+    if not e.sentences:
+        parts.append('<p class="gap">No words: the review is empty for the model.</p>')
+    shares = e.sentence_shares()
+    top_share = max(shares, default=0.0) or 1.0
+    shading = e.display_weights()
+    document = e.document_weights()
+    han = e.sentence_weights is not None
+    gap = (
+        f'<div class="gap">[… {e.omitted_words} words not seen by the model …]</div>'
+        if e.omitted_words
+        else ""
+    )
+    for s, words in enumerate(e.sentences):
+        if e.gap_before == s:
+            parts.append(gap)
+        share = shares[s]
+        band_title = (
+            f"sentence attention {share:.4f}" if han else f"sum of its word weights {share:.4f}"
+        )
+        spans = []
+        for i, word in enumerate(words):
+            title = f"{e.score_kind} {e.word_weights[s][i]:.4f}"
+            if han:
+                title += f" within the sentence; share of the review {document[s][i]:.4f}"
+            spans.append(
+                f'<span style="background:{_rgba(WORD_RGB, 0.85 * shading[s][i])}"'
+                f' title="{esc(title)}">{esc(word)}</span>'
+            )
+        parts.append(
+            '<div class="sentence">'
+            f'<div class="band" style="background:{_rgba(SENTENCE_RGB, 0.8 * share / top_share)}"'
+            f' title="{esc(band_title)}">{share:.2f}</div>'
+            f'<div class="words">{" ".join(spans)}</div></div>'
+        )
+    if e.gap_before is not None and e.gap_before >= len(e.sentences):
+        parts.append(gap)
+    parts.append(
+        f"<details><summary>original text</summary><div>{esc(e.text)}</div></details></section>"
+    )
+    return "\n".join(parts)
+
+
+def to_html(explanations, title="hatt: what the model looked at"):
+    """Render explanations as one self-contained HTML page (a str).
+
+    Args:
+        explanations: List of `hatt.inspect.Explanation` (any number).
+        title: The page title.
+
+    Returns:
+        The HTML document. Colours are relative to each review: the
+        strongest sentence gets the full red band, the strongest word the
+        full blue highlight (HAN words: `sqrt(sentence weight) × word
+        weight`, as in Yang et al. 2016). Hover shows the weights.
+    """
+    esc = html.escape
+    han = any(e.sentence_weights is not None for e in explanations)
+    families = sorted({e.family for e in explanations})
+    kinds = sorted({e.score_kind for e in explanations})
+    known = [e for e in explanations if e.label is not None]
+    summary = f"{len(explanations)} review(s) · model: {esc(', '.join(families)) or '–'}"
+    summary += f" · scores: {esc(', '.join(kinds)) or '–'}"
+    if known:
+        correct = sum(e.label == e.prediction for e in known)
+        summary += f" · {correct} of {len(known)} predicted correctly"
+    if "saliency" in kinds:
+        summary += (
+            " · saliency = |gradient × input| of the predicted class's logit per word "
+            "(the CNN has no attention)"
+        )
+    band = "sentence attention" if han else "the sentence's share of the word weights"
+    word = (
+        "sqrt(sentence attention) × word attention"
+        if han
+        else "word " + (" / ".join(kinds) or "weight")
+    )
+    legend = (
+        f'<p class="legend">Band<span class="swatch" style="background:linear-gradient(90deg,'
+        f'{_rgba(SENTENCE_RGB, 0)},{_rgba(SENTENCE_RGB, 0.8)})"></span>{esc(band)}; '
+        f'words<span class="swatch" style="background:linear-gradient(90deg,'
+        f'{_rgba(WORD_RGB, 0)},{_rgba(WORD_RGB, 0.85)})"></span>{esc(word)}. '
+        "Both relative to each review (its strongest sentence / word = full colour). "
+        "Hover for the weights. Words are the model's tokens (lower-cased, punctuation "
+        "dropped).</p>"
+    )
+    body = "\n".join(_review(i, e) for i, e in enumerate(explanations, 1))
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>\n"
+        f"<h1>{esc(title)}</h1>\n"
+        f'<p class="meta">{summary} · hatt {esc(hatt.__version__)}</p>\n{legend}\n'
+        f"{body}\n</body></html>\n"
+    )
+
+
+def write_html(explanations, path, title="hatt: what the model looked at"):
+    """Write :func:`to_html` to `path` (UTF-8); return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_html(explanations, title=title), encoding="utf-8")
+    return path

@@ -1,0 +1,209 @@
+"""A linear logit over a bag of hashed n-grams (the wide, NBSVM-style channel)."""
+
+import keras
+from keras import ops
+
+REDUCTIONS = ("sum", "mean", "sqrt")
+
+
+def ngram_feature_ids(ids, vocabulary_size, buckets, ngram=2):
+    """Feature ids of the unigrams and hashed n-grams of `ids`, with their mask.
+
+    Unigram features are the ids themselves (`0 <= id < vocabulary_size`);
+    an n-gram (`2 <= n <= ngram`) of consecutive ids along the last axis is
+    hashed to `vocabulary_size + (polynomial hash mod buckets)`. A feature is
+    real when none of its ids is padding (0). N-grams never cross the last
+    axis, so for nested `[batch, S, W]` ids they stay inside a sentence.
+
+    Args:
+        ids: int tensor `[..., L]`.
+        vocabulary_size: Positive int, the number of ids.
+        buckets: Positive int, hash buckets for the n-grams.
+        ngram: Int >= 1, the longest n-gram.
+
+    Returns:
+        Tuple `(features, mask)`, int64 and bool tensors `[..., F]` with
+        `F = L + (L - 1) + ... + (L - ngram + 1)` (fewer terms when `L` is
+        shorter than `ngram`).
+    """
+    ids = ops.cast(ids, "int64")
+    real = ops.not_equal(ids, 0)
+    features, masks = [ids], [real]
+    length = ids.shape[-1]
+    hashed, hashed_real = ids, real
+    for n in range(2, ngram + 1):
+        if length is not None and length < n:
+            break
+        # Rolling polynomial hash of the n-gram ending at each position.
+        hashed = ops.mod(hashed[..., :-1] * vocabulary_size + ids[..., n - 1 :], buckets)
+        hashed_real = ops.logical_and(hashed_real[..., :-1], real[..., n - 1 :])
+        features.append(hashed + vocabulary_size)
+        masks.append(hashed_real)
+    return ops.concatenate(features, axis=-1), ops.concatenate(masks, axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class NgramLogit(keras.layers.Layer):
+    """A linear logit over a review's bag of unigrams and hashed n-grams.
+
+    The wide channel that Wang & Manning's NBSVM and fastText show to be
+    strong on sentiment: one weight per feature (word id, or hashed bigram /
+    trigram of consecutive ids), summed over the review's features and
+    scaled by `reduction`. Added to a deep model's logit, it lets the model
+    keep the exact phrase evidence that a bag of n-grams captures, while
+    the encoder and its attention learn the rest. The weights can be set to
+    Naive Bayes log-count ratios before training (see
+    `hatt.training.nb_log_ratios`), as in NBSVM.
+
+    Masking: padding (id 0) and n-grams that touch padding contribute
+    nothing, so the result does not change when a review is padded further.
+    A review without tokens gives `0`.
+
+    Args:
+        vocabulary_size: Positive int, the number of word ids (padding and
+            OOV included).
+        buckets: Positive int, hash buckets shared by all n-grams with
+            `n >= 2`. Defaults to `2**20`.
+        ngram: Int >= 1, the longest n-gram. Defaults to `2`.
+        reduction: How the feature weights of a review are combined:
+            `"sum"`, `"mean"` or `"sqrt"` (sum divided by the square root of
+            the number of features, between the two). Defaults to `"sqrt"`.
+        feature_dropout: Float in `[0, 1)`: during training, each feature
+            of a review is dropped with this probability (the reduction
+            counts only the kept ones), which keeps the channel from
+            memorising the training set before the deep part has learned.
+            Defaults to `0.0`.
+        embeddings_initializer: Initializer of the weights. Defaults to
+            `"zeros"`.
+        embeddings_regularizer: Optional regularizer of the weights.
+
+    Call arguments:
+        inputs: int ids `[batch, T]` or `[batch, S, W]` (n-grams inside a
+            sentence), or the packed HAN layout as a list
+            `[sentence_index, words_0, words_1, ...]` (see
+            `hatt.data.pack_sentences`).
+        training: Python bool, whether feature dropout is active.
+
+    Returns:
+        float logit `[batch, 1]`.
+
+    Example:
+
+    >>> ids = keras.ops.array([[5, 6, 7, 0], [8, 0, 0, 0]])
+    >>> layer = hatt.layers.NgramLogit(vocabulary_size=10, buckets=64)
+    >>> layer(ids).shape
+    (2, 1)
+
+    References:
+        - [Wang & Manning, 2012. Baselines and Bigrams: Simple, Good
+          Sentiment and Topic Classification](https://aclanthology.org/P12-2018/)
+        - [Joulin et al., 2017. Bag of Tricks for Efficient Text
+          Classification](https://aclanthology.org/E17-2068/)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        buckets=2**20,
+        ngram=2,
+        reduction="sqrt",
+        feature_dropout=0.0,
+        embeddings_initializer="zeros",
+        embeddings_regularizer=None,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value, low in (
+            ("vocabulary_size", vocabulary_size, 1),
+            ("buckets", buckets, 1),
+            ("ngram", ngram, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(
+                    f"Expected {name} to be an int >= {low}. Received: {name}={value!r}"
+                )
+        if reduction not in REDUCTIONS:
+            raise ValueError(
+                f"Expected reduction to be one of {REDUCTIONS}. Received: reduction={reduction!r}"
+            )
+        if not isinstance(feature_dropout, int | float) or not 0 <= feature_dropout < 1:
+            raise ValueError(
+                "Expected feature_dropout to be a float in [0, 1). "
+                f"Received: feature_dropout={feature_dropout!r}"
+            )
+        self.vocabulary_size = vocabulary_size
+        self.buckets = buckets
+        self.ngram = ngram
+        self.reduction = reduction
+        self.feature_dropout = float(feature_dropout)
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    @property
+    def num_features(self):
+        return self.vocabulary_size + (self.buckets if self.ngram > 1 else 0)
+
+    def build(self, input_shape):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.num_features,),
+            initializer=self.embeddings_initializer,
+            regularizer=self.embeddings_regularizer,
+        )
+
+    def _row_sums(self, ids, training):
+        """Sum of the kept features' weights and their count, per row of `ids`."""
+        features, mask = ngram_feature_ids(ids, self.vocabulary_size, self.buckets, self.ngram)
+        keep = ops.cast(mask, self.compute_dtype)
+        if training and self.feature_dropout > 0:
+            draw = keras.random.uniform(ops.shape(keep), seed=self.seed_generator)
+            keep = keep * ops.cast(draw >= self.feature_dropout, keep.dtype)
+        # Padding maps to feature 0, whose weight is masked out below.
+        table = ops.cast(self.embeddings, self.compute_dtype)
+        weights = ops.take(table, ops.where(mask, features, 0))
+        axes = tuple(range(1, len(features.shape)))
+        return ops.sum(weights * keep, axis=axes), ops.sum(keep, axis=axes)
+
+    def call(self, inputs, training=None):
+        if isinstance(inputs, list | tuple):  # packed HAN layout
+            index, *groups = inputs
+            parts = [self._row_sums(g, training) for g in groups]
+            # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
+            sums = ops.concatenate([ops.zeros((1,), self.compute_dtype)] + [p[0] for p in parts], 0)
+            counts = ops.concatenate(
+                [ops.zeros((1,), self.compute_dtype)] + [p[1] for p in parts], 0
+            )
+            index = ops.cast(index, "int32")
+            total = ops.sum(ops.take(sums, index, axis=0), axis=1)
+            count = ops.sum(ops.take(counts, index, axis=0), axis=1)
+        else:
+            total, count = self._row_sums(inputs, training)
+        if self.reduction == "mean":
+            total = total / ops.maximum(count, 1.0)
+        elif self.reduction == "sqrt":
+            total = total / ops.sqrt(ops.maximum(count, 1.0))
+        return ops.expand_dims(total, -1)
+
+    def compute_output_shape(self, input_shape):
+        if isinstance(input_shape, list | tuple) and isinstance(input_shape[0], list | tuple):
+            return (input_shape[0][0], 1)
+        return (input_shape[0], 1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "buckets": self.buckets,
+                "ngram": self.ngram,
+                "reduction": self.reduction,
+                "feature_dropout": self.feature_dropout,
+                "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+                "embeddings_regularizer": keras.regularizers.serialize(self.embeddings_regularizer),
+                "seed": self.seed,
+            }
+        )
+        return config

@@ -1,0 +1,417 @@
+"""hatt.export: the SavedModel contract (checked in a process without hatt or Keras), the
+end-to-end .keras file, the loader, version numbering, the packed HAN's dense twin, saliency."""
+
+import json
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hatt
+from hatt import cli, export, training
+from hatt.data import Vectorizer, pack_sentences
+from tests._fresh_process import run_json_script
+from tests.export.conftest import FAMILIES, LIMITS
+
+LONG_REVIEW = " ".join(f"w{i % 40}" for i in range(50_000)) + " superb"
+BAD_INPUTS = [
+    "",
+    "   ",
+    LONG_REVIEW,
+    "😀🎬👍🏽❤️",
+    "no punctuation at all just words superb w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13",
+    "!!! ... ???",
+    "<br /><br />",
+]
+
+# Runs with `keras` and `hatt` unimportable (TensorFlow then treats Keras as absent).
+SERVE_SCRIPT = r"""
+import json, sys
+for name in ("keras", "hatt", "tf_keras"):
+    sys.modules[name] = None
+import numpy as np
+import tensorflow as tf
+
+paths, texts = json.loads(sys.argv[1]), json.loads(open(sys.argv[2], encoding="utf-8").read())
+
+def arrays(outputs, prefix=""):
+    out = {}
+    for key, value in outputs.items():
+        value = value.numpy()
+        if value.dtype == object:
+            value = np.array([b.decode("utf-8") for b in value.reshape(-1)], dtype=str).reshape(value.shape)
+        out[prefix + key] = value
+    return out
+
+report = {}
+for family, path in paths.items():
+    loaded = tf.saved_model.load(path)
+    serve = loaded.signatures["serving_default"]
+    saved = arrays(serve(text=tf.constant(texts["batch"])))
+    for i, text in enumerate(texts["bad"]):
+        saved.update(arrays(serve(text=tf.constant([text])), f"single{i}/"))
+    np.savez(sys.argv[3] + f"/{family}.npz", **saved)
+    empty = serve(text=tf.zeros([0], tf.string))
+    report[family] = {
+        "empty": {k: v.shape.as_list() for k, v in empty.items()},
+        "inputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in serve.structured_input_signature[1].items()},
+        "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in serve.structured_outputs.items()},
+    }
+report["modules"] = sorted(
+    {m.split(".")[0] for m, module in sys.modules.items() if module is not None}
+    & {"keras", "hatt", "tf_keras"}
+)
+print(json.dumps(report))
+"""
+
+# `import hatt` alone, then Keras' own loader on saved_models/NAME/model.keras.
+KERAS_SCRIPT = r"""
+import json, sys
+import numpy as np
+import hatt, keras
+
+paths, texts = json.loads(sys.argv[1]), json.loads(open(sys.argv[2], encoding="utf-8").read())
+report = {}
+for family, path in paths.items():
+    model = keras.saving.load_model(path)
+    out = model(texts["batch"])
+    np.savez(sys.argv[3] + f"/{family}.npz", probability=out["probability"].numpy(),
+             word_attention=out["word_attention"].numpy())
+    report[family] = [type(model).__name__, model.family, model.score_kind]
+print(json.dumps(report))
+"""
+
+
+def _texts(tiny_corpus):
+    return {"batch": list(tiny_corpus.test.texts) + BAD_INPUTS, "bad": BAD_INPUTS}
+
+
+@pytest.fixture(scope="module")
+def trained(trained_runs):
+    """``{family: (id model, vectorizer, config)}`` as training left them."""
+    loaded = {}
+    for family, run_dir in trained_runs.items():
+        config = training.TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+        model = keras.saving.load_model(run_dir / "model.keras")
+        loaded[family] = (model, Vectorizer.load(run_dir / "vectorizer.json"), config)
+    return loaded
+
+
+def _in_memory(trained, texts):
+    """Probabilities and ids of the trained id model, fed the way training fed it."""
+    model, vectorizer, config = trained
+    ids = vectorizer(texts)
+    if config.model == "han" and config.packed:  # the packed model, as trained
+        inputs = pack_sentences(vectorizer.ragged_ids(texts), training._sentence_groups(config))
+        assert isinstance(model.input, dict)
+    else:
+        inputs = ids
+    probability = np.asarray(model(inputs, training=False)).reshape(-1)
+    return probability, ids.numpy(), vectorizer
+
+
+def _check_weights(tokens, weights):
+    """0 on padding; sums to 1 over the real tokens of each row; all 0 for an empty row."""
+    real = tokens != ""
+    assert weights.shape == tokens.shape and weights.dtype == np.float32
+    assert np.all(np.isfinite(weights)) and np.all(weights >= 0)
+    assert np.all(weights[~real] == 0)
+    sums = weights.sum(-1)
+    has = real.any(-1)
+    np.testing.assert_allclose(sums[has], 1.0, atol=1e-5)
+    assert np.all(sums[~has] == 0)
+
+
+def _check_contract(family, out, reference_ids, vectorizer):
+    nested = family == "han"
+    keys = {"probability", "tokens", "word_attention"} | (
+        {"sentence_attention"} if nested else set()
+    )
+    assert set(out) == keys
+    tokens = out["tokens"]
+    assert tokens.ndim == (3 if nested else 2) and out["probability"].shape == (len(tokens),)
+    assert out["probability"].dtype == np.float32 and np.all(np.isfinite(out["probability"]))
+    # the tokens are exactly the words behind the ids the model saw ("" = id 0)
+    index = {w: i for i, w in enumerate(vectorizer.get_vocabulary())}
+    ids = np.vectorize(lambda t: index.get(t, 1) if t else 0, otypes=[np.int32])(tokens)
+    np.testing.assert_array_equal(ids, reference_ids)
+    _check_weights(tokens, out["word_attention"])
+    if nested:
+        sentences = (tokens != "").any(-1)
+        _check_weights(np.where(sentences, "s", ""), out["sentence_attention"])
+
+
+def test_saved_models_serve_raw_text_without_hatt_or_keras(
+    exported, trained, tiny_corpus, tmp_path
+):
+    texts = _texts(tiny_corpus)
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    paths = {f: str(exported[f].saved_model) for f in FAMILIES}
+    report = run_json_script(
+        SERVE_SCRIPT, json.dumps(paths), str(tmp_path / "texts.json"), str(tmp_path)
+    )
+    assert report.pop("modules") == []  # neither hatt nor keras was imported
+    for family in FAMILIES:
+        signature = report[family]
+        assert signature["inputs"] == {"text": ["string", [None]]}
+        rank = 3 if family == "han" else 2
+        expected = {
+            "probability": ["float32", [None]],
+            "tokens": ["string", [None] * rank],
+            "word_attention": ["float32", [None] * rank],
+        }
+        if family == "han":
+            expected["sentence_attention"] = ["float32", [None, None]]
+        assert signature["outputs"] == expected
+        assert signature["empty"]["probability"] == [0]  # an empty batch is no error
+        assert all(shape[0] == 0 for shape in signature["empty"].values())
+
+        saved = dict(np.load(tmp_path / f"{family}.npz"))
+        batch = {k: v for k, v in saved.items() if not k.startswith("single")}
+        probability, ids, vectorizer = _in_memory(trained[family], texts["batch"])
+        np.testing.assert_allclose(batch["probability"], probability, atol=1e-5, rtol=0)
+        _check_contract(family, batch, ids, vectorizer)
+
+        # the in-process TextModel is the same function as the SavedModel
+        model, vectorizer, _ = trained[family]
+        local = export.Predictor.from_text_model(export.TextModel(model, vectorizer))(
+            texts["batch"]
+        )
+        np.testing.assert_array_equal(local["tokens"].astype(str), batch["tokens"])
+        for key in batch:
+            if key != "tokens":
+                np.testing.assert_allclose(local[key], batch[key], atol=1e-5, rtol=0)
+
+        # flat models keep the first and the last halves of a long review (head_tail)
+        if family != "han":
+            row = batch["tokens"][len(tiny_corpus.test.texts) + BAD_INPUTS.index(LONG_REVIEW)]
+            words = LONG_REVIEW.split()
+            half = LIMITS["sequence_length"] // 2
+            assert list(row) == words[:half] + words[-half:]
+
+        # every bad input alone: finite, and no token means no weight
+        for i, text in enumerate(BAD_INPUTS):
+            single = {
+                k.split("/", 1)[1]: v for k, v in saved.items() if k.startswith(f"single{i}/")
+            }
+            _check_contract(family, single, vectorizer([text]).numpy(), vectorizer)
+            if not text.strip() or text.strip(" !.?") == "" or text == "<br /><br />":
+                assert np.all(single["tokens"] == "") and np.all(single["word_attention"] == 0)
+
+
+def test_keras_file_is_the_same_model_after_import_hatt_alone(exported, tiny_corpus, tmp_path):
+    # the CNN (saliency through a gradient) and the HAN (dense twin of the packed model);
+    # the other families' .keras files load in-process in the tests below
+    texts = {"batch": list(tiny_corpus.test.texts) + BAD_INPUTS[:2] + BAD_INPUTS[3:]}
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    paths = {f: str(exported[f].keras_file) for f in ("cnn", "han")}
+    report = run_json_script(
+        KERAS_SCRIPT, json.dumps(paths), str(tmp_path / "texts.json"), str(tmp_path)
+    )
+    for family in paths:
+        kind = "saliency" if family == "cnn" else "attention"
+        assert report[family] == ["TextModel", family, kind]
+        from_keras = np.load(tmp_path / f"{family}.npz")
+        served = export.load(exported[family].path)(texts["batch"])
+        assert served.keys() >= {"probability", "word_attention"}
+        for key in ("probability", "word_attention"):
+            np.testing.assert_allclose(from_keras[key], served[key], atol=1e-5, rtol=0)
+
+
+def test_load_accepts_every_form_and_batches_consistently(exported, trained_runs, tiny_corpus):
+    texts = list(tiny_corpus.test.texts) + ["", "🎬", b"\xff\xfe invalid bytes superb"]
+    result = exported["han"]
+    latest = export.load(result.path)
+    assert (latest.kind, latest.version, latest.family) == ("saved_model", 1, "han")
+    whole = latest(texts)
+    # (result.keras_file is loaded in a fresh process above and by hatt predict)
+    for form in (result.saved_model, trained_runs["han"]):
+        predictor = export.load(form)
+        assert (predictor.family, predictor.score_kind) == ("han", "attention")
+        np.testing.assert_allclose(
+            predictor.predict_proba(texts, batch_size=8), whole["probability"], atol=1e-5
+        )
+    # batches of 4 are padded to a common width: the same arrays as one call
+    batched = latest(texts, batch_size=4)
+    assert set(batched) == set(whole)
+    np.testing.assert_array_equal(batched["tokens"], whole["tokens"])
+    for key in ("probability", "word_attention", "sentence_attention"):
+        np.testing.assert_allclose(batched[key], whole[key], atol=1e-5)
+    empty = latest([])
+    assert empty["probability"].shape == (0,) and empty["tokens"].shape[0] == 0
+    with pytest.raises(ValueError, match="not a single string"):
+        latest("one review")
+    with pytest.raises(ValueError, match="batch_size"):
+        latest.predict_proba(texts, batch_size=0)
+
+
+def test_export_metadata_names_family_and_score_kind(exported, trained_runs):
+    for family, result in exported.items():
+        facts = json.loads((result.path / export.EXPORT_FILE).read_text())
+        inside = json.loads((result.saved_model / export.VERSION_METADATA).read_text())
+        kind = "saliency" if family == "cnn" else "attention"
+        for record in (facts, inside):
+            assert (record["family"], record["score_kind"], record["version"]) == (family, kind, 1)
+        assert facts["source_run"] == str(trained_runs[family].resolve())
+        assert facts["metrics"] == {"epochs": 2}  # from the run's metrics.json
+        assert Vectorizer.load(result.path / "vectorizer.json").get_vocabulary() == (
+            Vectorizer.load(trained_runs[family] / "vectorizer.json").get_vocabulary()
+        )
+
+
+def test_reexport_takes_the_next_free_version(trained_runs, tmp_path, capsys):
+    out = tmp_path / "cnn"
+    assert cli.main(["export", str(trained_runs["cnn"]), "--out", str(out)]) == 0
+    assert "(version 1)" in capsys.readouterr().out
+    (out / "3").mkdir()  # an incomplete version: its number is taken, but never loaded
+    (out / ".tmp-4-99").mkdir()  # a crashed export's leftovers
+    assert export.load(out).version == 1
+    assert export.export(trained_runs["cnn"], out).version == 4
+    assert export.load(out).version == 4
+    assert json.loads((out / export.EXPORT_FILE).read_text())["versions"] == [1, 4]
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [".tmp-4-99"]
+
+
+def test_loader_errors_name_the_path(exported, trained_runs, tmp_path):
+    with pytest.raises(export.ExportError, match="No model at .*missing"):
+        export.load(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(export.ExportError, match="empty.* holds no hatt model"):
+        export.load(tmp_path / "empty")
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(export.ExportError, match="Expected a .keras file"):
+        export.load(tmp_path / "notes.txt")
+
+    # a SavedModel whose graph file is cut short
+    broken = tmp_path / "broken"
+    shutil.copytree(exported["rnn"].saved_model, broken)
+    pb = broken / "saved_model.pb"
+    pb.write_bytes(pb.read_bytes()[: pb.stat().st_size // 3])
+    with pytest.raises(export.ExportError, match="Could not load the SavedModel .*broken"):
+        export.load(broken)
+
+    # a SavedModel whose variables are garbled
+    garbled = tmp_path / "garbled"
+    shutil.copytree(exported["rnn"].saved_model, garbled)
+    for data in (garbled / "variables").glob("variables.data-*"):
+        data.write_bytes(b"\x00garbage" * 3)
+    with pytest.raises(export.ExportError, match="Could not load the SavedModel .*garbled"):
+        export.load(garbled)
+
+    # a truncated .keras file
+    cut = tmp_path / "cut.keras"
+    cut.write_bytes(exported["rnn"].keras_file.read_bytes()[:500])
+    with pytest.raises(export.ExportError, match="Could not load the Keras model .*cut.keras"):
+        export.load(cut)
+
+    # an id model without its vocabulary
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    (lonely / "model.keras").write_bytes((trained_runs["rnn"] / "model.keras").read_bytes())
+    with pytest.raises(export.ExportError, match="no vectorizer.json beside it"):
+        export.load(lonely / "model.keras")
+    with pytest.raises(export.ExportError, match="No run directory"):
+        export.export(tmp_path / "no-run")
+
+
+def _nested_vectorizer():
+    vectorizer = Vectorizer(
+        max_tokens=50, min_count=1, output_mode="nested", max_sentences=4, max_words=6
+    )
+    return vectorizer.adapt(["a good film. a bad film! great acting, dull plot and story?"])
+
+
+def _randomise_ngram_channel(model):
+    """The channel starts at zeros; give it weights that change the result."""
+    layer = model.get_layer("ngram_logit")
+    rng = np.random.default_rng(0)
+    layer.set_weights([rng.normal(size=w.shape).astype("float32") for w in layer.get_weights()])
+
+
+@pytest.mark.parametrize("ngram_buckets", [0, 16])
+def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets):
+    keras.utils.set_random_seed(3)
+    vectorizer = _nested_vectorizer()
+    packed = hatt.models.build_han(
+        vocabulary_size=vectorizer.vocabulary_size,
+        embedding_dim=8,
+        word_units=4,
+        sentence_units=4,
+        attention_units=6,
+        attention_score="additive",
+        packed_groups=2,
+        ngram_buckets=ngram_buckets,
+    )
+    if ngram_buckets:
+        _randomise_ngram_channel(packed)
+    twin = export.dense_model(packed)
+    assert not isinstance(twin.input, dict) and export.dense_model(twin) is twin
+    texts = ["A good film. A bad, dull plot!", "great", "", "acting story film good bad a."]
+    packed_out = hatt.models.attention_model(packed)(
+        pack_sentences(vectorizer.ragged_ids(texts), (2, 6))
+    )
+    dense_out = hatt.models.attention_model(twin)(vectorizer(texts))
+    for key in ("probability", "sentence_attention"):
+        np.testing.assert_allclose(dense_out[key], packed_out[key], atol=1e-6)
+    words = np.asarray(dense_out["word_attention"])
+    np.testing.assert_allclose(
+        words, np.asarray(packed_out["word_attention"])[..., : words.shape[-1]], atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("ngram_buckets", [0, 16])
+def test_cnn_saliency_is_normalised_gradient_times_input(ngram_buckets):
+    keras.utils.set_random_seed(5)
+    vectorizer = Vectorizer(max_tokens=50, min_count=1, sequence_length=12)
+    vectorizer.adapt(["one two three four five six seven eight nine ten"])
+    model = hatt.models.build_cnn(
+        vocabulary_size=vectorizer.vocabulary_size,
+        embedding_dim=16,
+        filters=8,
+        dropout=0.0,
+        ngram_buckets=ngram_buckets,
+    )
+    if ngram_buckets:  # its logit is added to the deep one; only the deep one depends on e
+        _randomise_ngram_channel(model)
+    text_model = export.TextModel(model, vectorizer)
+    assert (text_model.family, text_model.score_kind) == ("cnn", "saliency")
+    pooled = hatt.models.build_cnn(vocabulary_size=vectorizer.vocabulary_size, pooling="attention")
+    assert export.TextModel(pooled, vectorizer).score_kind == "attention"
+    text = "two seven four nine one"
+    saliency = np.asarray(text_model([text, ""])["word_attention"])
+    assert np.all(saliency[1] == 0)
+
+    # Reference: d logit / d eps when one token's embedding is scaled by (1 + eps)
+    # equals sum_d g * e for that token (central differences, float64 logits).
+    embedding = model.get_layer("embedding")
+    table = embedding.get_weights()[0]
+    ids = vectorizer([text])
+
+    def logit(scaled_id, eps):
+        weights = table.copy()
+        weights[scaled_id] *= 1 + eps
+        embedding.set_weights([weights])
+        p = float(np.asarray(model(ids, training=False))[0, 0])
+        return np.log(p) - np.log1p(-p)
+
+    eps = 1e-2
+    products = np.array([(logit(i, eps) - logit(i, -eps)) / (2 * eps) for i in np.asarray(ids)[0]])
+    embedding.set_weights([table])
+    reference = np.abs(products) / np.abs(products).sum()
+    np.testing.assert_allclose(saliency[0, : len(reference)], reference, atol=2e-3)
+
+
+def test_text_model_checks_its_inputs():
+    vectorizer = _nested_vectorizer()
+    model = hatt.models.build_rnn(vocabulary_size=vectorizer.vocabulary_size, units=4)
+    with pytest.raises(ValueError, match="output_mode='flat'"):
+        export.TextModel(model, vectorizer)
+    with pytest.raises(ValueError, match="hatt.data.Vectorizer"):
+        export.TextModel(model, "vocabulary.txt")
+    flat = Vectorizer(max_tokens=50, min_count=1).adapt(["a b c"])
+    text_model = export.TextModel(model, flat)
+    with pytest.raises(ValueError, match="not a single string"):
+        text_model("a b c")
+    assert tf.is_tensor(text_model(["a b c"])["probability"])

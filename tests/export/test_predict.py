@@ -1,0 +1,77 @@
+"""`hatt predict` end to end on a tiny exported model."""
+
+import io
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from hatt import cli, export
+
+
+def _lines(out):
+    return [json.loads(line) for line in out.strip().splitlines()]
+
+
+def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
+    model = str(exported["cnn"].path)
+    predictor = export.load(model)
+    texts = ["Superb w1 w2. W3 w4!", "Dreadful w5.", "", "🎬"]
+    assert cli.main(["predict", model, *texts]) == 0
+    rows = _lines(capsys.readouterr().out)
+    expected = predictor.predict_proba(texts)
+    assert [r["text_id"] for r in rows] == [0, 1, 2, 3]
+    np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-6)
+    for row in rows:
+        assert set(row) == {"text_id", "probability", "label"}
+        assert row["label"] == ("positive" if row["probability"] >= 0.5 else "negative")
+
+    # one review per line; blank lines skipped (text_id = line number); bad UTF-8 repaired
+    reviews = tmp_path / "reviews.txt"
+    reviews.write_bytes(
+        b"Superb w1 w2. W3 w4!\r\n\n   \nDreadful w5.\n\xff\xfe broken \xc3 bytes superb\n"
+    )
+    assert cli.main(["predict", model, "--file", str(reviews), "--batch-size", "2"]) == 0
+    rows = _lines(capsys.readouterr().out)
+    assert [r["text_id"] for r in rows] == [0, 3, 4]
+    repaired = ["Superb w1 w2. W3 w4!", "Dreadful w5.", "\ufffd\ufffd broken \ufffd bytes superb"]
+    np.testing.assert_allclose(
+        [r["probability"] for r in rows], predictor.predict_proba(repaired), atol=1e-6
+    )
+    assert np.all(np.isfinite([r["probability"] for r in rows]))
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["MODEL"], "either as TEXT arguments or with --file"),
+        (["MODEL", "a review", "--file", "F"], "either as TEXT arguments or with --file"),
+        (["MODEL", "--file", "MISSING"], "No such file: --file"),
+        (["MODEL", "a", "--batch-size", "0"], "Expected --batch-size >= 1"),
+        (["MODEL", "a", "--threshold", "1.5"], "Expected --threshold in [0, 1]"),
+        (["NO_MODEL", "a review"], "No model at"),
+    ],
+)
+def test_predict_errors_are_one_clear_line(exported, tmp_path, capsys, argv, message):
+    (tmp_path / "F").write_text("a review\n")
+    values = {
+        "MODEL": str(exported["cnn"].path),
+        "F": str(tmp_path / "F"),
+        "MISSING": str(tmp_path / "missing.txt"),
+        "NO_MODEL": str(tmp_path / "nothing"),
+    }
+    assert cli.main(["predict", *[values.get(a, a) for a in argv]]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_predict_reads_stdin_with_file_dash(exported, monkeypatch, capsys):
+    reviews = "Superb w1 w2.\nDreadful w5 w6!\n" * 30
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(reviews.encode())))
+    model = exported["han"].keras_file  # the end-to-end .keras file this time
+    assert cli.main(["predict", str(model), "--file", "-", "--batch-size", "32"]) == 0
+    rows = _lines(capsys.readouterr().out)
+    assert [r["text_id"] for r in rows] == list(range(60))
+    expected = export.load(exported["han"].path).predict_proba(reviews.splitlines())
+    np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-5)

@@ -1,0 +1,139 @@
+"""NgramLogit: the bag-of-n-grams logit against a NumPy reference, masking, packed input."""
+
+import keras
+import numpy as np
+import pytest
+
+from hatt.layers import NgramLogit
+from hatt.layers.ngram_logit import ngram_feature_ids
+
+V, BUCKETS = 12, 97
+
+
+def reference(ids, weights, ngram=2, reduction="sum"):
+    """Per review: sum of the weights of its unigrams and hashed n-grams (no padding)."""
+    out = []
+    for row in np.asarray(ids).reshape(len(ids), -1, np.asarray(ids).shape[-1]):
+        total, count = 0.0, 0
+        for seq in row:
+            for n in range(1, ngram + 1):
+                for i in range(len(seq) - n + 1):
+                    gram = seq[i : i + n]
+                    if (gram == 0).any():
+                        continue
+                    if n == 1:
+                        feature = gram[0]
+                    else:
+                        h = gram[0]
+                        for g in gram[1:]:
+                            h = (h * V + g) % BUCKETS
+                        feature = V + h
+                    total += weights[feature]
+                    count += 1
+        if reduction == "mean":
+            total /= max(count, 1)
+        elif reduction == "sqrt":
+            total /= np.sqrt(max(count, 1))
+        out.append(total)
+    return np.array(out, np.float32)[:, None]
+
+
+def layer_with_weights(ngram=2, reduction="sum", **kwargs):
+    layer = NgramLogit(V, buckets=BUCKETS, ngram=ngram, reduction=reduction, **kwargs)
+    layer.build((None, None))
+    weights = np.random.default_rng(0).standard_normal(layer.num_features).astype("float32")
+    layer.embeddings.assign(weights)
+    return layer, weights
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+@pytest.mark.parametrize("reduction", ["sum", "mean", "sqrt"])
+def test_matches_numpy_reference_and_ignores_padding(ngram, reduction):
+    ids = np.array(
+        [[3, 4, 5, 6, 0, 0], [7, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 2, 11, 9, 8]]
+    )
+    layer, weights = layer_with_weights(ngram, reduction)
+    out = keras.ops.convert_to_numpy(layer(ids))
+    np.testing.assert_allclose(out, reference(ids, weights, ngram, reduction), rtol=1e-5, atol=1e-6)
+    assert out[2, 0] == 0.0  # no tokens: 0, not NaN
+    # More padding changes nothing.
+    padded = np.pad(ids, ((0, 0), (0, 5)))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(padded)), out, atol=1e-6)
+
+
+def test_nested_ids_keep_ngrams_inside_sentences():
+    nested = np.array([[[3, 4, 0], [5, 6, 7]], [[0, 0, 0], [0, 0, 0]]])
+    layer, weights = layer_with_weights(2)
+    out = keras.ops.convert_to_numpy(layer(nested))
+    np.testing.assert_allclose(out, reference(nested, weights, 2), rtol=1e-5)
+    # the bigram (4, 5) across the sentence end is not a feature
+    flat = keras.ops.convert_to_numpy(layer(np.array([[3, 4, 5, 6, 7]])))
+    assert not np.isclose(out[0, 0], flat[0, 0])
+
+
+def test_packed_layout_equals_dense_nested():
+    dense = np.array([[[3, 4, 0], [5, 6, 7]], [[8, 9, 0], [0, 0, 0]]])
+    # rows: group 0 (width 2) holds [3, 4] and [8, 9]; group 1 (width 3) holds [5, 6, 7]
+    index = np.array([[1, 3], [2, 0]])
+    groups = [np.array([[3, 4], [8, 9]]), np.array([[5, 6, 7]])]
+    layer, _ = layer_with_weights(2, "sqrt")
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer([index, *groups])),
+        keras.ops.convert_to_numpy(layer(dense)),
+        rtol=1e-5,
+    )
+
+
+def test_feature_dropout_only_in_training():
+    ids = np.tile(np.arange(2, 12), (4, 1))
+    layer, _ = layer_with_weights(2, "sum", feature_dropout=0.5, seed=1)
+    inference = keras.ops.convert_to_numpy(layer(ids))
+    assert np.allclose(inference, inference[0])
+    trained = keras.ops.convert_to_numpy(layer(ids, training=True))
+    assert not np.allclose(trained, inference) and np.isfinite(trained).all()
+
+
+def test_feature_ids_hash_into_buckets():
+    ids = np.array([[11, 11, 11, 0]])
+    features, mask = ngram_feature_ids(ids, V, BUCKETS, ngram=3)
+    features = keras.ops.convert_to_numpy(features)[keras.ops.convert_to_numpy(mask)]
+    assert features.min() >= 0 and features.max() < V + BUCKETS
+    assert len(features) == 3 + 2 + 1
+
+
+def test_config_round_trip_and_keras_file(tmp_path):
+    layer = NgramLogit(
+        V,
+        buckets=BUCKETS,
+        ngram=3,
+        reduction="mean",
+        feature_dropout=0.25,
+        embeddings_regularizer="l2",
+        name="wide",
+    )
+    config = layer.get_config()
+    assert NgramLogit.from_config(config).get_config() == config
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs))
+    layer.embeddings.assign(np.linspace(-1, 1, layer.num_features).astype("float32"))
+    ids = np.array([[3, 4, 5, 0]])
+    model.save(tmp_path / "wide.keras")
+    again = keras.saving.load_model(tmp_path / "wide.keras")
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(again(ids)), keras.ops.convert_to_numpy(model(ids)), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"vocabulary_size": 0}, "vocabulary_size"),
+        ({"buckets": -1}, "buckets"),
+        ({"ngram": 0}, "ngram"),
+        ({"reduction": "max"}, "reduction"),
+        ({"feature_dropout": 1.0}, "feature_dropout"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        NgramLogit(**{"vocabulary_size": V, **kwargs})
