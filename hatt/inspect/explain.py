@@ -251,8 +251,11 @@ class KerasExplainer:
         variable = self._embedding.embeddings
         with tf.GradientTape() as tape:
             features = self._features(inputs, training=False)
-            kernel, bias = self._head.kernel, self._head.bias
-            logit = tf.reshape(tf.matmul(features, kernel) + bias, [-1])
+            if isinstance(self._head, keras.layers.Dense):
+                logit = tf.matmul(features, self._head.kernel) + self._head.bias
+            else:  # the n-gram channel: a sigmoid Activation over the summed logits
+                logit = features
+            logit = tf.reshape(logit, [-1])
             # The predicted class's logit: z for positive, -z for negative predictions.
             target = tf.reduce_sum(tf.where(logit >= 0, logit, -logit))
         gradient = tape.gradient(target, variable)

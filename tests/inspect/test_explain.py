@@ -210,3 +210,22 @@ def test_a_cnn_with_attention_pooling_shows_its_attention(tiny_models):
     views = hatt.models.attention_model(model)(vectorizer(REVIEWS[:1]))
     expected = keras.ops.convert_to_numpy(views["word_attention"])[0, : len(e.tokens)]
     np.testing.assert_allclose(e.weights, expected, atol=1e-6)
+
+
+def test_cnn_with_the_ngram_channel_has_the_exports_saliency(tiny_models):
+    """With the n-gram channel the head is a sigmoid over summed logits (no Dense kernel)."""
+    _, vectorizer = tiny_models["cnn"]
+    keras.utils.set_random_seed(3)
+    model = hatt.models.build_cnn(
+        vocabulary_size=vectorizer.vocabulary_size, embedding_dim=8, filters=4, ngram_buckets=64
+    )
+    wide = model.get_layer("ngram_logit")
+    wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
+    explained = explain(model, REVIEWS, vectorizer=vectorizer)
+    served = hatt.export.TextModel(model, vectorizer)(REVIEWS)
+    for i, e in enumerate(explained):
+        assert e.score_kind == "saliency"
+        n = len(e.tokens)
+        served_weights = keras.ops.convert_to_numpy(served["word_attention"])[i, :n]
+        np.testing.assert_allclose(e.weights, served_weights, rtol=1e-4, atol=1e-6)
+        assert e.probability == pytest.approx(float(served["probability"][i]), abs=1e-6)
