@@ -76,7 +76,7 @@ from keras import ops
 
 import hatt
 from hatt import models
-from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer
+from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 from hatt.layers import ContextAttention
 
 
@@ -269,14 +269,7 @@ class TextModel(keras.Model):
         return (*keys, "sentence_attention") if self.nested else tuple(keys)
 
     def __call__(self, inputs, *args, **kwargs):
-        if isinstance(inputs, str | bytes):
-            raise ValueError(
-                "Expected a batch of reviews (list of str or 1-D tf.string tensor), not a "
-                f"single string. Received: inputs={inputs[:60]!r}. Wrap it in a list."
-            )
-        if isinstance(inputs, list | tuple | np.ndarray):
-            inputs = tf.constant(list(inputs), dtype=tf.string, shape=[len(inputs)])
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(text_batch(inputs), *args, **kwargs)
 
     def call(self, inputs, training=False):
         # An empty batch runs as one empty review, then is sliced away: some kernels

@@ -54,6 +54,22 @@ def _wrap_sentences(tokens, max_words):
     )
 
 
+def text_batch(inputs):
+    """A batch of reviews (list / tuple / array of str, or a tensor) → 1-D ``tf.string``.
+
+    Raises:
+        ValueError: ``inputs`` is a single string rather than a batch.
+    """
+    if isinstance(inputs, str | bytes):
+        raise ValueError(
+            "Expected a batch of reviews (list of str or 1-D tf.string tensor), not a single "
+            f"string. Received: inputs={inputs[:60]!r}. Wrap it in a list."
+        )
+    if isinstance(inputs, list | tuple | np.ndarray):
+        return tf.constant(list(inputs), dtype=tf.string, shape=[len(inputs)])
+    return inputs
+
+
 @keras.saving.register_keras_serializable(package="hatt")
 class Vectorizer(keras.layers.Layer):
     """Raw review text → padded integer ids, with a vocabulary from training data.
@@ -293,14 +309,7 @@ class Vectorizer(keras.layers.Layer):
         return at_least_one(ragged.to_tensor(default_value=pad_value), pad_value)
 
     def __call__(self, inputs, *args, **kwargs):
-        if isinstance(inputs, str | bytes):
-            raise ValueError(
-                "Expected a batch of strings (list or 1-D tf.string tensor), not a single "
-                f"string. Received: inputs={inputs[:60]!r}. Wrap it in a list."
-            )
-        if isinstance(inputs, list | tuple | np.ndarray):
-            inputs = tf.constant(list(inputs), dtype=tf.string, shape=[len(inputs)])
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(text_batch(inputs), *args, **kwargs)
 
     def call(self, inputs):
         return self.densify(self.ragged_ids(inputs))
