@@ -35,6 +35,7 @@ STATE_FORMAT = 1
 # What `hatt train` writes into a run directory (removed by restart=True).
 RUN_FILES = (
     "config.json",
+    "ngram_channel.json",
     "history.csv",
     "metrics.json",
     "model.keras",

@@ -25,12 +25,13 @@ import keras
 import numpy as np
 
 import hatt
-from hatt import models, resume
+from hatt import models, ngram_init, resume
 from hatt.data import prepared as prepared_lib
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 # `hatt train --strategy`: tf.distribute strategies (see create_strategy).
 STRATEGIES = ("default", "mirrored", "multiworker")
+NGRAM_INITS = ("nb", "nblr", "zeros")
 # TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
 PREPARED_FIELDS = (
     "data",
@@ -206,9 +207,21 @@ class TrainConfig:
     patience: int = 2
     monitor: str = "val_accuracy"
     # n-gram channel (model_kwargs["ngram_buckets"] > 0): start its weights at the
-    # Naive Bayes log-count ratios of the training split ("nb", as NBSVM) or at 0.
+    # Naive Bayes log-count ratios of the training split ("nb", as NBSVM), at an
+    # NB-weighted logistic regression fit on it ("nblr", see hatt.ngram_init), or at 0.
     ngram_init: str = "nb"
     ngram_init_scale: float = 1.0
+    ngram_alpha: float = 1.0  # NB smoothing of the log-count ratios
+    # "nblr": inverse L2 strength, or a grid chosen on validation accuracy
+    ngram_C: float | list = dataclasses.field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3])
+    # False: the channel keeps its start (e.g. the "nblr" fit) and training
+    # fits the deep part to what the linear model leaves.
+    ngram_trainable: bool = True
+    # "joint": the channel starts per ngram_init and trains with the deep part.
+    # "separate": the deep part trains with the channel off; then the channel is
+    # set per ngram_init and the two logits are weighted, a·deep + b·channel + c,
+    # by a logistic regression on the validation split (mix_ngram_channel).
+    ngram_fit: str = "joint"
     # Features in fewer training reviews start at 0: a feature seen in one review
     # only "predicts" that review's label, which the training set rewards and the
     # test set does not.
@@ -227,9 +240,25 @@ class TrainConfig:
             raise ValueError(
                 f"Expected model to be one of {models.FAMILIES}. Received: model={self.model!r}"
             )
-        if self.ngram_init not in ("nb", "zeros"):
+        if self.ngram_init not in NGRAM_INITS:
             raise ValueError(
-                f"Expected ngram_init to be 'nb' or 'zeros'. Received: ngram_init={self.ngram_init!r}"
+                f"Expected ngram_init to be one of {NGRAM_INITS}. "
+                f"Received: ngram_init={self.ngram_init!r}"
+            )
+        if self.ngram_fit not in ("joint", "separate"):
+            raise ValueError(
+                "Expected ngram_fit to be 'joint' or 'separate'. "
+                f"Received: ngram_fit={self.ngram_fit!r}"
+            )
+        if self.ngram_fit == "separate" and self.ngram_init == "zeros":
+            raise ValueError(
+                "ngram_fit='separate' sets the channel after training from ngram_init, "
+                "which must be 'nb' or 'nblr'. Received: ngram_init='zeros'"
+            )
+        if not isinstance(self.ngram_trainable, bool):
+            raise ValueError(
+                "Expected ngram_trainable to be a bool. "
+                f"Received: ngram_trainable={self.ngram_trainable!r}"
             )
         if self.optimizer not in ("adam", "clr"):
             raise ValueError(
@@ -612,6 +641,9 @@ def create_model(config, vectorizer, steps_per_epoch):
     if config.model == "transformer":
         kwargs.setdefault("sequence_length", config.sequence_length)
     model = models.build(config.model, **kwargs)
+    frozen = not config.ngram_trainable or config.ngram_fit == "separate"
+    if frozen and kwargs.get("ngram_buckets"):
+        model.get_layer("ngram_logit").trainable = False
     model.compile(
         optimizer=create_optimizer(config, steps_per_epoch),
         loss="binary_crossentropy",
@@ -640,47 +672,160 @@ def nb_log_ratios(
     Returns:
         float32 NumPy array ``[vocabulary_size + buckets]``.
     """
-    from hatt.layers.ngram_logit import ngram_feature_ids
-
-    size = vocabulary_size + (buckets if ngram > 1 else 0)
-    labels = np.asarray(labels)
-    counts = np.zeros((2, size), np.float64)
-    for start in range(0, len(labels), chunk_size):
-        dense = ids[start : start + chunk_size].to_tensor()
-        features, mask = ngram_feature_ids(dense, vocabulary_size, buckets, ngram)
-        features = np.asarray(features).reshape(len(dense), -1)
-        mask = np.asarray(mask).reshape(len(dense), -1)
-        rows = np.broadcast_to(np.arange(len(dense))[:, None], features.shape)
-        # One count per (review, feature): binarized.
-        pairs = np.unique(rows[mask].astype(np.int64) * size + features[mask])
-        for label in (0, 1):
-            chosen = labels[start + pairs // size] == label
-            counts[label] += np.bincount(pairs[chosen] % size, minlength=size)
-    seen = counts.sum(axis=0) >= max(1, min_df)
-    p, q = counts[1] + alpha, counts[0] + alpha
-    ratios = np.log(p / p.sum()) - np.log(q / q.sum())
-    return np.where(seen, ratios, 0.0).astype(np.float32)
+    counts = ngram_init.ngram_counts(ids, vocabulary_size, buckets, ngram, chunk_size)
+    return ngram_init.log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
 
 
-def init_ngram_channel(model, config, ids, labels):
-    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one)."""
+def init_ngram_channel(model, config, ids, labels, validation=None):
+    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one).
+
+    Args:
+        model: a model built with ``ngram_buckets > 0`` (else nothing happens).
+        config: a :class:`TrainConfig` (``ngram_init``, ``ngram_alpha``,
+            ``ngram_C``, ``ngram_min_df``, ``ngram_init_scale``).
+        ids, labels: the encoded training split and its labels.
+        validation: optional ``(ids, labels)`` of the validation split, which
+            chooses ``ngram_C`` from a grid and measures the channel alone.
+
+    Returns:
+        A dict describing the start (``init``, the channel-alone accuracies,
+        for ``"nblr"`` the chosen ``C``), or ``None`` without a channel.
+    """
     try:
         layer = model.get_layer("ngram_logit")
     except ValueError:
         return None
     if config.ngram_init == "zeros":
-        return layer
+        return {"init": "zeros"}
+    if config.ngram_fit == "separate":  # the deep part trains alone first
+        return None
     if ids is None:
         raise ValueError(
-            "ngram_init='nb' counts n-grams in the tokenized training split, which a prepared "
-            "corpus does not hold in memory. Use --set ngram_init=zeros with --prepared, "
-            "or train from raw text."
+            f"ngram_init={config.ngram_init!r} counts n-grams in the tokenized training split, "
+            "which a prepared corpus does not hold in memory. Use --set ngram_init=zeros with "
+            "--prepared, or train from raw text."
         )
-    ratios = nb_log_ratios(
-        ids, labels, layer.vocabulary_size, layer.buckets, layer.ngram, min_df=config.ngram_min_df
+    start = time.perf_counter()
+    shape = (layer.vocabulary_size, layer.buckets, layer.ngram)
+    print(f"Starting the n-gram channel ({config.ngram_init}) from the training split")
+    counts = ngram_init.ngram_counts(ids, *shape)
+    validation_counts = None
+    if validation is not None:
+        validation_counts = (ngram_init.ngram_counts(validation[0], *shape), validation[1])
+    intercept = 0.0
+    if config.ngram_init == "nb":
+        weights = ngram_init.log_count_ratios(
+            counts, labels, alpha=config.ngram_alpha, min_df=config.ngram_min_df
+        )
+        info = {"init": "nb", "alpha": config.ngram_alpha, "min_df": config.ngram_min_df}
+    else:
+        weights, intercept, info = ngram_init.fit_nb_logistic(
+            counts,
+            labels,
+            binary=layer.binary,
+            reduction=layer.reduction,
+            alpha=config.ngram_alpha,
+            min_df=config.ngram_min_df,
+            C=config.ngram_C,
+            validation=validation_counts,
+            seed=config.seed,
+        )
+    weights = weights * config.ngram_init_scale
+    intercept *= config.ngram_init_scale
+    layer.embeddings.assign(weights)
+    if intercept:
+        bias = model.get_layer("logit").bias
+        bias.assign(bias + intercept)
+    info["scale"] = config.ngram_init_scale
+    info["trainable"] = config.ngram_trainable and config.ngram_fit == "joint"
+    for name, split in (("train", (counts, labels)), ("validation", validation_counts)):
+        if split is not None:
+            info[f"channel_{name}_accuracy"] = ngram_init.channel_accuracy(
+                *split, weights, layer.binary, layer.reduction, intercept
+            )
+    info["seconds"] = round(time.perf_counter() - start, 2)
+    accuracy = info.get("channel_validation_accuracy")
+    if accuracy is not None:
+        print(f"The n-gram channel alone: validation accuracy {accuracy:.4f}")
+    return info
+
+
+def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_logits=None):
+    """``ngram_fit="separate"``: set the channel, then weigh it against the deep part.
+
+    The deep part has been trained with the channel at zero. The channel's
+    weights are now fit as ``ngram_init`` says (training split only), and a
+    logistic regression on the validation split over the two logits gives
+    ``a``, ``b`` and ``c`` of ``a·deep + b·channel + c``, written into the
+    model (the ``"logit"`` kernel and bias are scaled by ``a`` and shifted by
+    ``c``, the channel's weights scaled by ``b``): the model's layers and its
+    saved form stay as they are. Three numbers are fit on validation, so the
+    validation accuracy afterwards is slightly optimistic; the test split is
+    not used.
+
+    Args:
+        model: the trained model (channel named ``"ngram_logit"``, deep logit
+            named ``"logit"``).
+        config: its :class:`TrainConfig`.
+        ids, labels: the encoded training split and its labels.
+        validation: ``(ids, labels)`` of the validation split.
+        test: optional ``(ids, labels)`` of the test split, to report the parts'
+            accuracies there (nothing is fit on it).
+        deep_logits: callable ``split_name -> float array`` of the deep part's
+            logits in the split's order.
+
+    Returns:
+        A dict: the channel's start (as :func:`init_ngram_channel`), the mix,
+        and the accuracy of the deep part, the channel and both on validation
+        (and test).
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    if ids is None or validation is None:
+        raise ValueError(
+            "ngram_fit='separate' fits the channel on the tokenized training split and the mix "
+            "on the validation split, which a prepared corpus does not hold in memory. Use "
+            "ngram_fit='joint' with --prepared."
+        )
+    layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
+    splits = {"validation": validation, **({"test": test} if test is not None else {})}
+    deep = {name: np.asarray(deep_logits(name), np.float64).reshape(-1) for name in splits}
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
+    saved = config.ngram_fit
+    try:  # the start, computed as for a joint fit
+        config.ngram_fit = "joint"
+        info = init_ngram_channel(model, config, ids, labels, validation)
+    finally:
+        config.ngram_fit = saved
+    # An nblr intercept went to the deep bias: take it back out (the mix fits its own).
+    intercept = float(keras.ops.convert_to_numpy(dense.bias)[0] - bias[0])
+    dense.bias.assign(bias)
+    weights = keras.ops.convert_to_numpy(layer.embeddings)
+    shape = (layer.vocabulary_size, layer.buckets, layer.ngram)
+    parts = {}
+    for name, (split_ids, split_labels) in splits.items():
+        counts = ngram_init.ngram_counts(split_ids, *shape)
+        channel = ngram_init.layer_features(counts, layer.binary, layer.reduction) @ weights
+        parts[name] = (deep[name], np.asarray(channel, np.float64), np.asarray(split_labels))
+    deep, channel, y = parts["validation"]
+    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
+    a, b = (float(w) for w in mixer.coef_[0])
+    c = float(mixer.intercept_[0])
+    dense.kernel.assign(kernel * a)
+    dense.bias.assign(bias * a + c)
+    layer.embeddings.assign(weights * b)
+    info["fit"] = "separate"
+    info["mix"] = {"deep": a, "channel": b, "bias": c}
+    for name, (deep, channel, y) in parts.items():
+        info[f"deep_{name}_accuracy"] = float(((deep > 0) == y).mean())
+        info[f"channel_{name}_accuracy"] = float(((channel + intercept > 0) == y).mean())
+        info[f"mixed_{name}_accuracy"] = float(((a * deep + b * channel + c > 0) == y).mean())
+    print(
+        f"Mixed on validation: {a:.3f}·deep + {b:.3f}·channel + {c:.3f}; validation accuracy "
+        f"deep {info['deep_validation_accuracy']:.4f}, channel "
+        f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}"
     )
-    layer.embeddings.assign(ratios * config.ngram_init_scale)
-    return layer
+    return info
 
 
 def create_optimizer(config, steps_per_epoch):
@@ -739,6 +884,16 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
             f"differ in size). Received: packed=True with {replicas} replicas; pass --set "
             "packed=false."
         )
+    if (
+        config.prepared
+        and config.ngram_fit == "separate"
+        and config.model_kwargs.get("ngram_buckets")
+    ):
+        raise ValueError(
+            "ngram_fit='separate' fits the n-gram channel on the tokenized training split, "
+            "which a prepared corpus does not hold in memory. Use ngram_fit='joint' with "
+            "ngram_init='zeros' with --prepared, or train from raw text."
+        )
     run_dir = worker_run_dir(run_dir, strategy)
     state = resume.open_run_dir(run_dir, config.to_dict(), restart=restart)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -789,9 +944,14 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     with strategy.scope():
         model = create_model(config, vectorizer, train_steps)
         if not state:  # a resumed run restores the channel's trained weights below
-            train_ids = encoded["train"][0]
+            train_ids, validation_ids = encoded["train"][0], encoded["validation"][0]
             labels = None if train_ids is None else imdb.train.labels
-            init_ngram_channel(model, config, train_ids, labels)
+            validation = None
+            if validation_ids is not None:
+                validation = (validation_ids, imdb.validation.labels)
+            channel = init_ngram_channel(model, config, train_ids, labels, validation)
+            if channel is not None:
+                (run_dir / "ngram_channel.json").write_text(json.dumps(channel, indent=2) + "\n")
 
     timer = _Timer()
     stop_on_nan = resume.StopOnNaN()
@@ -828,6 +988,29 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     if stop_on_nan.where:
         _stop_on_nan(run_dir, stop_on_nan.where, backup)
     history = backup.history()  # every epoch, the interrupted sessions' included
+    if config.ngram_fit == "separate" and config.model_kwargs.get("ngram_buckets"):
+        deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+
+        def deep_logits(split_name):
+            dataset = _prediction_data(
+                config, vectorizer, encoded, split_name, getattr(imdb, split_name), replicas
+            )[0]
+            return deep_model.predict(_distribute_options(dataset, strategy), verbose=0)
+
+        def split(name):
+            ids = encoded[name][0]
+            return None if ids is None else (ids, getattr(imdb, name).labels)
+
+        channel = mix_ngram_channel(
+            model,
+            config,
+            encoded["train"][0],
+            imdb.train.labels,
+            split("validation"),
+            split("test"),
+            deep_logits,
+        )
+        (run_dir / "ngram_channel.json").write_text(json.dumps(channel, indent=2) + "\n")
     epochs_run = len(history.get("loss", []))
     train_seconds = backup.previous_seconds + timer.seconds
     validation_loss, validation_accuracy = model.evaluate(validation_ds, verbose=0)
@@ -877,6 +1060,9 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
         "deterministic": config.deterministic,
         "prepared": config.prepared,
     }
+    channel_file = run_dir / "ngram_channel.json"
+    if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
+        metrics["ngram_channel"] = json.loads(channel_file.read_text())
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     backup.remove()  # the run is finished; metrics.json marks it
     return metrics

@@ -68,6 +68,10 @@ class NgramLogit(keras.layers.Layer):
         reduction: How the feature weights of a review are combined:
             `"sum"`, `"mean"` or `"sqrt"` (sum divided by the square root of
             the number of features, between the two). Defaults to `"sqrt"`.
+        binary: Bool. If `True`, a feature counts once per review however
+            often it occurs (the binarized counts of NBSVM; for a nested or
+            packed HAN input, once per document); otherwise every occurrence
+            counts. Defaults to `False`.
         feature_dropout: Float in `[0, 1)`: during training, each feature
             of a review is dropped with this probability (the reduction
             counts only the kept ones), which keeps the channel from
@@ -107,6 +111,7 @@ class NgramLogit(keras.layers.Layer):
         buckets=2**20,
         ngram=2,
         reduction="sqrt",
+        binary=False,
         feature_dropout=0.0,
         embeddings_initializer="zeros",
         embeddings_regularizer=None,
@@ -127,6 +132,8 @@ class NgramLogit(keras.layers.Layer):
             raise ValueError(
                 f"Expected reduction to be one of {REDUCTIONS}. Received: reduction={reduction!r}"
             )
+        if not isinstance(binary, bool):
+            raise ValueError(f"Expected binary to be a bool. Received: binary={binary!r}")
         if not isinstance(feature_dropout, int | float) or not 0 <= feature_dropout < 1:
             raise ValueError(
                 "Expected feature_dropout to be a float in [0, 1). "
@@ -136,6 +143,7 @@ class NgramLogit(keras.layers.Layer):
         self.buckets = buckets
         self.ngram = ngram
         self.reduction = reduction
+        self.binary = binary
         self.feature_dropout = float(feature_dropout)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
@@ -154,33 +162,62 @@ class NgramLogit(keras.layers.Layer):
             regularizer=self.embeddings_regularizer,
         )
 
-    def _row_sums(self, ids, training):
-        """Sum of the kept features' weights and their count, per row of `ids`."""
+    def _features(self, ids):
+        """Feature ids `[rows, F]` per row of `ids` (leading axis), padding as `-1`."""
         features, mask = ngram_feature_ids(ids, self.vocabulary_size, self.buckets, self.ngram)
-        keep = ops.cast(mask, self.compute_dtype)
+        features = ops.where(mask, features, -1)
+        return ops.reshape(features, (ops.shape(features)[0], -1))
+
+    def _weigh(self, features, training):
+        """Sum of the kept features' weights and their count, per row."""
+        keep = ops.greater_equal(features, 0)
+        if self.binary:
+            # Sorted, a feature's repeats are neighbours: keep the first of each run.
+            features = ops.sort(features, axis=-1)
+            first = ops.not_equal(features[:, 1:], features[:, :-1])
+            first = ops.concatenate([ops.ones_like(first[:, :1]), first], axis=-1)
+            keep = ops.logical_and(first, ops.greater_equal(features, 0))
+        keep = ops.cast(keep, self.compute_dtype)
         if training and self.feature_dropout > 0:
             draw = keras.random.uniform(ops.shape(keep), seed=self.seed_generator)
             keep = keep * ops.cast(draw >= self.feature_dropout, keep.dtype)
-        # Padding maps to feature 0, whose weight is masked out below.
+        # Padding (-1) reads feature 0, whose weight `keep` zeroes.
         table = ops.cast(self.embeddings, self.compute_dtype)
-        weights = ops.take(table, ops.where(mask, features, 0))
-        axes = tuple(range(1, len(features.shape)))
-        return ops.sum(weights * keep, axis=axes), ops.sum(keep, axis=axes)
+        weights = ops.take(table, ops.maximum(features, 0))
+        return ops.sum(weights * keep, axis=-1), ops.sum(keep, axis=-1)
 
     def call(self, inputs, training=None):
         if isinstance(inputs, list | tuple):  # packed HAN layout
             index, *groups = inputs
-            parts = [self._row_sums(g, training) for g in groups]
-            # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
-            sums = ops.concatenate([ops.zeros((1,), self.compute_dtype)] + [p[0] for p in parts], 0)
-            counts = ops.concatenate(
-                [ops.zeros((1,), self.compute_dtype)] + [p[1] for p in parts], 0
-            )
             index = ops.cast(index, "int32")
-            total = ops.sum(ops.take(sums, index, axis=0), axis=1)
-            count = ops.sum(ops.take(counts, index, axis=0), axis=1)
+            if self.binary:
+                # Gather each document's sentence features, then count per document.
+                rows = [self._features(g) for g in groups]
+                width = ops.shape(rows[0])[1]
+                for r in rows[1:]:
+                    width = ops.maximum(width, ops.shape(r)[1])
+                # Pad every group to the widest with -1 (the widths may be dynamic).
+                rows = [
+                    ops.concatenate(
+                        [r, ops.full((ops.shape(r)[0], width - ops.shape(r)[1]), -1, "int64")], 1
+                    )
+                    for r in rows
+                ]
+                rows = ops.concatenate([ops.full((1, width), -1, "int64")] + rows, 0)
+                documents = ops.take(rows, index, axis=0)  # [batch, S, width]
+                total, count = self._weigh(
+                    ops.reshape(documents, (ops.shape(index)[0], -1)), training
+                )
+            else:
+                parts = [self._weigh(self._features(g), training) for g in groups]
+                # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
+                zero = [ops.zeros((1,), self.compute_dtype)]
+                sums = ops.concatenate(zero + [p[0] for p in parts], 0)
+                counts = ops.concatenate(zero + [p[1] for p in parts], 0)
+                total = ops.sum(ops.take(sums, index, axis=0), axis=1)
+                count = ops.sum(ops.take(counts, index, axis=0), axis=1)
         else:
-            total, count = self._row_sums(inputs, training)
+            total, count = self._weigh(self._features(inputs), training)
         if self.reduction == "mean":
             total = total / ops.maximum(count, 1.0)
         elif self.reduction == "sqrt":
@@ -200,6 +237,7 @@ class NgramLogit(keras.layers.Layer):
                 "buckets": self.buckets,
                 "ngram": self.ngram,
                 "reduction": self.reduction,
+                "binary": self.binary,
                 "feature_dropout": self.feature_dropout,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": keras.regularizers.serialize(self.embeddings_regularizer),

@@ -7,7 +7,9 @@ from hatt.layers.ngram_logit import REDUCTIONS
 from hatt.models import _checks
 
 
-def check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2):
+def check_ngram_args(
+    ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary=False
+):
     if isinstance(ngram_buckets, bool) or not isinstance(ngram_buckets, int) or ngram_buckets < 0:
         raise ValueError(
             f"Expected ngram_buckets to be an int >= 0. Received: ngram_buckets={ngram_buckets!r}"
@@ -17,10 +19,22 @@ def check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram
     _checks.check_rate("ngram_dropout", ngram_dropout)
     if not isinstance(ngram_l2, int | float) or ngram_l2 < 0:
         raise ValueError(f"Expected ngram_l2 to be a float >= 0. Received: ngram_l2={ngram_l2!r}")
+    if not isinstance(ngram_binary, bool):
+        raise ValueError(
+            f"Expected ngram_binary to be a bool. Received: ngram_binary={ngram_binary!r}"
+        )
 
 
 def classify(
-    features, ids, vocabulary_size, ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2
+    features,
+    ids,
+    vocabulary_size,
+    ngram_buckets,
+    ngram,
+    ngram_reduction,
+    ngram_dropout,
+    ngram_l2,
+    ngram_binary=False,
 ):
     """`features` → probability `[batch, 1]` named `"probability"`.
 
@@ -37,6 +51,7 @@ def classify(
         buckets=ngram_buckets,
         ngram=ngram,
         reduction=ngram_reduction,
+        binary=ngram_binary,
         feature_dropout=ngram_dropout,
         embeddings_regularizer=keras.regularizers.L2(ngram_l2) if ngram_l2 else None,
         dtype="float32",

@@ -31,6 +31,7 @@ def build_han(
     ngram_reduction="sqrt",
     ngram_dropout=0.0,
     ngram_l2=0.0,
+    ngram_binary=False,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -85,6 +86,8 @@ def build_han(
         ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
         ngram_l2: Float >= 0, L2 penalty on the channel's weights.
             Defaults to `0.0`.
+        ngram_binary: The channel's `binary` (count each feature once per
+            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"han"`.
 
     Returns:
@@ -111,7 +114,7 @@ def build_han(
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2)
+    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
@@ -173,5 +176,6 @@ def build_han(
         ngram_reduction,
         ngram_dropout,
         ngram_l2,
+        ngram_binary,
     )
     return keras.Model(inputs, probability, name=name)

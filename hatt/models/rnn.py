@@ -33,6 +33,7 @@ def build_rnn(
     ngram_reduction="sqrt",
     ngram_dropout=0.0,
     ngram_l2=0.0,
+    ngram_binary=False,
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
@@ -71,6 +72,8 @@ def build_rnn(
         ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
         ngram_l2: Float >= 0, L2 penalty on the channel's weights.
             Defaults to `0.0`.
+        ngram_binary: The channel's `binary` (count each feature once per
+            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"rnn"`.
 
     Returns:
@@ -97,7 +100,7 @@ def build_rnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2)
+    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -129,5 +132,6 @@ def build_rnn(
         ngram_reduction,
         ngram_dropout,
         ngram_l2,
+        ngram_binary,
     )
     return keras.Model(token_ids, probability, name=name)

@@ -10,11 +10,14 @@ from hatt.layers.ngram_logit import ngram_feature_ids
 V, BUCKETS = 12, 97
 
 
-def reference(ids, weights, ngram=2, reduction="sum"):
-    """Per review: sum of the weights of its unigrams and hashed n-grams (no padding)."""
+def reference(ids, weights, ngram=2, reduction="sum", binary=False):
+    """Per review: sum of the weights of its unigrams and hashed n-grams (no padding).
+
+    With `binary`, a feature that occurs several times in a review counts once.
+    """
     out = []
     for row in np.asarray(ids).reshape(len(ids), -1, np.asarray(ids).shape[-1]):
-        total, count = 0.0, 0
+        total, count, seen = 0.0, 0, set()
         for seq in row:
             for n in range(1, ngram + 1):
                 for i in range(len(seq) - n + 1):
@@ -28,6 +31,9 @@ def reference(ids, weights, ngram=2, reduction="sum"):
                         for g in gram[1:]:
                             h = (h * V + g) % BUCKETS
                         feature = V + h
+                    if binary and feature in seen:
+                        continue
+                    seen.add(feature)
                     total += weights[feature]
                     count += 1
         if reduction == "mean":
@@ -84,6 +90,26 @@ def test_packed_layout_equals_dense_nested():
     )
 
 
+@pytest.mark.parametrize("reduction", ["sum", "sqrt"])
+def test_binary_counts_a_feature_once_per_review(reduction):
+    # repeats inside a row, across sentences, and of a bigram
+    flat = np.array([[3, 4, 3, 4, 3, 0], [5, 5, 5, 5, 0, 0], [0, 0, 0, 0, 0, 0]])
+    layer, weights = layer_with_weights(2, reduction, binary=True)
+    out = keras.ops.convert_to_numpy(layer(flat))
+    expected = reference(flat, weights, 2, reduction, binary=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(expected, reference(flat, weights, 2, reduction))  # repeats matter
+    assert out[2, 0] == 0.0
+    # nested and packed: once per document, not once per sentence
+    dense = np.array([[[3, 4, 0], [3, 4, 7]], [[8, 9, 0], [0, 0, 0]]])
+    index = np.array([[1, 3], [2, 0]])
+    groups = [np.array([[3, 4], [8, 9]]), np.array([[3, 4, 7]])]
+    expected = reference(dense, weights, 2, reduction, binary=True)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(dense)), expected, rtol=1e-5)
+    packed = keras.ops.convert_to_numpy(layer([index, *groups]))
+    np.testing.assert_allclose(packed, expected, rtol=1e-5)
+
+
 def test_feature_dropout_only_in_training():
     ids = np.tile(np.arange(2, 12), (4, 1))
     layer, _ = layer_with_weights(2, "sum", feature_dropout=0.5, seed=1)
@@ -107,6 +133,7 @@ def test_config_round_trip_and_keras_file(tmp_path):
         buckets=BUCKETS,
         ngram=3,
         reduction="mean",
+        binary=True,
         feature_dropout=0.25,
         embeddings_regularizer="l2",
         name="wide",
@@ -132,6 +159,7 @@ def test_config_round_trip_and_keras_file(tmp_path):
         ({"ngram": 0}, "ngram"),
         ({"reduction": "max"}, "reduction"),
         ({"feature_dropout": 1.0}, "feature_dropout"),
+        ({"binary": 1}, "binary"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, name):

@@ -1,0 +1,205 @@
+"""The n-gram channel's starts: counts, NB-weighted LR, and the separate fit with its mix."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from sklearn.linear_model import LogisticRegression
+
+import hatt
+from hatt import models, ngram_init, training
+from hatt.data import Imdb, Split
+from hatt.layers import NgramLogit
+from tests._fresh_process import run_json_script
+
+V, BUCKETS = 12, 97
+
+
+def random_reviews(n, seed, nested=False):
+    rng = np.random.default_rng(seed)
+    if nested:
+        return [
+            [list(rng.integers(1, V, rng.integers(1, 5))) for _ in range(rng.integers(1, 4))]
+            for _ in range(n)
+        ]
+    return [list(rng.integers(1, V, rng.integers(0, 9))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("reduction", ["sum", "mean", "sqrt"])
+def test_layer_features_times_weights_equal_the_layer(nested, binary, reduction):
+    """The sparse matrix that sklearn fits reproduces NgramLogit's output exactly."""
+    reviews = random_reviews(23, 0, nested)
+    ids = tf.ragged.constant(reviews, dtype="int32")
+    layer = NgramLogit(V, buckets=BUCKETS, ngram=3, reduction=reduction, binary=binary)
+    layer.build((None, None))
+    weights = np.random.default_rng(1).standard_normal(layer.num_features).astype("float32")
+    layer.embeddings.assign(weights)
+    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
+    assert counts.shape == (23, layer.num_features)
+    expected = keras.ops.convert_to_numpy(layer(ids.to_tensor())).ravel()
+    got = ngram_init.layer_features(counts, binary, reduction) @ weights
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def separable(n, seed):
+    """Reviews of ids: label 1 iff id 2 occurs (else id 3), plus filler ids 4..11."""
+    rng = np.random.default_rng(seed)
+    reviews, labels = [], []
+    for i in range(n):
+        label = i % 2
+        review = list(rng.integers(4, V, rng.integers(3, 9)))
+        review.insert(int(rng.integers(len(review))), 2 if label else 3)
+        reviews.append(review)
+        labels.append(label)
+    return tf.ragged.constant(reviews, dtype="int32"), np.array(labels)
+
+
+def test_fit_nb_logistic_equals_sklearn_on_nb_scaled_features():
+    ids, labels = separable(80, 0)
+    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
+    weights, intercept, info = ngram_init.fit_nb_logistic(
+        counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3
+    )
+    # reference: sklearn on binarized counts times r, r from a direct count
+    x = (counts.toarray() > 0).astype(float)
+    p, q = 0.5 + x[labels == 1].sum(0), 0.5 + x[labels == 0].sum(0)
+    r = np.where(x.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0)
+    reference = LogisticRegression(C=0.3, solver="liblinear", random_state=0).fit(x * r, labels)
+    np.testing.assert_allclose(weights, reference.coef_.ravel() * r, rtol=1e-4, atol=1e-6)
+    assert intercept == pytest.approx(reference.intercept_[0], rel=1e-4, abs=1e-6)
+    assert weights[2] > 0 > weights[3] and info["C"] == 0.3 and info["train_accuracy"] == 1.0
+
+
+def test_c_grid_is_chosen_on_validation():
+    ids, labels = separable(60, 0)
+    val_ids, val_labels = separable(40, 1)
+    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
+    validation = (ngram_init.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
+    _, _, info = ngram_init.fit_nb_logistic(
+        counts, labels, binary=False, reduction="sqrt", C=[1e-4, 1.0], validation=validation
+    )
+    assert [e["C"] for e in info["selection"]] == [1e-4, 1.0]
+    best = max(info["selection"], key=lambda e: e["validation_accuracy"])
+    assert info["C"] == best["C"] and info["validation_accuracy"] == best["validation_accuracy"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"C": 0}, "C"),
+        ({"C": [0.1, 1.0]}, "validation"),
+        ({"labels": np.ones(10, int)}, "both labels"),
+    ],
+)
+def test_fit_nb_logistic_bad_input(kwargs, match):
+    ids, labels = separable(10, 0)
+    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
+    args = {"labels": labels, "binary": True, "reduction": "sum", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        ngram_init.fit_nb_logistic(counts, **args)
+
+
+def planted_corpus(n, seed):
+    """Label 1 iff the review holds 'superb' (else 'dreadful'); 'fine'/'poor' lean 70/30."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = i % 2
+        words = [f"w{rng.integers(30)}" for _ in range(rng.integers(5, 15))]
+        lean = "fine" if (rng.random() < 0.7) == bool(label) else "poor"
+        words.insert(int(rng.integers(len(words))), lean)
+        if rng.random() < 0.8:  # the decisive word is missing from some reviews
+            words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
+        texts.append(" ".join(words[:6]) + ". " + " ".join(words[6:]) + ".")
+        labels.append(label)
+    return Split(texts, np.array(labels))
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return Imdb(planted_corpus(200, 0), planted_corpus(80, 1), planted_corpus(80, 2), "planted")
+
+
+def config(model, **extra):
+    kwargs = {"embedding_dim": 16, "ngram_buckets": 64, "ngram_binary": True}
+    kwargs.update({"filters": 8} if model == "cnn" else {"word_units": 8, "sentence_units": 8})
+    return training.TrainConfig(
+        model=model,
+        model_kwargs={**kwargs, "ngram_reduction": "sum"},
+        **{"epochs": 2, **extra},
+        batch_size=16,
+        min_count=1,
+        learning_rate=1e-2,
+        ngram_init="nblr",
+        ngram_C=[0.1, 1.0],
+    )
+
+
+def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
+    """Before training, with the deep part silenced, the model is the fitted LR."""
+    cfg = config("cnn")
+    vectorizer = training.create_vectorizer(cfg).adapt(planted.train.texts)
+    model = training.create_model(cfg, vectorizer, steps_per_epoch=10)
+    dense = model.get_layer("logit")
+    dense.kernel.assign(np.zeros(dense.kernel.shape, "float32"))
+    train_ids = hatt.data.encode(planted.train.texts, vectorizer)
+    validation = (hatt.data.encode(planted.validation.texts, vectorizer), planted.validation.labels)
+    info = training.init_ngram_channel(model, cfg, train_ids, planted.train.labels, validation)
+    layer = model.get_layer("ngram_logit")
+    counts = ngram_init.ngram_counts(validation[0], layer.vocabulary_size, 64, layer.ngram)
+    weights = keras.ops.convert_to_numpy(layer.embeddings)
+    bias = float(keras.ops.convert_to_numpy(dense.bias)[0])
+    logits = ngram_init.layer_features(counts, True, "sum") @ weights + bias
+    probabilities = model.predict(validation[0].to_tensor(), verbose=0).ravel()
+    np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-4, atol=1e-6)
+    accuracy = ((probabilities > 0.5) == planted.validation.labels).mean()
+    assert accuracy == pytest.approx(info["channel_validation_accuracy"])
+    assert info["init"] == "nblr" and info["C"] in (0.1, 1.0) and accuracy >= 0.8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["cnn", "han"])
+def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model):
+    # two sentence groups (not the default's many) keep the packed HAN's graph small
+    shape = {"max_words": 16, "sentence_groups": [8, 16]} if model == "han" else {}
+    cfg = config(model, ngram_fit="separate", epochs=1, **shape)
+    metrics = training.train(cfg, tmp_path, imdb=planted, command="test", verbose=0)
+    channel = metrics["ngram_channel"]
+    assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
+    assert channel["fit"] == "separate" and set(channel["mix"]) == {"deep", "channel", "bias"}
+    # the saved model is the mix: its accuracy is the mixed one, on validation and test
+    assert metrics["validation_accuracy"] == pytest.approx(channel["mixed_validation_accuracy"])
+    assert metrics["test_accuracy"] == pytest.approx(channel["mixed_test_accuracy"])
+    # the mix beats neither part by accident: it is at least as good as the channel on
+    # validation (it can weigh the deep part at 0)
+    assert channel["mixed_validation_accuracy"] >= channel["channel_validation_accuracy"] - 0.02
+    assert metrics["test_accuracy"] >= 0.85
+    # the channel did not train with the deep part: its weights are exactly the mix's b · fit
+    state = run_json_script(
+        """
+import json, sys, numpy as np, keras, hatt
+model = keras.saving.load_model(sys.argv[1])
+layer = model.get_layer("ngram_logit")
+weights = keras.ops.convert_to_numpy(layer.embeddings)
+print(json.dumps({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(weights))}))
+""",
+        str(tmp_path / "model.keras"),
+    )
+    assert state["trainable"] is False and state["nonzero"] > 0
+
+
+def test_separate_fit_config_checks():
+    with pytest.raises(ValueError, match="ngram_fit"):
+        training.TrainConfig(model="cnn", ngram_fit="stacked")
+    with pytest.raises(ValueError, match="zeros"):
+        training.TrainConfig(model="cnn", ngram_fit="separate", ngram_init="zeros")
+    with pytest.raises(ValueError, match="ngram_init"):
+        training.TrainConfig(model="cnn", ngram_init="lr")
+    with pytest.raises(ValueError, match="ngram_trainable"):
+        training.TrainConfig(model="cnn", ngram_trainable="no")
+    with pytest.raises(ValueError, match="ngram_binary"):
+        models.build("cnn", vocabulary_size=50, ngram_buckets=8, ngram_binary=1)
