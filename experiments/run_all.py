@@ -6,8 +6,11 @@ that config); the scikit-learn baselines run through ``experiments/baselines.py`
 Each run's metrics are copied to ``experiments/results/<name>.json``; an
 ensemble row averages the families' test probabilities (all four, no selection,
 so nothing is tuned on the test split), and a second one adds the NB-LR
-baseline as a fifth member (also fixed in advance); then ``experiments/RESULTS.md`` is
-generated and the table in README.md is replaced by it. Each trained family is
+baseline as a fifth member (also fixed in advance), and a stacked one fits a
+logistic regression over the same members' logits on the validation split (a family
+fit with ``ngram_fit="separate"`` brings its deep part and its n-gram channel as two
+logits); then ``experiments/RESULTS.md`` is generated (with a table of each
+family's parts) and the table in README.md is replaced by it. Each trained family is
 exported to ``saved_models/FAMILY/`` (SavedModel version + ``model.keras``).
 
     python experiments/run_all.py [--data PATH] [--only cnn rnn ...] [--table-only]
@@ -110,10 +113,76 @@ def ensemble(members):
     }
 
 
-# name of the results file → the members it averages (fixed in advance, never chosen on test)
+def _logit(probabilities):
+    p = np.clip(np.asarray(probabilities, np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p) - np.log1p(-p)
+
+
+def _features(members, split):
+    """Per member: its deep and channel logits when saved (a separate fit), else its logit."""
+    columns, names, labels, ids = [], [], None, None
+    for metrics in members:
+        path = metrics.get(f"{split}_probabilities")
+        if path and not Path(path).is_absolute():
+            path = ROOT / path
+        if not path or not Path(path).exists():
+            return None
+        data = np.load(path)
+        if ids is None:
+            ids, labels = data["ids"], data["labels"]
+        elif not np.array_equal(data["ids"], ids):
+            raise ValueError(f"{path}: reviews are not in the same order")
+        if "deep_logits" in data:
+            columns += [data["deep_logits"], data["channel_logits"]]
+            names += [f"{metrics['model']}.deep", f"{metrics['model']}.channel"]
+        else:
+            columns.append(_logit(data["probabilities"]))
+            names.append(metrics["model"])
+    return np.stack(columns, axis=1).astype(np.float64), labels, names
+
+
+def stacked_ensemble(members, seed=1337):
+    """Logistic regression over the members' logits, fit on the validation split only.
+
+    A family trained with ``ngram_fit="separate"`` brings two logits, its deep
+    part and its n-gram channel, so the weights say what each part adds. The
+    validation accuracy reported is 5-fold cross-validated (each fold scored by
+    a regression fit on the other four); the test split is scored once by the
+    regression fit on all of validation.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    validation, test = _features(members, "validation"), _features(members, "test")
+    if validation is None or test is None:
+        return None
+    (x_val, y_val, names), (x_test, y_test, _) = validation, test
+    if np.bincount(y_val, minlength=2).min() < 5:
+        return None  # too few validation reviews of a class to fit and cross-validate
+    regression = LogisticRegression(C=1.0, max_iter=1000)
+    folds = cross_val_predict(regression, x_val, y_val, cv=5)
+    regression.fit(x_val, y_val)
+    return {
+        "model": "stacked ensemble (" + " + ".join(m["model"] for m in members) + ")",
+        "test_accuracy": float(np.mean(regression.predict(x_test) == y_test)),
+        "validation_accuracy": float(np.mean(folds == y_val)),
+        "epochs": None,
+        "train_seconds": sum(m["train_seconds"] for m in members),
+        "parameters": sum(m["parameters"] for m in members),
+        "seed": members[0]["seed"],
+        "weights": dict(zip(names, (float(w) for w in regression.coef_[0]), strict=True)),
+        "bias": float(regression.intercept_[0]),
+        "command": "python experiments/run_all.py (logistic regression over the members' "
+        "logits, fit on validation; validation accuracy 5-fold cross-validated)",
+    }
+
+
+# name of the results file → (how it combines, the members); fixed in advance,
+# never chosen on test
 ENSEMBLES = {
-    "ensemble": FAMILIES,
-    "ensemble_with_nb_lr": (*FAMILIES, "nb_lr"),
+    "ensemble": (ensemble, FAMILIES),
+    "ensemble_with_nb_lr": (ensemble, (*FAMILIES, "nb_lr")),
+    "ensemble_stacked": (stacked_ensemble, (*FAMILIES, "nb_lr")),
 }
 
 
@@ -124,9 +193,9 @@ def collect():
         if path.exists():
             rows.append(json.loads(path.read_text()))
     by_model = {r["model"]: r for r in rows}
-    for name, members in ENSEMBLES.items():
+    for name, (combine, members) in ENSEMBLES.items():
         if all(m in by_model for m in members):
-            combined = ensemble([by_model[m] for m in members])
+            combined = combine([by_model[m] for m in members])
             if combined is not None:
                 (RESULTS / f"{name}.json").write_text(json.dumps(combined, indent=2) + "\n")
         if (RESULTS / f"{name}.json").exists():
@@ -150,6 +219,33 @@ def table(rows):
     return "\n".join(lines)
 
 
+def parts_table(rows):
+    """What the deep part and the n-gram channel of each separately fit family score alone."""
+    parts = [r for r in rows if (r.get("ngram_channel") or {}).get("fit") == "separate"]
+    if not parts:
+        return ""
+    lines = [
+        "## The parts of each model\n",
+        'Each family is a deep model plus an n-gram channel (`ngram_fit="separate"`): the '
+        "deep part is trained with the channel off, the channel is an NB-weighted logistic "
+        "regression on the training split, and `a·deep + b·channel + c` is fit on the "
+        "validation split. Accuracy of each part alone and of the model, test (validation):\n",
+        "| model | deep part alone | n-gram channel alone | the model | a (deep) | b (channel) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in parts:
+        c = r["ngram_channel"]
+
+        def pair(key, c=c):
+            return f"{100 * c[f'{key}_test_accuracy']:.2f} ({100 * c[f'{key}_validation_accuracy']:.2f})"
+
+        lines.append(
+            f"| {r['model']} | {pair('deep')} | {pair('channel')} | {pair('mixed')} "
+            f"| {c['mix']['deep']:.3f} | {c['mix']['channel']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def write_tables(rows):
     body = table(rows)
     seeds = sorted({str(r.get("seed")) for r in rows})
@@ -163,6 +259,9 @@ def write_tables(rows):
         "wall time on the machine that ran the row (2 CPU cores unless said otherwise).\n\n"
         f"{body}\n"
     )
+    parts = parts_table(rows)
+    if parts:
+        text += "\n" + parts
     faithfulness = RESULTS / "faithfulness.md"  # written by experiments/faithfulness.py
     if faithfulness.exists():
         text += "\n" + faithfulness.read_text()

@@ -775,9 +775,11 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
             logits in the split's order.
 
     Returns:
-        A dict: the channel's start (as :func:`init_ngram_channel`), the mix,
-        and the accuracy of the deep part, the channel and both on validation
-        (and test).
+        ``(info, logits)``: a dict with the channel's start (as
+        :func:`init_ngram_channel`), the mix, and the accuracy of the deep
+        part, the channel and both on validation (and test); and per split
+        ``{"deep_logits", "channel_logits"}`` (the parts before the mix, the
+        channel with its own intercept), float arrays in the split's order.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -814,7 +816,14 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     dense.kernel.assign(kernel * a)
     dense.bias.assign(bias * a + c)
     layer.embeddings.assign(weights * b)
+    # The parts' logits per split (deep without its mix, channel with its intercept),
+    # saved beside the probabilities so ensembles can weigh the parts themselves.
+    logits = {
+        name: {"deep_logits": deep, "channel_logits": channel + intercept}
+        for name, (deep, channel, _) in parts.items()
+    }
     info["fit"] = "separate"
+    info["channel_intercept"] = intercept
     info["mix"] = {"deep": a, "channel": b, "bias": c}
     for name, (deep, channel, y) in parts.items():
         info[f"deep_{name}_accuracy"] = float(((deep > 0) == y).mean())
@@ -825,7 +834,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         f"deep {info['deep_validation_accuracy']:.4f}, channel "
         f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}"
     )
-    return info
+    return info, logits
 
 
 def create_optimizer(config, steps_per_epoch):
@@ -988,6 +997,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     if stop_on_nan.where:
         _stop_on_nan(run_dir, stop_on_nan.where, backup)
     history = backup.history()  # every epoch, the interrupted sessions' included
+    channel_logits = {}
     if config.ngram_fit == "separate" and config.model_kwargs.get("ngram_buckets"):
         deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
 
@@ -1001,7 +1011,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
             ids = encoded[name][0]
             return None if ids is None else (ids, getattr(imdb, name).labels)
 
-        channel = mix_ngram_channel(
+        channel, channel_logits = mix_ngram_channel(
             model,
             config,
             encoded["train"][0],
@@ -1022,6 +1032,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
         predict_ds, labels, ids = _prediction_data(
             config, vectorizer, encoded, split_name, split, replicas
         )
+        parts = channel_logits.get(split_name, {})
         np.savez_compressed(
             run_dir / f"{split_name}_probabilities.npz",
             probabilities=model.predict(_distribute_options(predict_ds, strategy), verbose=0)
@@ -1029,6 +1040,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
             .astype(np.float32),
             labels=labels.astype(np.int8),
             ids=np.array(ids),
+            **{key: value.astype(np.float32) for key, value in parts.items()},
         )
 
     train_examples = len(imdb.train) * epochs_run

@@ -178,6 +178,12 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model):
     # validation (it can weigh the deep part at 0)
     assert channel["mixed_validation_accuracy"] >= channel["channel_validation_accuracy"] - 0.02
     assert metrics["test_accuracy"] >= 0.85
+    # the parts' logits are saved beside the probabilities, and their mix is the model
+    saved = np.load(tmp_path / "validation_probabilities.npz")
+    a, b, c = (channel["mix"][k] for k in ("deep", "channel", "bias"))
+    own = saved["channel_logits"] - channel["channel_intercept"]
+    mixed = a * saved["deep_logits"] + b * own + c
+    np.testing.assert_allclose(saved["probabilities"], 1 / (1 + np.exp(-mixed)), atol=1e-4)
     # the channel did not train with the deep part: its weights are exactly the mix's b · fit
     state = run_json_script(
         """

@@ -90,3 +90,71 @@ def test_misaligned_members_are_refused(tmp_path, run_all):
 def test_unknown_names_are_rejected(run_all):
     with pytest.raises(SystemExit):
         run_all.main(["--only", "bert", "--table-only"])
+
+
+def write_separate_member(tmp_path, name, deep, channel, labels, ids):
+    """A family fit with ngram_fit="separate": its parts' logits beside its probabilities."""
+    metrics = write_member(tmp_path, name, 1 / (1 + np.exp(-(deep + channel))), labels, ids)
+    for split in ("validation", "test"):
+        path = metrics[f"{split}_probabilities"]
+        data = dict(np.load(path))
+        np.savez(path, **data, deep_logits=deep, channel_logits=channel)
+    metrics["ngram_channel"] = {
+        "fit": "separate",
+        "mix": {"deep": 0.5, "channel": 1.0, "bias": 0.0},
+        **{
+            f"{part}_{split}_accuracy": value
+            for part, value in (("deep", 0.8), ("channel", 0.9), ("mixed", 0.925))
+            for split in ("validation", "test")
+        },
+    }
+    (tmp_path / "results" / f"{name}.json").write_text(json.dumps(metrics))
+    return metrics
+
+
+def test_stacked_ensemble_weighs_the_parts_on_validation(tmp_path, run_all):
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(200) % 2
+    ids = [f"r{i}" for i in range(200)]
+    sign = 2 * labels - 1
+    informative = sign * 2.0 + rng.normal(0, 1, 200)  # the CNN's deep part carries the signal
+    members = [
+        write_separate_member(
+            tmp_path, "cnn", informative, sign * 0.5 + rng.normal(0, 2, 200), labels, ids
+        )
+    ]
+    for name in ("rnn", "transformer", "han"):
+        members.append(write_member(tmp_path, name, rng.uniform(0.2, 0.8, 200), labels, ids))
+    nb = write_member(tmp_path, "nb_lr", rng.uniform(0.2, 0.8, 200), labels, ids)
+    (tmp_path / "results" / "baseline_nb_lr.json").write_text(json.dumps(nb))
+    (tmp_path / "results" / "nb_lr.json").unlink()
+    rows = run_all.collect()
+    stacked = rows[-1]
+    assert stacked["model"].startswith("stacked ensemble")
+    assert list(stacked["weights"]) == [
+        "cnn.deep",
+        "cnn.channel",
+        "rnn",
+        "transformer",
+        "han",
+        "nb_lr",
+    ]
+    # the regression fit on validation (here the same reviews as test) is sklearn's
+    x = np.load(members[0]["validation_probabilities"])
+    features = [x["deep_logits"], x["channel_logits"]]
+    for m in [*members[1:], nb]:
+        p = np.clip(
+            np.load(m["validation_probabilities"])["probabilities"].astype(float), 1e-7, 1 - 1e-7
+        )
+        features.append(np.log(p) - np.log1p(-p))
+    reference = LogisticRegression(C=1.0, max_iter=1000).fit(np.stack(features, 1), labels)
+    np.testing.assert_allclose(list(stacked["weights"].values()), reference.coef_[0], rtol=1e-4)
+    assert stacked["weights"]["cnn.deep"] == max(stacked["weights"].values())
+    assert stacked["test_accuracy"] == np.mean(reference.predict(np.stack(features, 1)) == labels)
+    assert 0.8 <= stacked["validation_accuracy"] <= 1.0  # cross-validated, not in-sample
+    (tmp_path / "README.md").write_text("no table here\n")
+    run_all.write_tables(rows)
+    results = (tmp_path / "RESULTS.md").read_text()
+    assert "| cnn | 80.00 (80.00) | 90.00 (90.00) | 92.50 (92.50) | 0.500 | 1.000 |" in results
