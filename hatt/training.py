@@ -760,8 +760,8 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     model (the ``"logit"`` kernel and bias are scaled by ``a`` and shifted by
     ``c``, the channel's weights scaled by ``b``): the model's layers and its
     saved form stay as they are. Three numbers are fit on validation, so the
-    validation accuracy afterwards is slightly optimistic; the test split is
-    not used.
+    validation accuracy afterwards is slightly optimistic; nothing is fit on
+    the test split (its accuracies of the parts are only reported).
 
     Args:
         model: the trained model (channel named ``"ngram_logit"``, deep logit
@@ -823,6 +823,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         for name, (deep, channel, _) in parts.items()
     }
     info["fit"] = "separate"
+    info["trainable"] = False  # the channel never trained with the deep part
     info["channel_intercept"] = intercept
     info["mix"] = {"deep": a, "channel": b, "bias": c}
     for name, (deep, channel, y) in parts.items():

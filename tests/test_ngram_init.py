@@ -171,6 +171,7 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model):
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
     assert channel["fit"] == "separate" and set(channel["mix"]) == {"deep", "channel", "bias"}
+    assert channel["trainable"] is False
     # the saved model is the mix: its accuracy is the mixed one, on validation and test
     assert metrics["validation_accuracy"] == pytest.approx(channel["mixed_validation_accuracy"])
     assert metrics["test_accuracy"] == pytest.approx(channel["mixed_test_accuracy"])
