@@ -144,6 +144,7 @@ def dense_model(model):
             "ngram_reduction": wide.reduction,
             "ngram_dropout": wide.feature_dropout,
             "ngram_l2": float(l2),
+            "ngram_binary": wide.binary,
         }
     twin = models.build_han(
         vocabulary_size=embedding.input_dim,

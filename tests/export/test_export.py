@@ -330,8 +330,11 @@ def _randomise_ngram_channel(model):
     layer.set_weights([rng.normal(size=w.shape).astype("float32") for w in layer.get_weights()])
 
 
-@pytest.mark.parametrize("ngram_buckets", [0, 16])
-def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets):
+@pytest.mark.parametrize(
+    "ngram_buckets,channel",
+    [(0, {}), (16, {}), (16, {"ngram": 3, "ngram_binary": True, "ngram_reduction": "sum"})],
+)
+def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets, channel):
     keras.utils.set_random_seed(3)
     vectorizer = _nested_vectorizer()
     packed = hatt.models.build_han(
@@ -343,11 +346,17 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets):
         attention_score="additive",
         packed_groups=2,
         ngram_buckets=ngram_buckets,
+        **channel,
     )
     if ngram_buckets:
         _randomise_ngram_channel(packed)
     twin = export.dense_model(packed)
     assert not isinstance(twin.input, dict) and export.dense_model(twin) is twin
+    if ngram_buckets:  # the twin's channel is the packed one's, setting for setting
+        assert (
+            twin.get_layer("ngram_logit").get_config()
+            == packed.get_layer("ngram_logit").get_config()
+        )
     texts = ["A good film. A bad, dull plot!", "great", "", "acting story film good bad a."]
     packed_out = hatt.models.attention_model(packed)(
         pack_sentences(vectorizer.ragged_ids(texts), (2, 6))
