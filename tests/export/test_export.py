@@ -3,6 +3,7 @@ end-to-end .keras file, the loader, version numbering, the packed HAN's dense tw
 
 import json
 import shutil
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -424,3 +425,34 @@ def test_text_model_checks_its_inputs():
     with pytest.raises(ValueError, match="not a single string"):
         text_model("a b c")
     assert tf.is_tensor(text_model(["a b c"])["probability"])
+
+
+def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(
+    tmp_path, exported, tiny_corpus
+):
+    """experiments/evaluate_exports.py: TensorFlow alone, the aclImdb test folder, a JSON file."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "experiments" / "evaluate_exports.py"
+    spec = importlib.util.spec_from_file_location("evaluate_exports", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root = tmp_path / "aclImdb"
+    for split in ("train", "test"):
+        data = getattr(tiny_corpus, split)
+        for i, (text, label) in enumerate(zip(data.texts, data.labels, strict=True)):
+            folder = root / split / ("pos" if label else "neg")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{i}_5.txt").write_text(text, encoding="utf-8")
+    saved_models = next(iter(exported.values())).path.parent
+    rows = module.main(
+        ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
+    )
+    assert json.loads((tmp_path / "exports_on_test.json").read_text()) == rows
+    texts, labels = module.read_test_split(str(root), None)
+    assert len(texts) == len(tiny_corpus.test)
+    for row in rows:
+        served = export.load(exported[row["family"]].path)(texts)["probability"]
+        expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))
+        assert row["test_accuracy"] == pytest.approx(expected) and row["finite"]
+        assert row["saved_model"].endswith(f"{row['family']}/{exported[row['family']].version}")
