@@ -78,6 +78,7 @@ import hatt
 from hatt import models
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 from hatt.layers import ContextAttention
+from hatt.models._head import ngram_options_of
 
 
 class ExportError(ValueError):
@@ -134,18 +135,8 @@ def dense_model(model):
     sentence_encoder = model.get_layer("sentence_encoder")
     word_attention = model.get_layer("word_attention")
     cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
-    ngram = {}
     wide = _layer_or_none(model, "ngram_logit")  # the optional n-gram channel
-    if wide is not None:
-        l2 = getattr(wide.embeddings_regularizer, "l2", 0.0)
-        ngram = {
-            "ngram_buckets": wide.buckets,
-            "ngram": wide.ngram,
-            "ngram_reduction": wide.reduction,
-            "ngram_dropout": wide.feature_dropout,
-            "ngram_l2": float(l2),
-            "ngram_binary": wide.binary,
-        }
+    ngram = {} if wide is None else ngram_options_of(wide)
     twin = models.build_han(
         vocabulary_size=embedding.input_dim,
         embedding_dim=embedding.output_dim,

@@ -7,9 +7,8 @@ from hatt.layers.ngram_logit import REDUCTIONS
 from hatt.models import _checks
 
 
-def check_ngram_args(
-    ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary=False
-):
+def ngram_options(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary):
+    """Check a builder's `ngram_*` arguments; return them as the dict `classify` takes."""
     if isinstance(ngram_buckets, bool) or not isinstance(ngram_buckets, int) or ngram_buckets < 0:
         raise ValueError(
             f"Expected ngram_buckets to be an int >= 0. Received: ngram_buckets={ngram_buckets!r}"
@@ -23,37 +22,49 @@ def check_ngram_args(
         raise ValueError(
             f"Expected ngram_binary to be a bool. Received: ngram_binary={ngram_binary!r}"
         )
+    return {
+        "ngram_buckets": ngram_buckets,
+        "ngram": ngram,
+        "ngram_reduction": ngram_reduction,
+        "ngram_dropout": ngram_dropout,
+        "ngram_l2": ngram_l2,
+        "ngram_binary": ngram_binary,
+    }
 
 
-def classify(
-    features,
-    ids,
-    vocabulary_size,
-    ngram_buckets,
-    ngram,
-    ngram_reduction,
-    ngram_dropout,
-    ngram_l2,
-    ngram_binary=False,
-):
+def ngram_options_of(layer):
+    """The `ngram_*` arguments that rebuild `layer`, a channel made by `classify`."""
+    return ngram_options(
+        layer.buckets,
+        layer.ngram,
+        layer.reduction,
+        layer.feature_dropout,
+        float(getattr(layer.embeddings_regularizer, "l2", 0.0)),
+        layer.binary,
+    )
+
+
+def classify(features, ids, vocabulary_size, channel):
     """`features` → probability `[batch, 1]` named `"probability"`.
 
-    Without the n-gram channel: `Dense(1, sigmoid)`. With it:
-    `Dense(1)` (`"logit"`) + `NgramLogit(ids)` (`"ngram_logit"`) → sigmoid.
-    `ids` is the model's input (a tensor, or the packed HAN's list).
+    Without the n-gram channel (`channel["ngram_buckets"] == 0`):
+    `Dense(1, sigmoid)`. With it: `Dense(1)` (`"logit"`) +
+    `NgramLogit(ids)` (`"ngram_logit"`) → sigmoid. `ids` is the model's input
+    (a tensor, or the packed HAN's list); `channel` comes from `ngram_options`.
     """
-    if not ngram_buckets:
+    if not channel["ngram_buckets"]:
         head = keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")
         return head(features)
     logit = keras.layers.Dense(1, dtype="float32", name="logit")(features)
+    l2 = channel["ngram_l2"]
     wide = NgramLogit(
         vocabulary_size,
-        buckets=ngram_buckets,
-        ngram=ngram,
-        reduction=ngram_reduction,
-        binary=ngram_binary,
-        feature_dropout=ngram_dropout,
-        embeddings_regularizer=keras.regularizers.L2(ngram_l2) if ngram_l2 else None,
+        buckets=channel["ngram_buckets"],
+        ngram=channel["ngram"],
+        reduction=channel["ngram_reduction"],
+        binary=channel["ngram_binary"],
+        feature_dropout=channel["ngram_dropout"],
+        embeddings_regularizer=keras.regularizers.L2(l2) if l2 else None,
         dtype="float32",
         name="ngram_logit",
     )(ids)

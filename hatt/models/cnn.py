@@ -5,7 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import check_ngram_args, classify
+from hatt.models._head import classify, ngram_options
 from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
@@ -103,7 +103,9 @@ def build_cnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
+    channel = ngram_options(
+        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
+    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -133,11 +135,6 @@ def build_cnn(
         dropout_layer(pooled),
         token_ids,
         vocabulary_size,
-        ngram_buckets,
-        ngram,
-        ngram_reduction,
-        ngram_dropout,
-        ngram_l2,
-        ngram_binary,
+        channel,
     )
     return keras.Model(token_ids, probability, name=name)

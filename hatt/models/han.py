@@ -5,7 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import check_ngram_args, classify
+from hatt.models._head import classify, ngram_options
 from hatt.models._layers import (
     EncoderMask,
     FoldSentences,
@@ -114,7 +114,9 @@ def build_han(
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
+    channel = ngram_options(
+        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
+    )
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
@@ -171,11 +173,6 @@ def build_han(
         dropout_layer(document),
         ngram_ids,
         vocabulary_size,
-        ngram_buckets,
-        ngram,
-        ngram_reduction,
-        ngram_dropout,
-        ngram_l2,
-        ngram_binary,
+        channel,
     )
     return keras.Model(inputs, probability, name=name)

@@ -5,7 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import check_ngram_args, classify
+from hatt.models._head import classify, ngram_options
 from hatt.models._layers import EncoderMask, PaddingMask
 
 CELLS = ("gru", "lstm")
@@ -100,7 +100,9 @@ def build_rnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
+    channel = ngram_options(
+        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
+    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -127,11 +129,6 @@ def build_rnn(
         dropout_layer(document),
         token_ids,
         vocabulary_size,
-        ngram_buckets,
-        ngram,
-        ngram_reduction,
-        ngram_dropout,
-        ngram_l2,
-        ngram_binary,
+        channel,
     )
     return keras.Model(token_ids, probability, name=name)

@@ -6,7 +6,7 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models._head import check_ngram_args, classify
+from hatt.models._head import classify, ngram_options
 from hatt.models._layers import PaddingMask
 
 
@@ -109,7 +109,9 @@ def build_transformer(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
 
-    check_ngram_args(ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary)
+    channel = ngram_options(
+        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
+    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -155,11 +157,6 @@ def build_transformer(
         dropout_layer(document),
         token_ids,
         vocabulary_size,
-        ngram_buckets,
-        ngram,
-        ngram_reduction,
-        ngram_dropout,
-        ngram_l2,
-        ngram_binary,
+        channel,
     )
     return keras.Model(token_ids, probability, name=name)
