@@ -676,42 +676,24 @@ def nb_log_ratios(
     return ngram_init.log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
 
 
-def init_ngram_channel(model, config, ids, labels, validation=None):
-    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one).
+def fit_ngram_channel(layer, config, counts, labels, validation=None):
+    """The n-gram channel's weights per ``config.ngram_init``, from training counts.
 
     Args:
-        model: a model built with ``ngram_buckets > 0`` (else nothing happens).
+        layer: the model's ``NgramLogit`` (its ``binary`` and ``reduction``).
         config: a :class:`TrainConfig` (``ngram_init``, ``ngram_alpha``,
             ``ngram_C``, ``ngram_min_df``, ``ngram_init_scale``).
-        ids, labels: the encoded training split and its labels.
-        validation: optional ``(ids, labels)`` of the validation split, which
+        counts, labels: the training split's counts
+            (:func:`hatt.ngram_init.ngram_counts`) and labels.
+        validation: optional ``(counts, labels)`` of the validation split, which
             chooses ``ngram_C`` from a grid and measures the channel alone.
 
     Returns:
-        A dict describing the start (``init``, the channel-alone accuracies,
-        for ``"nblr"`` the chosen ``C``), or ``None`` without a channel.
+        ``(weights, intercept, info)``: the channel's weights, the intercept of
+        its logit (``0`` for ``"nb"``), and a dict describing the start (``init``,
+        the channel-alone accuracies, for ``"nblr"`` the chosen ``C``).
     """
-    try:
-        layer = model.get_layer("ngram_logit")
-    except ValueError:
-        return None
-    if config.ngram_init == "zeros":
-        return {"init": "zeros"}
-    if config.ngram_fit == "separate":  # the deep part trains alone first
-        return None
-    if ids is None:
-        raise ValueError(
-            f"ngram_init={config.ngram_init!r} counts n-grams in the tokenized training split, "
-            "which a prepared corpus does not hold in memory. Use --set ngram_init=zeros with "
-            "--prepared, or train from raw text."
-        )
     start = time.perf_counter()
-    shape = (layer.vocabulary_size, layer.buckets, layer.ngram)
-    print(f"Starting the n-gram channel ({config.ngram_init}) from the training split")
-    counts = ngram_init.ngram_counts(ids, *shape)
-    validation_counts = None
-    if validation is not None:
-        validation_counts = (ngram_init.ngram_counts(validation[0], *shape), validation[1])
     intercept = 0.0
     if config.ngram_init == "nb":
         weights = ngram_init.log_count_ratios(
@@ -727,23 +709,67 @@ def init_ngram_channel(model, config, ids, labels, validation=None):
             alpha=config.ngram_alpha,
             min_df=config.ngram_min_df,
             C=config.ngram_C,
-            validation=validation_counts,
+            validation=validation,
             seed=config.seed,
         )
     weights = weights * config.ngram_init_scale
     intercept *= config.ngram_init_scale
-    layer.embeddings.assign(weights)
-    if intercept:
-        bias = model.get_layer("logit").bias
-        bias.assign(bias + intercept)
     info["scale"] = config.ngram_init_scale
-    info["trainable"] = config.ngram_trainable and config.ngram_fit == "joint"
-    for name, split in (("train", (counts, labels)), ("validation", validation_counts)):
+    for name, split in (("train", (counts, labels)), ("validation", validation)):
         if split is not None:
             info[f"channel_{name}_accuracy"] = ngram_init.channel_accuracy(
                 *split, weights, layer.binary, layer.reduction, intercept
             )
     info["seconds"] = round(time.perf_counter() - start, 2)
+    return weights, intercept, info
+
+
+def _channel_counts(layer, ids):
+    return ngram_init.ngram_counts(ids, layer.vocabulary_size, layer.buckets, layer.ngram)
+
+
+def init_ngram_channel(model, config, ids, labels, validation=None):
+    """Set the n-gram channel's weights per ``config.ngram_init`` (no-op without one).
+
+    With ``ngram_fit="separate"`` nothing is set here: the deep part trains
+    with the channel at zero, and :func:`mix_ngram_channel` sets it afterwards.
+
+    Args:
+        model: a model built with ``ngram_buckets > 0`` (else nothing happens).
+        config: a :class:`TrainConfig`.
+        ids, labels: the encoded training split and its labels.
+        validation: optional ``(ids, labels)`` of the validation split (see
+            :func:`fit_ngram_channel`).
+
+    Returns:
+        The start's description (:func:`fit_ngram_channel`), or ``None`` when
+        there is no channel or it is set after training.
+    """
+    try:
+        layer = model.get_layer("ngram_logit")
+    except ValueError:
+        return None
+    if config.ngram_init == "zeros":
+        return {"init": "zeros"}
+    if config.ngram_fit == "separate":  # the deep part trains alone first
+        return None
+    if ids is None:
+        raise ValueError(
+            f"ngram_init={config.ngram_init!r} counts n-grams in the tokenized training split, "
+            "which a prepared corpus does not hold in memory. Use --set ngram_init=zeros with "
+            "--prepared, or train from raw text."
+        )
+    print(f"Starting the n-gram channel ({config.ngram_init}) from the training split")
+    if validation is not None:
+        validation = (_channel_counts(layer, validation[0]), validation[1])
+    weights, intercept, info = fit_ngram_channel(
+        layer, config, _channel_counts(layer, ids), labels, validation
+    )
+    layer.embeddings.assign(weights)
+    if intercept:
+        bias = model.get_layer("logit").bias
+        bias.assign(bias + intercept)
+    info["trainable"] = config.ngram_trainable
     accuracy = info.get("channel_validation_accuracy")
     if accuracy is not None:
         print(f"The n-gram channel alone: validation accuracy {accuracy:.4f}")
@@ -756,12 +782,13 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     The deep part has been trained with the channel at zero. The channel's
     weights are now fit as ``ngram_init`` says (training split only), and a
     logistic regression on the validation split over the two logits gives
-    ``a``, ``b`` and ``c`` of ``a·deep + b·channel + c``, written into the
-    model (the ``"logit"`` kernel and bias are scaled by ``a`` and shifted by
-    ``c``, the channel's weights scaled by ``b``): the model's layers and its
-    saved form stay as they are. Three numbers are fit on validation, so the
-    validation accuracy afterwards is slightly optimistic; nothing is fit on
-    the test split (its accuracies of the parts are only reported).
+    ``a``, ``b`` and ``c`` of ``a·deep + b·channel + c`` (``channel`` without
+    its own intercept, which ``c`` replaces), written into the model (the
+    ``"logit"`` kernel and bias are scaled by ``a`` and shifted by ``c``, the
+    channel's weights scaled by ``b``): the model's layers and its saved form
+    stay as they are. Three numbers are fit on validation, so the validation
+    accuracy afterwards is slightly optimistic; nothing is fit on the test
+    split (its accuracies of the parts are only reported).
 
     Args:
         model: the trained model (channel named ``"ngram_logit"``, deep logit
@@ -776,7 +803,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
 
     Returns:
         ``(info, logits)``: a dict with the channel's start (as
-        :func:`init_ngram_channel`), the mix, and the accuracy of the deep
+        :func:`fit_ngram_channel`), the mix, and the accuracy of the deep
         part, the channel and both on validation (and test); and per split
         ``{"deep_logits", "channel_logits"}`` (the parts before the mix, the
         channel with its own intercept), float arrays in the split's order.
@@ -791,37 +818,24 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         )
     layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
     splits = {"validation": validation, **({"test": test} if test is not None else {})}
-    deep = {name: np.asarray(deep_logits(name), np.float64).reshape(-1) for name in splits}
-    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
-    saved = config.ngram_fit
-    try:  # the start, computed as for a joint fit
-        config.ngram_fit = "joint"
-        info = init_ngram_channel(model, config, ids, labels, validation)
-    finally:
-        config.ngram_fit = saved
-    # An nblr intercept went to the deep bias: take it back out (the mix fits its own).
-    intercept = float(keras.ops.convert_to_numpy(dense.bias)[0] - bias[0])
-    dense.bias.assign(bias)
-    weights = keras.ops.convert_to_numpy(layer.embeddings)
-    shape = (layer.vocabulary_size, layer.buckets, layer.ngram)
-    parts = {}
-    for name, (split_ids, split_labels) in splits.items():
-        counts = ngram_init.ngram_counts(split_ids, *shape)
-        channel = ngram_init.layer_features(counts, layer.binary, layer.reduction) @ weights
-        parts[name] = (deep[name], np.asarray(channel, np.float64), np.asarray(split_labels))
+    counts = {name: (_channel_counts(layer, i), np.asarray(y)) for name, (i, y) in splits.items()}
+    print(f"Fitting the n-gram channel ({config.ngram_init}) on the training split")
+    weights, intercept, info = fit_ngram_channel(
+        layer, config, _channel_counts(layer, ids), labels, counts["validation"]
+    )
+    parts = {}  # split → (deep logit, channel logit without its intercept, labels)
+    for name, (split_counts, y) in counts.items():
+        features = ngram_init.layer_features(split_counts, layer.binary, layer.reduction)
+        deep = np.asarray(deep_logits(name), np.float64).reshape(-1)
+        parts[name] = (deep, np.asarray(features @ weights, np.float64), y)
     deep, channel, y = parts["validation"]
     mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
     a, b = (float(w) for w in mixer.coef_[0])
     c = float(mixer.intercept_[0])
+    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
     dense.kernel.assign(kernel * a)
     dense.bias.assign(bias * a + c)
     layer.embeddings.assign(weights * b)
-    # The parts' logits per split (deep without its mix, channel with its intercept),
-    # saved beside the probabilities so ensembles can weigh the parts themselves.
-    logits = {
-        name: {"deep_logits": deep, "channel_logits": channel + intercept}
-        for name, (deep, channel, _) in parts.items()
-    }
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
     info["channel_intercept"] = intercept
@@ -835,6 +849,12 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         f"deep {info['deep_validation_accuracy']:.4f}, channel "
         f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}"
     )
+    # The parts' logits (deep without its mix, channel with its own intercept), saved
+    # beside the probabilities so ensembles can weigh the parts themselves.
+    logits = {
+        name: {"deep_logits": deep, "channel_logits": channel + intercept}
+        for name, (deep, channel, _) in parts.items()
+    }
     return info, logits
 
 
