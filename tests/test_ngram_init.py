@@ -10,9 +10,10 @@ from sklearn.linear_model import LogisticRegression
 
 import hatt
 from hatt import models, ngram_init, training
-from hatt.data import Imdb, Split
+from hatt.data import Imdb
 from hatt.layers import NgramLogit
 from tests._fresh_process import run_json_script
+from tests._planted import planted_split
 
 V, BUCKETS = 12, 97
 
@@ -103,25 +104,13 @@ def test_fit_nb_logistic_bad_input(kwargs, match):
         ngram_init.fit_nb_logistic(counts, **args)
 
 
-def planted_corpus(n, seed):
-    """Label 1 iff the review holds 'superb' (else 'dreadful'); 'fine'/'poor' lean 70/30."""
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for i in range(n):
-        label = i % 2
-        words = [f"w{rng.integers(30)}" for _ in range(rng.integers(5, 15))]
-        lean = "fine" if (rng.random() < 0.7) == bool(label) else "poor"
-        words.insert(int(rng.integers(len(words))), lean)
-        if rng.random() < 0.8:  # the decisive word is missing from some reviews
-            words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
-        texts.append(" ".join(words[:6]) + ". " + " ".join(words[6:]) + ".")
-        labels.append(label)
-    return Split(texts, np.array(labels))
-
-
 @pytest.fixture(scope="module")
 def planted():
-    return Imdb(planted_corpus(200, 0), planted_corpus(80, 1), planted_corpus(80, 2), "planted")
+    # the cue word is missing from a fifth of the reviews, and a weaker word leans 70/30
+    train, validation, test = (
+        planted_split(n, seed, 0.8, 0.7) for n, seed in ((200, 0), (80, 1), (80, 2))
+    )
+    return Imdb(train, validation, test, "planted")
 
 
 def config(model, **extra):

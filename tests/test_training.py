@@ -6,26 +6,14 @@ import pytest
 
 import hatt
 from hatt import cli, training
-from hatt.data import Imdb, Split
+from hatt.data import Imdb
+from tests._planted import planted_split
 from tests.data.conftest import write_tiny_imdb
-
-
-def planted_corpus(n, seed):
-    """Label 1 iff the review contains 'superb' (else 'dreadful'), among filler words."""
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for i in range(n):
-        label = i % 2
-        words = [f"w{rng.integers(30)}" for _ in range(rng.integers(5, 15))]
-        words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
-        texts.append(" ".join(words[:6]) + ". " + " ".join(words[6:]) + ".")
-        labels.append(label)
-    return Split(texts, np.array(labels))
 
 
 @pytest.fixture(scope="module")
 def planted():
-    return Imdb(planted_corpus(160, 0), planted_corpus(40, 1), planted_corpus(40, 2), "planted")
+    return Imdb(planted_split(160, 0), planted_split(40, 1), planted_split(40, 2), "planted")
 
 
 @pytest.mark.slow

@@ -74,6 +74,18 @@ def _grid(explanation):
     return rows, strip, starts, columns, notes
 
 
+def _heat(ax, values, cmap):
+    """Weights in [0, 1] as cells of `cmap`; NaN cells (no token, no sentence) stay blank."""
+    ax.imshow(
+        np.ma.masked_invalid(values),
+        cmap=cmap,
+        vmin=0,
+        vmax=1,
+        aspect="auto",
+        interpolation="nearest",
+    )
+
+
 def png_size(explanation):
     """`(width, height)` in pixels of the PNG :func:`to_png` writes for `explanation`."""
     rows = _grid(explanation)[0]
@@ -103,14 +115,7 @@ def figure(explanation):
     values = np.full((n_rows, columns), np.nan)
     for r, (_, shade) in enumerate(rows):
         values[r, : len(shade)] = shade
-    ax.imshow(
-        np.ma.masked_invalid(values),
-        cmap=WORD_CMAP,
-        vmin=0,
-        vmax=1,
-        aspect="auto",
-        interpolation="nearest",
-    )
+    _heat(ax, values, WORD_CMAP)
     font = 9 if columns <= 16 else 8
     for r, (words, shade) in enumerate(rows):
         for c, (word, value) in enumerate(zip(words, shade, strict=True)):
@@ -130,14 +135,7 @@ def figure(explanation):
     if strip is not None:
         sx = fig.add_axes([0.015, bottom, left_strip, top - bottom])
         column = np.asarray(strip + [np.nan] * (n_rows - len(strip)))[:, None]
-        sx.imshow(
-            np.ma.masked_invalid(column),
-            cmap=SENTENCE_CMAP,
-            vmin=0,
-            vmax=1,
-            aspect="auto",
-            interpolation="nearest",
-        )
+        _heat(sx, column, SENTENCE_CMAP)
         shares = e.sentence_shares()
         sentence = -1
         for r, first in enumerate(starts):

@@ -1,17 +1,14 @@
 """experiments/baselines.py on made-up corpora (no real IMDB needed)."""
 
-import importlib.util
 import inspect
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hatt.data import Split
 from hatt.training import METRIC_KEYS
-
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "baselines.py"
+from tests._scripts import load_experiment
 
 REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}
 
@@ -20,10 +17,7 @@ FILLER = "the a movie film plot story actor scene it was and of this to watch sa
 
 @pytest.fixture(scope="module")
 def baselines():
-    spec = importlib.util.spec_from_file_location("baselines", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("baselines")
 
 
 def planted_reviews(n, seed):

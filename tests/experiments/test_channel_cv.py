@@ -1,22 +1,17 @@
 """experiments/channel_cv.py: block folds, and a run on a made-up aclImdb folder."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "channel_cv.py"
-FILLER = "the a movie film plot story actor scene it was and of this to watch saw".split()
+from tests._planted import write_planted_imdb
+from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def channel_cv():
-    spec = importlib.util.spec_from_file_location("channel_cv", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("channel_cv")
 
 
 def test_block_folds_are_balanced_contiguous_and_cover_everything(channel_cv):
@@ -37,16 +32,7 @@ def test_block_folds_are_balanced_contiguous_and_cover_everything(channel_cv):
 
 
 def test_runs_on_a_made_up_corpus_and_writes_its_files(tmp_path, channel_cv):
-    rng = np.random.default_rng(0)
-    root = tmp_path / "aclImdb"
-    for split, n in (("train", 40), ("test", 4)):
-        for label, word in (("pos", "splendid"), ("neg", "dreadful")):
-            folder = root / split / label
-            folder.mkdir(parents=True)
-            for i in range(n):
-                words = list(rng.choice(FILLER, size=6))
-                words.insert(int(rng.integers(0, 6)), word)
-                (folder / f"{i}_5.txt").write_text(" ".join(words) + ".", encoding="utf-8")
+    root = write_planted_imdb(tmp_path, n_train=80, n_test=8)
     report = channel_cv.main(
         [
             "--data", str(root), "--validation-size", "10", "--settings", "1:16", "2:64",

@@ -1,18 +1,15 @@
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "run_all.py"
+from tests._scripts import load_experiment
 
 
 @pytest.fixture
 def run_all(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("run_all", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("run_all")
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(module, "EXPERIMENTS", tmp_path)
     monkeypatch.setattr(module, "ROOT", tmp_path)

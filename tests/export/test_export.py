@@ -3,7 +3,6 @@ end-to-end .keras file, the loader, version numbering, the packed HAN's dense tw
 
 import json
 import shutil
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -14,6 +13,8 @@ import hatt
 from hatt import cli, export, training
 from hatt.data import Vectorizer, pack_sentences
 from tests._fresh_process import run_json_script
+from tests._planted import write_planted_imdb
+from tests._scripts import load_experiment
 from tests.export.conftest import FAMILIES, LIMITS
 
 LONG_REVIEW = " ".join(f"w{i % 40}" for i in range(50_000)) + " superb"
@@ -427,30 +428,17 @@ def test_text_model_checks_its_inputs():
     assert tf.is_tensor(text_model(["a b c"])["probability"])
 
 
-def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(
-    tmp_path, exported, tiny_corpus
-):
+def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(tmp_path, exported):
     """experiments/evaluate_exports.py: TensorFlow alone, the aclImdb test folder, a JSON file."""
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[2] / "experiments" / "evaluate_exports.py"
-    spec = importlib.util.spec_from_file_location("evaluate_exports", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    root = tmp_path / "aclImdb"
-    for split in ("train", "test"):
-        data = getattr(tiny_corpus, split)
-        for i, (text, label) in enumerate(zip(data.texts, data.labels, strict=True)):
-            folder = root / split / ("pos" if label else "neg")
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{i}_5.txt").write_text(text, encoding="utf-8")
+    module = load_experiment("evaluate_exports")
+    root = write_planted_imdb(tmp_path, n_train=8, n_test=16)
     saved_models = next(iter(exported.values())).path.parent
     rows = module.main(
         ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
     )
     assert json.loads((tmp_path / "exports_on_test.json").read_text()) == rows
     texts, labels = module.read_test_split(str(root), None)
-    assert len(texts) == len(tiny_corpus.test)
+    assert len(texts) == 16
     for row in rows:
         served = export.load(exported[row["family"]].path)(texts)["probability"]
         expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))

@@ -52,16 +52,13 @@ def test_deletion_test_rejects_bad_settings(tiny_models):
 
 
 def test_faithfulness_script_writes_json_and_markdown(run_dirs, tmp_path, monkeypatch):
-    import importlib.util
     import json
     from pathlib import Path
 
+    from tests._scripts import load_experiment
     from tests.data.conftest import write_tiny_imdb
 
-    script = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness.py"
-    spec = importlib.util.spec_from_file_location("faithfulness", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("faithfulness")
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path / "corpus")
     runs = Path(run_dirs["han"]).parent  # holds han/, rnn/, cnn/
