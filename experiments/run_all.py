@@ -76,41 +76,58 @@ def run_baselines(names, args):
         run(command)
 
 
-def _load(path):
-    data = np.load(path)
-    return data["probabilities"], data["labels"], data["ids"]
+def _split_arrays(members, split):
+    """Each member's saved arrays for ``split`` and the labels, aligned on review ids.
+
+    Returns ``None`` when a member's file is missing; raises when two members
+    hold the reviews in different orders.
+    """
+    arrays, ids = [], None
+    for metrics in members:
+        path = metrics.get(f"{split}_probabilities")
+        if path and not Path(path).is_absolute():
+            path = ROOT / path  # baselines record paths relative to the repository
+        if not path or not Path(path).exists():
+            return None
+        data = dict(np.load(path))
+        if ids is None:
+            ids = data["ids"]
+        elif not np.array_equal(data["ids"], ids):
+            raise ValueError(f"{path}: reviews are not in the same order")
+        arrays.append(data)
+    return arrays, arrays[0]["labels"]
 
 
-def ensemble(members):
-    """Mean of the members' probabilities, aligned on review ids; None if any is missing."""
-    rows = {}
-    for split in ("validation", "test"):
-        stacked = labels = ids = None
-        for metrics in members:
-            path = metrics.get(f"{split}_probabilities")
-            if path and not Path(path).is_absolute():
-                path = ROOT / path  # baselines record paths relative to the repository
-            if not path or not Path(path).exists():
-                return None
-            probabilities, member_labels, member_ids = _load(path)
-            if ids is None:
-                ids, labels, stacked = member_ids, member_labels, [probabilities]
-            else:
-                if not np.array_equal(member_ids, ids):
-                    raise ValueError(f"{path}: reviews are not in the same order")
-                stacked.append(probabilities)
-        mean = np.mean(stacked, axis=0)
-        rows[split] = float(np.mean((mean > 0.5) == labels))
+def _row(kind, members, command, **figures):
+    """A results row for an ensemble of ``members``."""
     return {
-        "model": "ensemble (" + " + ".join(m["model"] for m in members) + ")",
-        "test_accuracy": rows["test"],
-        "validation_accuracy": rows["validation"],
+        "model": f"{kind} (" + " + ".join(m["model"] for m in members) + ")",
+        **figures,
         "epochs": None,
         "train_seconds": sum(m["train_seconds"] for m in members),
         "parameters": sum(m["parameters"] for m in members),
         "seed": members[0]["seed"],
-        "command": "python experiments/run_all.py (mean of the members' probabilities)",
+        "command": f"python experiments/run_all.py ({command})",
     }
+
+
+def ensemble(members):
+    """Mean of the members' probabilities, aligned on review ids; None if any is missing."""
+    accuracy = {}
+    for split in ("validation", "test"):
+        loaded = _split_arrays(members, split)
+        if loaded is None:
+            return None
+        arrays, labels = loaded
+        mean = np.mean([a["probabilities"] for a in arrays], axis=0)
+        accuracy[split] = float(np.mean((mean > 0.5) == labels))
+    return _row(
+        "ensemble",
+        members,
+        "mean of the members' probabilities",
+        test_accuracy=accuracy["test"],
+        validation_accuracy=accuracy["validation"],
+    )
 
 
 def _logit(probabilities):
@@ -120,18 +137,12 @@ def _logit(probabilities):
 
 def _features(members, split):
     """Per member: its deep and channel logits when saved (a separate fit), else its logit."""
-    columns, names, labels, ids = [], [], None, None
-    for metrics in members:
-        path = metrics.get(f"{split}_probabilities")
-        if path and not Path(path).is_absolute():
-            path = ROOT / path
-        if not path or not Path(path).exists():
-            return None
-        data = np.load(path)
-        if ids is None:
-            ids, labels = data["ids"], data["labels"]
-        elif not np.array_equal(data["ids"], ids):
-            raise ValueError(f"{path}: reviews are not in the same order")
+    loaded = _split_arrays(members, split)
+    if loaded is None:
+        return None
+    arrays, labels = loaded
+    columns, names = [], []
+    for metrics, data in zip(members, arrays, strict=True):
         if "deep_logits" in data:
             columns += [data["deep_logits"], data["channel_logits"]]
             names += [f"{metrics['model']}.deep", f"{metrics['model']}.channel"]
@@ -141,7 +152,7 @@ def _features(members, split):
     return np.stack(columns, axis=1).astype(np.float64), labels, names
 
 
-def stacked_ensemble(members, seed=1337):
+def stacked_ensemble(members):
     """Logistic regression over the members' logits, fit on the validation split only.
 
     A family trained with ``ngram_fit="separate"`` brings two logits, its deep
@@ -162,19 +173,17 @@ def stacked_ensemble(members, seed=1337):
     regression = LogisticRegression(C=1.0, max_iter=1000)
     folds = cross_val_predict(regression, x_val, y_val, cv=5)
     regression.fit(x_val, y_val)
-    return {
-        "model": "stacked ensemble (" + " + ".join(m["model"] for m in members) + ")",
-        "test_accuracy": float(np.mean(regression.predict(x_test) == y_test)),
-        "validation_accuracy": float(np.mean(folds == y_val)),
-        "epochs": None,
-        "train_seconds": sum(m["train_seconds"] for m in members),
-        "parameters": sum(m["parameters"] for m in members),
-        "seed": members[0]["seed"],
-        "weights": dict(zip(names, (float(w) for w in regression.coef_[0]), strict=True)),
-        "bias": float(regression.intercept_[0]),
-        "command": "python experiments/run_all.py (logistic regression over the members' "
-        "logits, fit on validation; validation accuracy 5-fold cross-validated)",
-    }
+    row = _row(
+        "stacked ensemble",
+        members,
+        "logistic regression over the members' logits, fit on validation; "
+        "validation accuracy 5-fold cross-validated",
+        test_accuracy=float(np.mean(regression.predict(x_test) == y_test)),
+        validation_accuracy=float(np.mean(folds == y_val)),
+    )
+    row["weights"] = dict(zip(names, (float(w) for w in regression.coef_[0]), strict=True))
+    row["bias"] = float(regression.intercept_[0])
+    return row
 
 
 # name of the results file → (how it combines, the members); fixed in advance,
