@@ -77,8 +77,6 @@ from keras import ops
 import hatt
 from hatt import models
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
-from hatt.layers import ContextAttention
-from hatt.models._head import ngram_options_of
 
 
 class ExportError(ValueError):
@@ -88,94 +86,8 @@ class ExportError(ValueError):
 # === Models ===========================================================================
 
 
-def _is_packed(model):
-    inputs = model.input
-    return isinstance(inputs, dict) and "sentence_index" in inputs
-
-
-def _family(model):
-    """The family of a model built by :func:`hatt.models.build` (its name, else its layers)."""
-    if model.name in models.FAMILIES:
-        return model.name
-    names = {layer.name for layer in model.layers}
-    if "sentence_attention" in names:
-        return "han"
-    if any(name.startswith("transformer_block") for name in names):
-        return "transformer"
-    if any(name.startswith("conv_") for name in names):
-        return "cnn"
-    return "rnn"
-
-
-def _layer_or_none(model, name):
-    try:
-        return model.get_layer(name)
-    except ValueError:
-        return None
-
-
-def dense_model(model):
-    """The dense ``[batch, S, W]`` twin of a packed HAN (same weights); other models as is.
-
-    The packed HAN (``packed_groups=K``) and the dense one have the same
-    weight-bearing layers under the same names, so the twin is built with the
-    packed model's settings (read from its layers) and the weights are copied
-    layer by layer.
-
-    Args:
-        model: A model from :func:`hatt.models.build` (trained or reloaded).
-
-    Returns:
-        A model over dense ids: ``model`` itself unless it is a packed HAN.
-    """
-    if not _is_packed(model):
-        return model
-    embedding = model.get_layer("word_embedding")
-    word_encoder = model.get_layer("word_encoder")
-    sentence_encoder = model.get_layer("sentence_encoder")
-    word_attention = model.get_layer("word_attention")
-    cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
-    wide = _layer_or_none(model, "ngram_logit")  # the optional n-gram channel
-    ngram = {} if wide is None else ngram_options_of(wide)
-    twin = models.build_han(
-        vocabulary_size=embedding.input_dim,
-        embedding_dim=embedding.output_dim,
-        word_units=word_encoder.forward_layer.units,
-        sentence_units=sentence_encoder.forward_layer.units,
-        cell=cell,
-        attention_units=word_attention.units,
-        attention_score=word_attention.score,
-        dropout=model.get_layer("dropout").rate,
-        name=model.name,
-        **ngram,
-    )
-    for layer in twin.layers:
-        if layer.weights:
-            layer.set_weights(model.get_layer(layer.name).get_weights())
-    return twin
-
-
-class _Views:
-    """Keras models sharing the id model's weights (kept out of Keras' tracking)."""
-
-    def __init__(self, model, score_kind):
-        self.attention = models.attention_model(model)
-        self.embed = self.tail = None
-        if score_kind == "saliency":
-            embedding = _layer_or_none(model, "embedding") or model.get_layer("word_embedding")
-            # The layer named "probability" is Dense(1, sigmoid), or, with the n-gram
-            # channel, a sigmoid Activation over the summed logits.
-            self.head = model.get_layer("probability")
-            self.embed = keras.Model(model.input, embedding.output)
-            # ids and embeddings → the head's input (the ids still give the masks and
-            # feed the n-gram channel).
-            self.tail = keras.Model([model.input, embedding.output], self.head.input)
-
-    def logit(self, features):
-        """The positive-class logit from the head's input."""
-        if isinstance(self.head, keras.layers.Dense):
-            return ops.matmul(features, self.head.kernel) + self.head.bias
-        return features  # the n-gram channel's summed logit
+# The dense twin of a packed HAN is `hatt.models.dense_twin` (kept here under its old name).
+dense_model = models.dense_twin
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -237,22 +149,21 @@ class TextModel(keras.Model):
                 f"Expected a vectorizer with output_mode={mode!r} for the model {model.name!r}. "
                 f"Received: output_mode={vectorizer.output_mode!r}"
             )
-        self.family = family or _family(model)
+        self.family = family or models.family_of(model)
         if self.family not in models.FAMILIES:
             raise ValueError(
                 f"Expected family to be one of {models.FAMILIES}. Received: family={self.family!r}"
             )
         # Attention where the model pools with ContextAttention; the CNN's max-over-time
         # pooling (its default) has none, so it gets gradient x input saliency.
-        word = _layer_or_none(model, "word_attention")
-        self.score_kind = "attention" if isinstance(word, ContextAttention) else "saliency"
+        self.score_kind = models.score_kind(model)
         self.nested = nested
         self.classifier = model
         self.vectorizer = vectorizer
         # Serialized before the views exist: a view whose input is an inner tensor
         # (the saliency tail) adds nodes the model's own serialization cannot place.
         self._model_config = keras.saving.serialize_keras_object(model)
-        self._views = _Views(model, self.score_kind)
+        self._views = models.explanation_view(model)
         self.built = True
 
     @property
@@ -292,7 +203,7 @@ class TextModel(keras.Model):
         embedded = tf.convert_to_tensor(views.embed(ids, training=False))
         with tf.GradientTape() as tape:
             tape.watch(embedded)
-            logit = views.logit(views.tail([ids, embedded], training=False))
+            logit = views.logits([ids, embedded], training=False)
         gradient = tape.gradient(logit, embedded)
         scores = ops.abs(ops.sum(gradient * embedded, axis=-1))
         if self.nested:  # the HAN's word embeddings are folded to [batch * S, W]

@@ -640,9 +640,19 @@ def create_model(config, vectorizer, steps_per_epoch):
         kwargs.setdefault("packed_groups", len(_sentence_groups(config)))
     if config.model == "transformer":
         kwargs.setdefault("sequence_length", config.sequence_length)
-    model = models.build(config.model, **kwargs)
+    legacy = {  # model_kwargs' ngram_* keys → the head's n-gram channel
+        "ngram_buckets": "buckets",
+        "ngram": "order",
+        "ngram_reduction": "reduction",
+        "ngram_binary": "binary",
+        "ngram_dropout": "feature_dropout",
+        "ngram_l2": "l2",
+    }
+    channel = {legacy[k]: kwargs.pop(k) for k in list(kwargs) if k in legacy}
+    ngram = channel if channel.get("buckets") else None
+    model = models.build(config.model, ngram=ngram, **kwargs)
     frozen = not config.ngram_trainable or config.ngram_fit == "separate"
-    if frozen and kwargs.get("ngram_buckets"):
+    if frozen and ngram:
         model.get_layer("ngram_logit").trainable = False
     model.compile(
         optimizer=create_optimizer(config, steps_per_epoch),

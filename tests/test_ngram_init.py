@@ -197,5 +197,5 @@ def test_separate_fit_config_checks():
         training.TrainConfig(model="cnn", ngram_init="lr")
     with pytest.raises(ValueError, match="ngram_trainable"):
         training.TrainConfig(model="cnn", ngram_trainable="no")
-    with pytest.raises(ValueError, match="ngram_binary"):
-        models.build("cnn", vocabulary_size=50, ngram_buckets=8, ngram_binary=1)
+    with pytest.raises(ValueError, match="ngram.binary"):
+        models.build("cnn", vocabulary_size=50, ngram={"buckets": 8, "binary": 1})

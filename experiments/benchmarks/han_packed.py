@@ -1,6 +1,6 @@
 """HAN training step: packed sentence groups versus dense ``[batch, S, W]`` batches.
 
-Both models are built by ``hatt.models.build_han`` with the same weights; the
+Both models are built by ``hatt.models.build("han")`` with the same weights; the
 same reviews (IMDB train, bucketed batches of 32) are fed as dense nested
 batches and as packed batches (``make_dataset(..., packed=True)``). Training
 steps of the two are interleaved batch by batch, so a noisy machine slows both
@@ -60,9 +60,9 @@ def create_datasets(args):
 
 def create_models(vectorizer, groups):
     keras.utils.set_random_seed(0)
-    dense = hatt.models.build_han(vocabulary_size=vectorizer.vocabulary_size)
-    packed = hatt.models.build_han(
-        vocabulary_size=vectorizer.vocabulary_size, packed_groups=len(groups)
+    dense = hatt.models.build("han", vocabulary_size=vectorizer.vocabulary_size)
+    packed = hatt.models.build(
+        "han", vocabulary_size=vectorizer.vocabulary_size, packed_groups=len(groups)
     )
     packed.set_weights(dense.get_weights())
     for model in (dense, packed):

@@ -1,22 +1,51 @@
 """Document-classifier families built on :mod:`hatt.layers`.
 
-`build(name, **kwargs)` builds a family by name (`"cnn"`, `"rnn"`,
-`"transformer"`, `"han"`); `build_<name>` are the builders themselves. Every
-model maps int ids to a `[batch, 1]` probability; `attention_model(model)`
-views the same weights with their attention as extra outputs.
+`build(name, num_classes=2, ngram=None, **kwargs)` builds a classifier by
+family name (`"cnn"`, `"rnn"`, `"transformer"`, `"han"`): the family's backbone
+(`build_<name>`, ids → document vector) with THE head composed on it
+(`hatt.models.head.classifier`: sigmoid for two classes, softmax above, and the
+optional n-gram channel). `attention_model(model)` views the same weights with
+their attention as extra outputs; `family_of`, `score_kind`, `dense_twin` and
+`explanation_view` read a built or reloaded model.
 """
 
-from hatt.models import _layers  # noqa: F401  (registers the helper layers for .keras loading)
+from hatt.models import (
+    _layers,  # noqa: F401  (registers the helper layers for .keras loading)
+    head,
+)
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
-from hatt.models.registry import FAMILIES, attention_model, build
+from hatt.models.head import NgramChannel
+from hatt.models.registry import (
+    FAMILIES,
+    SCORE_KINDS,
+    ExplanationView,
+    attention_model,
+    build,
+    builder_arguments,
+    dense_twin,
+    explanation_view,
+    family_of,
+    is_packed,
+    score_kind,
+)
 from hatt.models.rnn import build_rnn
 from hatt.models.transformer import build_transformer
 
 __all__ = [
     "FAMILIES",
+    "SCORE_KINDS",
+    "ExplanationView",
+    "NgramChannel",
     "attention_model",
     "build",
+    "builder_arguments",
+    "dense_twin",
+    "explanation_view",
+    "family_of",
+    "head",
+    "is_packed",
+    "score_kind",
     "build_cnn",
     "build_han",
     "build_rnn",

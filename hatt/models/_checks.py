@@ -46,3 +46,9 @@ def check_positive_ints(name, value):
         raise ValueError(
             f"Expected {name} to be a non-empty list of positive ints. Received: {name}={value!r}"
         )
+
+
+def check_num_classes(value):
+    """Raise unless `value` is an int >= 2 (the number of classes of a classifier)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+        raise ValueError(f"Expected num_classes to be an int >= 2. Received: num_classes={value!r}")

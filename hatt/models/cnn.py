@@ -5,7 +5,6 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import classify, ngram_options
 from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
@@ -20,19 +19,14 @@ def build_cnn(
     attention_units=None,
     attention_score="dot",
     dropout=0.5,
-    ngram_buckets=0,
-    ngram=2,
-    ngram_reduction="sqrt",
-    ngram_dropout=0.0,
-    ngram_l2=0.0,
-    ngram_binary=False,
     name="cnn",
 ):
     """Build a Kim (2014) CNN: parallel convolutions, pooled over time.
 
     `Embedding` → one `Conv1D` (ReLU, `padding="same"`) per kernel size, run
-    in parallel and concatenated → pooling over time → `Dropout` →
-    `Dense(1, sigmoid)`.
+    in parallel and concatenated → pooling over time → `Dropout`: the
+    document vector. `hatt.models.build("cnn", ...)` adds the classification
+    head (`hatt.models.head.classifier`).
 
     Pooling is max-over-time (`pooling="max"`, Kim's choice) or
     `hatt.layers.ContextAttention` (`pooling="attention"`).
@@ -63,28 +57,18 @@ def build_cnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the pooled features.
             Defaults to `0.5`.
-        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
-            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
-            review's unigrams and hashed n-grams, with this many hash
-            buckets, whose logit is added to the deep model's (the NBSVM /
-            fastText-style "n-gram channel"). Defaults to `0` (off).
-        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
-        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
-        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
-        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
-            Defaults to `0.0`.
-        ngram_binary: The channel's `binary` (count each feature once per
-            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"cnn"`.
 
     Returns:
         A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
-        to the probability of the positive class, `[batch, 1]` (float32).
+        to the document
+        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
 
     Example:
 
-    >>> model = hatt.models.build_cnn(vocabulary_size=20000)
-    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    >>> backbone = hatt.models.build_cnn(vocabulary_size=20000)
+    >>> backbone.output.shape  # the document vector
+    >>> model = hatt.models.build("cnn", vocabulary_size=20000)  # with the head
 
     References:
         - [Kim, 2014. Convolutional Neural Networks for Sentence
@@ -102,10 +86,6 @@ def build_cnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
-
-    channel = ngram_options(
-        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
-    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -131,10 +111,4 @@ def build_cnn(
     else:
         x = features[0]
     pooled, _ = pool(x, mask=mask, return_attention_scores=True)
-    probability = classify(
-        dropout_layer(pooled),
-        token_ids,
-        vocabulary_size,
-        channel,
-    )
-    return keras.Model(token_ids, probability, name=name)
+    return keras.Model(token_ids, dropout_layer(pooled), name=name)

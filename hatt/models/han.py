@@ -5,7 +5,6 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import classify, ngram_options
 from hatt.models._layers import (
     EncoderMask,
     FoldSentences,
@@ -26,12 +25,6 @@ def build_han(
     attention_score="dot",
     dropout=0.3,
     packed_groups=None,
-    ngram_buckets=0,
-    ngram=2,
-    ngram_reduction="sqrt",
-    ngram_dropout=0.0,
-    ngram_l2=0.0,
-    ngram_binary=False,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -42,8 +35,9 @@ def build_han(
     named `"word_attention"` into sentence vectors. Sentences: the vectors
     are unfolded to `[batch, S, 2 * word_units]`, encoded by a second
     bidirectional RNN and pooled by a `ContextAttention` named
-    `"sentence_attention"` into a document vector → `Dropout` →
-    `Dense(1, sigmoid)`.
+    `"sentence_attention"` into a document vector → `Dropout`: the
+    document vector. `hatt.models.build("han", ...)` adds the classification
+    head (`hatt.models.head.classifier`).
 
     Masking: words are masked by id != 0, sentences by "holds at least one
     word". Masks are computed from the ids and passed explicitly, since
@@ -76,29 +70,18 @@ def build_han(
             same layers (one word encoder, called once per group) run over
             far less padding; the weights are those of the dense model, so
             `set_weights` moves them between the two. Defaults to `None`.
-        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
-            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
-            review's unigrams and hashed n-grams, with this many hash
-            buckets, whose logit is added to the deep model's (the NBSVM /
-            fastText-style "n-gram channel"). Defaults to `0` (off).
-        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
-        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
-        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
-        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
-            Defaults to `0.0`.
-        ngram_binary: The channel's `binary` (count each feature once per
-            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"han"`.
 
     Returns:
         A functional `keras.Model` from int ids `[batch, S, W]` (0 =
-        padding; or the packed dict) to the probability of the positive
-        class, `[batch, 1]` (float32).
+        padding; or the packed dict) to the document vector `[batch, d]` (the
+        backbone; `hatt.models.build` adds the head).
 
     Example:
 
-    >>> model = hatt.models.build_han(vocabulary_size=20000)
-    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    >>> backbone = hatt.models.build_han(vocabulary_size=20000)
+    >>> backbone.output.shape  # the document vector
+    >>> model = hatt.models.build("han", vocabulary_size=20000)  # with the head
 
     References:
         - [Yang et al., 2016. Hierarchical Attention Networks for Document
@@ -113,10 +96,6 @@ def build_han(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
-
-    channel = ngram_options(
-        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
-    )
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
@@ -168,11 +147,4 @@ def build_han(
     sentences = sentence_dropout(sentences)
     x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
     document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
-    ngram_ids = inputs if packed_groups is None else [index, *groups]
-    probability = classify(
-        dropout_layer(document),
-        ngram_ids,
-        vocabulary_size,
-        channel,
-    )
-    return keras.Model(inputs, probability, name=name)
+    return keras.Model(inputs, dropout_layer(document), name=name)

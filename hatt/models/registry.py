@@ -1,7 +1,18 @@
-"""Build a model family by name; view a trained model's attention."""
+"""Build a model family by name; read a built (or reloaded) model: its family, attention, views.
+
+`build` composes a family's backbone with THE head (`hatt.models.head`). The
+introspection that export and inspect need lives here, once: `family_of`,
+`is_packed`, `score_kind`, `dense_twin` (the dense `[batch, S, W]` twin of a
+packed HAN) and `explanation_view` (the Keras views, sharing the model's
+weights, that explanations are computed from).
+"""
+
+import dataclasses
 
 import keras
 
+from hatt.layers import ContextAttention
+from hatt.models import head as head_lib
 from hatt.models._layers import GatherSentences, UnfoldSentences
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
@@ -17,25 +28,42 @@ BUILDERS = {
 FAMILIES = tuple(BUILDERS)
 
 
-def build(name, **kwargs):
-    """Build the model family `name` with the builder's keyword arguments.
+def build(name, /, num_classes=2, ngram=None, **kwargs):
+    """Build the classifier of family `name`: its backbone, then the head.
 
     Args:
         name: One of `"cnn"`, `"rnn"`, `"transformer"`, `"han"`.
+        num_classes: Int >= 2. Two classes give a sigmoid over one logit
+            (probability of class 1, `[batch, 1]`); more give a softmax
+            (`[batch, num_classes]`). Defaults to `2`.
+        ngram: `None`, or the n-gram channel's settings (a dict or a
+            `hatt.models.head.NgramChannel`: `buckets`, `order`,
+            `reduction`, `binary`, `feature_dropout`, `l2`), added next to
+            the head on any family. Defaults to `None`.
         **kwargs: Keyword arguments of `hatt.models.build_<name>`, e.g.
             `vocabulary_size`.
 
     Returns:
-        The functional `keras.Model` the builder returns: int ids (`[batch,
-        T]`, or `[batch, S, W]` for `"han"`) → probability `[batch, 1]`.
+        A functional `keras.Model`: int ids (`[batch, T]`, or `[batch, S, W]`
+        / the packed dict for `"han"`) → class probabilities.
 
     Example:
 
     >>> model = hatt.models.build("han", vocabulary_size=20000, word_units=50)
+    >>> wide = hatt.models.build("cnn", vocabulary_size=20000, ngram={"buckets": 2**22, "order": 3})
     """
     if name not in BUILDERS:
         raise ValueError(f"Expected name to be one of {FAMILIES}. Received: name={name!r}")
-    return BUILDERS[name](**kwargs)
+    return head_lib.classifier(BUILDERS[name](**kwargs), num_classes=num_classes, ngram=ngram)
+
+
+def builder_arguments(name):
+    """The keyword arguments `build_<name>` accepts (for checking a configuration early)."""
+    import inspect
+
+    if name not in BUILDERS:
+        raise ValueError(f"Expected name to be one of {FAMILIES}. Received: name={name!r}")
+    return tuple(inspect.signature(BUILDERS[name]).parameters)
 
 
 def _scores(model, layer_name, calls=1):
@@ -110,3 +138,136 @@ def attention_model(model):
     if sentence is not None:
         outputs["sentence_attention"] = sentence[0]
     return keras.Model(inputs, outputs, name=f"{model.name}_attention")
+
+
+# === Introspection: what export and inspect read off a model ===========================
+
+
+def is_packed(model):
+    """Whether `model` is a packed HAN (dict input with `"sentence_index"`)."""
+    inputs = model.input
+    return isinstance(inputs, dict) and "sentence_index" in inputs
+
+
+def family_of(model):
+    """The family of a model built by `build` (its name, else its layers).
+
+    Example:
+
+    >>> hatt.models.family_of(hatt.models.build("rnn", vocabulary_size=100))
+    'rnn'
+    """
+    if model.name in FAMILIES:
+        return model.name
+    names = {layer.name for layer in model.layers}
+    if "sentence_attention" in names:
+        return "han"
+    if any(name.startswith("transformer_block") for name in names):
+        return "transformer"
+    if any(name.startswith("conv_") for name in names):
+        return "cnn"
+    return "rnn"
+
+
+SCORE_KINDS = ("attention", "saliency")
+
+
+def score_kind(model):
+    """`"attention"` when the words are pooled by a `ContextAttention`, else `"saliency"`.
+
+    The CNN's max-over-time pooling (its default) has no attention; its word
+    view is gradient × input saliency.
+    """
+    pooling = head_lib.layer_or_none(model, "word_attention")
+    return "attention" if isinstance(pooling, ContextAttention) else "saliency"
+
+
+def dense_twin(model):
+    """The dense `[batch, S, W]` twin of a packed HAN (same weights); other models as is.
+
+    The packed HAN (`packed_groups=K`) and the dense one have the same
+    weight-bearing layers under the same names, so the twin is built with the
+    packed model's settings (read from its layers, head and n-gram channel
+    included) and the weights are copied layer by layer.
+
+    Args:
+        model: A model from `build` (trained or reloaded).
+
+    Returns:
+        A model over dense ids: `model` itself unless it is a packed HAN.
+    """
+    if not is_packed(model):
+        return model
+    embedding = model.get_layer("word_embedding")
+    word_encoder = model.get_layer("word_encoder")
+    sentence_encoder = model.get_layer("sentence_encoder")
+    word_attention = model.get_layer("word_attention")
+    cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
+    twin = build(
+        "han",
+        num_classes=head_lib.num_classes_of(model),
+        ngram=head_lib.ngram_channel_of(model),
+        vocabulary_size=embedding.input_dim,
+        embedding_dim=embedding.output_dim,
+        word_units=word_encoder.forward_layer.units,
+        sentence_units=sentence_encoder.forward_layer.units,
+        cell=cell,
+        attention_units=word_attention.units,
+        attention_score=word_attention.score,
+        dropout=model.get_layer("dropout").rate,
+        name=model.name,
+    )
+    for layer in twin.layers:
+        if layer.weights:
+            layer.set_weights(model.get_layer(layer.name).get_weights())
+    return twin
+
+
+@dataclasses.dataclass
+class ExplanationView:
+    """Keras models sharing a classifier's weights, from which explanations are computed.
+
+    Attributes:
+        attention: ids → `{"probability", "logits", "word_attention"[,
+            "sentence_attention"]}` (`attention_model` plus the logits
+            `[batch, units]` the probabilities come from).
+        embed: ids → the word embedding's output (`[batch, T, e]`; the
+            HAN's is folded, `[batch * S, W, e]`).
+        logits: `[ids, embedded]` → the logits: the rest of the model from
+            the embedding output on (the ids still give the masks and feed
+            the n-gram channel), for gradients with respect to the
+            embeddings.
+        family, score_kind: as `family_of` and `score_kind` say.
+    """
+
+    attention: keras.Model
+    embed: keras.Model
+    logits: keras.Model
+    family: str
+    score_kind: str
+
+
+def explanation_view(model):
+    """The `ExplanationView` of a (dense) classifier built by `build`.
+
+    Args:
+        model: A model from `build`, or reloaded; a packed HAN is viewed
+            through its `dense_twin` first by the callers that need dense
+            ids.
+
+    Returns:
+        An `ExplanationView`.
+    """
+    logits = head_lib.logits_tensor(model)
+    attention = attention_model(model)
+    views = keras.Model(
+        attention.input, {**attention.output, "logits": logits}, name=f"{model.name}_views"
+    )
+    embedding = head_lib.layer_or_none(model, "embedding") or model.get_layer("word_embedding")
+    return ExplanationView(
+        attention=views,
+        embed=keras.Model(model.input, embedding.output, name=f"{model.name}_embed"),
+        logits=keras.Model([model.input, embedding.output], logits, name=f"{model.name}_logits"),
+        family=family_of(model),
+        score_kind=score_kind(model),
+    )

@@ -5,7 +5,6 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._head import classify, ngram_options
 from hatt.models._layers import EncoderMask, PaddingMask
 
 CELLS = ("gru", "lstm")
@@ -28,19 +27,14 @@ def build_rnn(
     attention_units=None,
     attention_score="dot",
     dropout=0.3,
-    ngram_buckets=0,
-    ngram=2,
-    ngram_reduction="sqrt",
-    ngram_dropout=0.0,
-    ngram_l2=0.0,
-    ngram_binary=False,
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
 
     `Embedding(mask_zero=True)` → `num_layers` `Bidirectional` GRUs or LSTMs
     → `hatt.layers.ContextAttention` (named `"word_attention"`) →
-    `Dropout` → `Dense(1, sigmoid)`.
+    `Dropout`: the document vector. `hatt.models.build("rnn", ...)` adds the
+    classification head (`hatt.models.head.classifier`).
 
     Masking: the attention gives padding (id 0) zero weight, so the result
     does not change when a review is padded further. The RNNs run under a
@@ -62,28 +56,17 @@ def build_rnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the embeddings and on the
             document vector. Defaults to `0.3`.
-        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
-            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
-            review's unigrams and hashed n-grams, with this many hash
-            buckets, whose logit is added to the deep model's (the NBSVM /
-            fastText-style "n-gram channel"). Defaults to `0` (off).
-        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
-        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
-        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
-        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
-            Defaults to `0.0`.
-        ngram_binary: The channel's `binary` (count each feature once per
-            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"rnn"`.
 
     Returns:
         A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
-        to the probability of the positive class, `[batch, 1]` (float32).
+        to the document
+        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
 
     Example:
 
-    >>> model = hatt.models.build_rnn(vocabulary_size=20000, cell="lstm")
-    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    >>> backbone = hatt.models.build_rnn(vocabulary_size=20000, cell="lstm")
+    >>> model = hatt.models.build("rnn", vocabulary_size=20000, cell="lstm")  # with the head
 
     References:
         - [Bahdanau et al., 2015. Neural Machine Translation by Jointly
@@ -99,10 +82,6 @@ def build_rnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
-
-    channel = ngram_options(
-        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
-    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -125,10 +104,4 @@ def build_rnn(
     for encoder in encoders:
         x = encoder(x, mask=rnn_mask)
     document, _ = attention(x, mask=mask, return_attention_scores=True)
-    probability = classify(
-        dropout_layer(document),
-        token_ids,
-        vocabulary_size,
-        channel,
-    )
-    return keras.Model(token_ids, probability, name=name)
+    return keras.Model(token_ids, dropout_layer(document), name=name)

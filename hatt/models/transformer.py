@@ -6,7 +6,6 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models._head import classify, ngram_options
 from hatt.models._layers import PaddingMask
 
 
@@ -22,20 +21,15 @@ def build_transformer(
     attention_units=None,
     attention_score="dot",
     dropout=0.1,
-    ngram_buckets=0,
-    ngram=2,
-    ngram_reduction="sqrt",
-    ngram_dropout=0.0,
-    ngram_l2=0.0,
-    ngram_binary=False,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
 
     `Embedding(mask_zero=True)` + `hatt.layers.PositionEmbedding` →
     `Dropout` → `num_layers` `hatt.layers.TransformerBlock`s →
-    `hatt.layers.ContextAttention` (named `"word_attention"`) → `Dropout` →
-    `Dense(1, sigmoid)`.
+    `hatt.layers.ContextAttention` (named `"word_attention"`) → `Dropout`: the
+    document vector. `hatt.models.build("transformer", ...)` adds the classification
+    head (`hatt.models.head.classifier`).
 
     Masking: the blocks attend only to real tokens (id != 0), and the
     pooling gives padded positions exactly zero weight (never a mean over
@@ -64,29 +58,18 @@ def build_transformer(
             `"dot"`.
         dropout: Float in `[0, 1)`, used after the embeddings, inside the
             blocks and on the document vector. Defaults to `0.1`.
-        ngram_buckets: Int >= 0. When positive, a wide channel is added: a
-            `hatt.layers.NgramLogit` (named `"ngram_logit"`) over the
-            review's unigrams and hashed n-grams, with this many hash
-            buckets, whose logit is added to the deep model's (the NBSVM /
-            fastText-style "n-gram channel"). Defaults to `0` (off).
-        ngram: Int >= 1, the longest n-gram of the channel. Defaults to `2`.
-        ngram_reduction: The channel's `reduction`. Defaults to `"sqrt"`.
-        ngram_dropout: The channel's `feature_dropout`. Defaults to `0.0`.
-        ngram_l2: Float >= 0, L2 penalty on the channel's weights.
-            Defaults to `0.0`.
-        ngram_binary: The channel's `binary` (count each feature once per
-            review, as NBSVM). Defaults to `False`.
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
         A functional `keras.Model` from int ids `[batch, T]` (0 = padding,
-        `T <= sequence_length` for learned positions) to the probability of
-        the positive class, `[batch, 1]` (float32).
+        `T <= sequence_length` for learned positions) to the document
+        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
 
     Example:
 
-    >>> model = hatt.models.build_transformer(vocabulary_size=20000)
-    >>> model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
+    >>> backbone = hatt.models.build_transformer(vocabulary_size=20000)
+    >>> backbone.output.shape  # the document vector
+    >>> model = hatt.models.build("transformer", vocabulary_size=20000)  # with the head
 
     References:
         - [Vaswani et al., 2017. Attention Is All You Need](
@@ -108,10 +91,6 @@ def build_transformer(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
-
-    channel = ngram_options(
-        ngram_buckets, ngram, ngram_reduction, ngram_dropout, ngram_l2, ngram_binary
-    )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -153,10 +132,4 @@ def build_transformer(
     if final_norm is not None:
         x = final_norm(x)
     document, _ = attention(x, mask=mask, return_attention_scores=True)
-    probability = classify(
-        dropout_layer(document),
-        token_ids,
-        vocabulary_size,
-        channel,
-    )
-    return keras.Model(token_ids, probability, name=name)
+    return keras.Model(token_ids, dropout_layer(document), name=name)

@@ -333,13 +333,15 @@ def _randomise_ngram_channel(model):
 
 
 @pytest.mark.parametrize(
-    "ngram_buckets,channel",
-    [(0, {}), (16, {}), (16, {"ngram": 3, "ngram_binary": True, "ngram_reduction": "sum"})],
+    "channel",
+    [None, {"buckets": 16}, {"buckets": 16, "order": 3, "binary": True, "reduction": "sum"}],
 )
-def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets, channel):
+def test_dense_twin_of_a_packed_han_gives_the_same_outputs(channel):
     keras.utils.set_random_seed(3)
     vectorizer = _nested_vectorizer()
-    packed = hatt.models.build_han(
+    ngram_buckets = bool(channel)
+    packed = hatt.models.build(
+        "han",
         vocabulary_size=vectorizer.vocabulary_size,
         embedding_dim=8,
         word_units=4,
@@ -347,8 +349,7 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets, channe
         attention_units=6,
         attention_score="additive",
         packed_groups=2,
-        ngram_buckets=ngram_buckets,
-        **channel,
+        ngram=channel,
     )
     if ngram_buckets:
         _randomise_ngram_channel(packed)
@@ -374,21 +375,25 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs(ngram_buckets, channe
 
 @pytest.mark.parametrize("ngram_buckets", [0, 16])
 def test_cnn_saliency_is_normalised_gradient_times_input(ngram_buckets):
+    channel = {"buckets": ngram_buckets} if ngram_buckets else None
     keras.utils.set_random_seed(5)
     vectorizer = Vectorizer(max_tokens=50, min_count=1, sequence_length=12)
     vectorizer.adapt(["one two three four five six seven eight nine ten"])
-    model = hatt.models.build_cnn(
+    model = hatt.models.build(
+        "cnn",
         vocabulary_size=vectorizer.vocabulary_size,
         embedding_dim=16,
         filters=8,
         dropout=0.0,
-        ngram_buckets=ngram_buckets,
+        ngram=channel,
     )
     if ngram_buckets:  # its logit is added to the deep one; only the deep one depends on e
         _randomise_ngram_channel(model)
     text_model = export.TextModel(model, vectorizer)
     assert (text_model.family, text_model.score_kind) == ("cnn", "saliency")
-    pooled = hatt.models.build_cnn(vocabulary_size=vectorizer.vocabulary_size, pooling="attention")
+    pooled = hatt.models.build(
+        "cnn", vocabulary_size=vectorizer.vocabulary_size, pooling="attention"
+    )
     assert export.TextModel(pooled, vectorizer).score_kind == "attention"
     text = "two seven four nine one"
     saliency = np.asarray(text_model([text, ""])["word_attention"])
@@ -416,7 +421,7 @@ def test_cnn_saliency_is_normalised_gradient_times_input(ngram_buckets):
 
 def test_text_model_checks_its_inputs():
     vectorizer = _nested_vectorizer()
-    model = hatt.models.build_rnn(vocabulary_size=vectorizer.vocabulary_size, units=4)
+    model = hatt.models.build("rnn", vocabulary_size=vectorizer.vocabulary_size, units=4)
     with pytest.raises(ValueError, match="output_mode='flat'"):
         export.TextModel(model, vectorizer)
     with pytest.raises(ValueError, match="hatt.data.Vectorizer"):

@@ -51,8 +51,8 @@ def test_attention_weights_are_the_models_own(tiny_models, family):
 
 def test_packed_han_gives_the_dense_models_explanation(tiny_models):
     model, vectorizer = tiny_models["han"]
-    packed = hatt.models.build_han(
-        vocabulary_size=vectorizer.vocabulary_size, packed_groups=3, **TINY_KWARGS["han"]
+    packed = hatt.models.build(
+        "han", vocabulary_size=vectorizer.vocabulary_size, packed_groups=3, **TINY_KWARGS["han"]
     )
     packed.set_weights(model.get_weights())
     dense = explain(model, REVIEWS, vectorizer=vectorizer)
@@ -71,7 +71,7 @@ def test_cnn_saliency_is_gradient_times_input(tiny_models):
     # Reference: the CNN's layers re-wired so that the embeddings can be watched.
     embedding = model.get_layer("embedding")
     widths = [layer for layer in model.layers if layer.name.startswith("conv_")]
-    head = model.get_layer("probability")
+    head = model.get_layer("logit")
     embedded = tf.convert_to_tensor(embedding(ids))
     with tf.GradientTape() as tape:
         tape.watch(embedded)
@@ -202,8 +202,12 @@ def test_balanced_sample_is_seeded_and_balanced():
 
 def test_a_cnn_with_attention_pooling_shows_its_attention(tiny_models):
     _, vectorizer = tiny_models["rnn"]
-    model = hatt.models.build_cnn(
-        vocabulary_size=vectorizer.vocabulary_size, embedding_dim=8, filters=4, pooling="attention"
+    model = hatt.models.build(
+        "cnn",
+        vocabulary_size=vectorizer.vocabulary_size,
+        embedding_dim=8,
+        filters=4,
+        pooling="attention",
     )
     (e,) = explain(model, REVIEWS[:1], vectorizer=vectorizer)
     assert (e.family, e.score_kind) == ("cnn", "attention")
@@ -216,8 +220,12 @@ def test_cnn_with_the_ngram_channel_has_the_exports_saliency(tiny_models):
     """With the n-gram channel the head is a sigmoid over summed logits (no Dense kernel)."""
     _, vectorizer = tiny_models["cnn"]
     keras.utils.set_random_seed(3)
-    model = hatt.models.build_cnn(
-        vocabulary_size=vectorizer.vocabulary_size, embedding_dim=8, filters=4, ngram_buckets=64
+    model = hatt.models.build(
+        "cnn",
+        vocabulary_size=vectorizer.vocabulary_size,
+        embedding_dim=8,
+        filters=4,
+        ngram={"buckets": 64},
     )
     wide = model.get_layer("ngram_logit")
     wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))

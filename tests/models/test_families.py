@@ -6,6 +6,7 @@ import pytest
 import hatt
 
 from ._model_test import (
+    SMALL,
     batch_for,
     build_small,
     check_attention,
@@ -69,10 +70,10 @@ def test_learns_planted_word(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_ngram_channel_adds_its_logit_and_keeps_the_contracts(family, tmp_path):
-    """With `ngram_buckets`, probability = sigmoid(deep logit + NgramLogit(ids))."""
+    """With `ngram`, probability = sigmoid(deep logit + NgramLogit(ids))."""
     import keras
 
-    model = build_small(family, ngram_buckets=64, ngram_reduction="mean")
+    model = build_small(family, ngram={"buckets": 64, "reduction": "mean"})
     ids = batch_for(family)
     wide = model.get_layer("ngram_logit")
     wide.embeddings.assign(np.linspace(-2, 2, wide.num_features).astype("float32"))
@@ -88,10 +89,53 @@ def test_ngram_channel_adds_its_logit_and_keeps_the_contracts(family, tmp_path):
 
 
 def test_ngram_channel_bad_arguments():
-    for kwargs, name in (
-        ({"ngram_buckets": -1}, "ngram_buckets"),
-        ({"ngram_l2": -1.0}, "ngram_l2"),
-        ({"ngram_reduction": "max"}, "ngram_reduction"),
+    for channel, name in (
+        ({"buckets": -1}, "ngram.buckets"),
+        ({"buckets": 0}, "ngram.buckets"),
+        ({"l2": -1.0}, "ngram.l2"),
+        ({"reduction": "max"}, "ngram.reduction"),
+        ({"binary": 1}, "ngram.binary"),
+        ("yes", "ngram"),
     ):
         with pytest.raises(ValueError, match=name):
-            build_small("cnn", **kwargs)
+            build_small("cnn", ngram=channel)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_builders_end_at_the_document_vector_and_take_no_head_arguments(family):
+    """The family builders return the backbone; the head is composed once by `build`."""
+    import inspect
+
+    builder = getattr(hatt.models, f"build_{family}")
+    assert not [p for p in inspect.signature(builder).parameters if p.startswith("ngram")]
+    backbone = builder(vocabulary_size=40, **SMALL[family])
+    assert len(backbone.output.shape) == 2  # [batch, d]
+    assert "probability" not in {layer.name for layer in backbone.layers}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_many_classes_give_a_softmax_over_num_classes(family, tmp_path):
+    import keras
+
+    model = build_small(family, num_classes=5)
+    ids = batch_for(family)
+    probabilities = to_numpy(model(ids))
+    assert probabilities.shape == (4, 5)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    logits = to_numpy(keras.Model(model.inputs, model.get_layer("logit").output)(ids))
+    expected = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(probabilities, expected / expected.sum(-1, keepdims=True), atol=1e-5)
+    assert hatt.models.head.num_classes_of(model) == 5
+    path = tmp_path / "five.keras"
+    model.save(path)
+    np.testing.assert_allclose(
+        to_numpy(keras.saving.load_model(path)(ids)), probabilities, atol=1e-6
+    )
+
+
+def test_head_rejects_bad_num_classes_and_a_multiclass_channel():
+    for value in (1, 0, 2.0, True, "3"):
+        with pytest.raises(ValueError, match="num_classes"):
+            build_small("cnn", num_classes=value)
+    with pytest.raises(ValueError, match="two classes"):
+        build_small("cnn", num_classes=3, ngram={"buckets": 8})

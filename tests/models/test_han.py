@@ -90,7 +90,7 @@ def _packed(ids, sentence_groups):
     return {k: np.asarray(v) for k, v in pack_sentences(ragged, sentence_groups).items()}
 
 
-@pytest.mark.parametrize("extra", [{}, {"ngram_buckets": 32}])
+@pytest.mark.parametrize("extra", [{}, {"ngram": {"buckets": 32}}])
 def test_packed_layout_computes_the_dense_model(tmp_path, extra):
     """Same weights, packed input: same probability and attention as the dense model."""
     dense = build_small("han", **extra)

@@ -60,6 +60,7 @@ def test_helper_layers_are_registered(name):
 def test_all_lists_the_public_names():
     public = {n for n in dir(hatt.models) if not n.startswith("_")}
     modules = {"cnn", "rnn", "transformer", "han", "registry"}
+    public -= {"head"} - set(hatt.models.__all__)
     assert set(hatt.models.__all__) == public - modules
 
 
@@ -69,8 +70,8 @@ def test_attention_model_shares_the_weights():
     assert {id(v) for v in views.weights} == {id(v) for v in model.weights}
     ids = batch_for("rnn")
     before = to_numpy(views(ids)["probability"])
-    model.get_layer("probability").kernel.assign(
-        np.ones(model.get_layer("probability").kernel.shape, dtype="float32")
+    model.get_layer("logit").kernel.assign(
+        np.ones(model.get_layer("logit").kernel.shape, dtype="float32")
     )
     assert not np.allclose(to_numpy(views(ids)["probability"]), before)
 
@@ -106,3 +107,42 @@ def test_reload_in_a_fresh_process(tmp_path):
     models = [(family, build_small(family), batch_for(family)) for family in hatt.models.FAMILIES]
     models.append(("cnn_attention", build_small("cnn", pooling="attention"), batch_for("cnn")))
     assert_reload_in_fresh_process(tmp_path, models)
+
+
+@pytest.mark.parametrize("family", hatt.models.FAMILIES)
+def test_family_of_reads_the_family_off_a_built_and_a_renamed_model(family):
+    model = build_small(family)
+    assert hatt.models.family_of(model) == family
+    renamed = keras.Model(model.inputs, model.outputs, name="mine")
+    assert hatt.models.family_of(renamed) == family
+
+
+def test_score_kind_is_attention_only_for_context_attention_pooling():
+    assert hatt.models.score_kind(build_small("cnn")) == "saliency"
+    assert hatt.models.score_kind(build_small("cnn", pooling="attention")) == "attention"
+    for family in ("rnn", "transformer", "han"):
+        assert hatt.models.score_kind(build_small(family)) == "attention"
+
+
+@pytest.mark.parametrize("channel", [None, {"buckets": 16, "order": 3, "binary": True}])
+def test_explanation_view_shares_weights_and_gives_the_head_logits(channel):
+    model = build_small("cnn", ngram=channel)
+    if channel:
+        wide = model.get_layer("ngram_logit")
+        wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
+    view = hatt.models.explanation_view(model)
+    assert (view.family, view.score_kind) == ("cnn", "saliency")
+    ids = keras.ops.convert_to_tensor(batch_for("cnn"))
+    out = {k: to_numpy(v) for k, v in view.attention(ids).items()}
+    np.testing.assert_allclose(1 / (1 + np.exp(-out["logits"])), out["probability"], atol=1e-6)
+    embedded = view.embed(ids)
+    np.testing.assert_allclose(to_numpy(view.logits([ids, embedded])), out["logits"], atol=1e-6)
+    assert {id(v) for v in view.attention.weights} <= {id(v) for v in model.weights}
+
+
+def test_logits_of_a_model_without_the_hatt_head_is_a_clear_error():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(10, 4)(ids))
+    model = keras.Model(ids, keras.layers.Dense(1, activation="sigmoid", name="probability")(x))
+    with pytest.raises(ValueError, match="Activation named 'probability'"):
+        hatt.models.head.logits_tensor(model)
