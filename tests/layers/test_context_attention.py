@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import ContextAttention
 
-from ._layer_test import assert_reload_in_fresh_process, run_layer_test, to_numpy
+from ._layer_test import assert_reload_in_fresh_process, gradients, run_layer_test, to_numpy
 
 SCORES = ["dot", "scaled_dot", "general", "additive"]
 
@@ -166,6 +166,53 @@ def test_large_inputs_stay_finite(score):
     outputs, weights = to_numpy(outputs), to_numpy(weights)
     assert np.isfinite(outputs).all() and np.isfinite(weights).all()
     np.testing.assert_allclose(weights[mask.any(axis=1)].sum(axis=1), 1.0, atol=1e-5)
+
+
+def poison_masked_steps(x, mask):
+    """`x` with NaN, +inf and -inf (in turn) at its masked steps."""
+    dirty = x.copy()
+    for i, (b, t) in enumerate(zip(*np.nonzero(~mask), strict=True)):
+        dirty[b, t] = (np.nan, np.inf, -np.inf)[i % 3]
+    return dirty
+
+
+@pytest.mark.parametrize("score", SCORES)
+@pytest.mark.parametrize("heads", [1, 2])
+def test_nan_and_inf_at_masked_steps_reach_neither_outputs_nor_gradients(score, heads):
+    # 0 x NaN in the pooling matmul made the whole row NaN, and x^T @ 0 in the
+    # projection's backward pass made every kernel gradient NaN.
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((5, 6, 4)).astype("float32")
+    mask = random_mask(rng, 5, 6)
+    mask[2:, 1] = False
+    dirty = poison_masked_steps(x, mask)
+    layer = ContextAttention(
+        units=5,
+        score=score,
+        heads=heads,
+        bias_initializer="random_normal",
+        context_initializer="random_normal",
+    )
+    outputs, weights = layer(dirty, mask=mask, return_attention_scores=True)
+    want_outputs, want_weights = numpy_reference(layer, x, mask)
+    np.testing.assert_allclose(to_numpy(outputs), want_outputs, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        to_numpy(weights), want_weights[:, 0] if heads == 1 else want_weights, atol=1e-5
+    )
+
+    # A loss on the rows with kept steps: the same gradients as for clean inputs.
+    coefficients = rng.standard_normal((5, heads * 4)).astype("float32")
+    coefficients[0] = 0.0
+
+    def loss(inputs):
+        return keras.ops.sum(keras.ops.multiply(layer(inputs, mask=mask), coefficients))
+
+    dirty_grads = gradients(loss, dirty, layer.trainable_weights)
+    clean_grads = gradients(loss, x, layer.trainable_weights)
+    for dirty_grad, clean_grad in zip(dirty_grads, clean_grads, strict=True):
+        assert np.isfinite(dirty_grad).all()
+        np.testing.assert_allclose(dirty_grad, clean_grad, atol=1e-5, rtol=1e-5)
+    assert (dirty_grads[0][~mask] == 0).all()
 
 
 @pytest.mark.parametrize("score", SCORES)
