@@ -84,7 +84,10 @@ class ContextAttention(keras.layers.Layer):
         `(output, weights)` when `return_attention_scores=True`. `weights`
         are shaped `[batch, T]` when `heads == 1` and `[batch, heads, T]`
         otherwise; they are taken before dropout, so they sum to 1 over the
-        unmasked steps of every row that has one.
+        unmasked steps of every row that has one. Empty in, empty out: an
+        empty batch `[0, T, d]` gives `[0, heads * d]` outputs, and
+        zero-length inputs `[batch, 0, d]` give zero outputs and weights
+        with a time axis of size 0.
 
     Example:
 

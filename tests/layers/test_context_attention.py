@@ -215,6 +215,48 @@ def test_nan_and_inf_at_masked_steps_reach_neither_outputs_nor_gradients(score, 
     assert (dirty_grads[0][~mask] == 0).all()
 
 
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+def test_empty_batch_gives_empty_outputs(heads, with_mask):
+    mask = np.zeros((0, 5), bool) if with_mask else None
+    layer = ContextAttention(heads=heads, penalty=0.1, dropout=0.5, seed=0)
+    for training in (False, True):
+        outputs, weights = layer(
+            np.zeros((0, 5, 4), "float32"),
+            mask=mask,
+            training=training,
+            return_attention_scores=True,
+        )
+        assert tuple(outputs.shape) == (0, heads * 4)
+        assert tuple(weights.shape) == ((0, 5) if heads == 1 else (0, heads, 5))
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+def test_zero_length_inputs_give_zero_outputs(heads, with_mask):
+    mask = np.zeros((3, 0), bool) if with_mask else None
+    layer = ContextAttention(heads=heads, penalty=0.1)
+    outputs, weights = layer(np.ones((3, 0, 4), "float32"), mask=mask, return_attention_scores=True)
+    np.testing.assert_array_equal(to_numpy(outputs), np.zeros((3, heads * 4)))
+    assert tuple(weights.shape) == ((3, 0) if heads == 1 else (3, heads, 0))
+    if heads > 1:
+        # No step at all: A is empty, so ||A A^T - I||^2 = heads for every row.
+        np.testing.assert_allclose(to_numpy(layer.losses[-1]), 0.1 * heads, rtol=1e-6)
+
+
+def test_model_accepts_an_empty_batch():
+    tokens = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(12, 4, mask_zero=True)(tokens)
+    pooled, weights = ContextAttention(heads=2, name="attention")(x, return_attention_scores=True)
+    model = keras.Model(tokens, [keras.layers.Dense(3, name="head")(pooled), weights])
+    empty = np.zeros((0, 7), "int32")
+    # (`model.predict` on 0 rows fails inside Keras for any model: its loop never
+    # runs a batch. One batch of 0 rows, as called here, is what a server sees.)
+    for logits, attention in (model(empty), model.predict_on_batch(empty)):
+        assert tuple(logits.shape) == (0, 3)
+        assert tuple(attention.shape) == (0, 2, 7)
+
+
 @pytest.mark.parametrize("score", SCORES)
 def test_permuting_steps_permutes_weights(score):
     rng = np.random.default_rng(6)
