@@ -7,7 +7,9 @@ serving time (no train/serve skew).
 Rules (applied in this order):
 
 1. Bytes that are not valid UTF-8 (and U+FFFD replacement characters) become
-   spaces (never an error).
+   spaces (never an error); so do NUL characters. A Python ``str`` may hold
+   lone surrogates (``"\\ud800"`` from JSON, ``os.fsdecode``): they are
+   encoded with ``surrogatepass`` and so become spaces as well.
 2. HTML: ``<br>``, ``<br/>``, ``<br />`` become line breaks; any other tag
    ``<...>`` becomes a space. The common entities ``&amp; &quot; &#39; &lt;
    &gt; &nbsp;`` are decoded.
@@ -21,7 +23,8 @@ Rules (applied in this order):
    are dropped). Every symbol such as an emoji (Unicode category ``So``, with
    its modifiers and zero-width-joiner sequence) is a token of its own. **Punctuation is dropped** (it only
    delimits sentences and words): ``well-made`` → ``well``, ``made``;
-   ``$5`` → ``5``.
+   ``$5`` → ``5``. A run without any letter, digit or symbol (a stray
+   zero-width joiner, skin-tone modifier or combining mark) is not a word.
 6. Sentences without any word are dropped, so an empty, whitespace-only or
    punctuation-only review has zero sentences.
 
@@ -29,6 +32,7 @@ No length limit is applied here (a 50,000-word review is tokenized in linear
 time); truncation is the vectorizer's job.
 """
 
+import numpy as np
 import tensorflow as tf
 
 _SENTENCE_BREAK = "\x1e"  # ASCII record separator: never left in cleaned text
@@ -40,6 +44,8 @@ _WORD_CHARS = r"\p{L}\p{N}\p{M}'"
 _SKIN_TONE = r"\x{1F3FB}-\x{1F3FF}"
 _SYMBOL = r"\p{So}[\p{M}" + _SKIN_TONE + r"]*(?:\x{200d}\p{So}[\p{M}" + _SKIN_TONE + r"]*)*"
 _SYMBOL_CHARS = r"\p{So}\x{200d}" + _SKIN_TONE
+# What makes a run of word and symbol characters a word.
+_WORD = r"(?s).*[\p{L}\p{N}\p{So}].*"
 
 
 def _as_string_tensor(texts):
@@ -48,12 +54,23 @@ def _as_string_tensor(texts):
             "Expected texts to be a batch of strings (a list or a 1-D tf.string tensor), "
             f"not a single string. Received: texts={texts[:60]!r}. Wrap it in a list."
         )
+    # TensorFlow cannot encode a str holding a lone surrogate (it raises "Error
+    # converting unicode string"); surrogatepass gives its invalid UTF-8 bytes,
+    # which `clean` turns into spaces like any other invalid byte.
+    if isinstance(texts, list | tuple):
+        texts = [_encode(t) for t in texts]
+    elif isinstance(texts, np.ndarray) and texts.dtype.kind in "UO":
+        texts = np.array([_encode(t) for t in texts.ravel()], dtype=object).reshape(texts.shape)
     texts = tf.convert_to_tensor(texts, dtype=tf.string)
     if texts.shape.rank is not None and texts.shape.rank != 1:
         raise ValueError(
             f"Expected texts to be a 1-D batch of strings. Received: texts with shape {texts.shape}"
         )
     return texts
+
+
+def _encode(text):
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
 def clean(texts):
@@ -71,7 +88,8 @@ def clean(texts):
         x, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace"
     )
     # U+FFFD (from undecodable bytes) carries no meaning: make it a separator.
-    x = tf.strings.regex_replace(x, "\ufffd", " ")
+    # So is NUL, at which tf.strings.lower would cut the review short.
+    x = tf.strings.regex_replace(x, r"[\x{FFFD}\x00]", " ")
     x = tf.strings.regex_replace(x, r"(?i)<\s*br\s*/?\s*>", "\n")
     x = tf.strings.regex_replace(x, r"<[^<>]{0,200}>", " ")
     for entity, char in (
@@ -127,7 +145,10 @@ def split_words(sentences):
     # Apostrophes only survive inside words: 'quoted' -> quoted, don't -> don't.
     x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
     x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
-    return tf.strings.split(x)
+    words = tf.strings.split(x)
+    # A stray joiner, skin tone or combining mark is kept above, but is no word alone.
+    is_word = tf.ragged.map_flat_values(tf.strings.regex_full_match, words, _WORD)
+    return tf.ragged.boolean_mask(words, is_word)
 
 
 def tokenize(texts):

@@ -32,6 +32,7 @@ def masked_softmax(scores, mask=None, axis=-1):
     logits are shifted by their maximum, and after the softmax the masked
     positions are set to 0 again. A row whose positions are all masked thus
     gets all-zero weights (never NaN, never a uniform spread over padding).
+    Empty in, empty out: a zero-sized `scores` gives zero-sized weights.
 
     Args:
         scores: float tensor of logits.
@@ -46,7 +47,10 @@ def masked_softmax(scores, mask=None, axis=-1):
         scores = ops.where(mask, scores, ops.cast(large_negative(scores.dtype), scores.dtype))
     # The max-shift makes exp() safe whatever the magnitude of the logits;
     # it does not change the result, so no gradient needs to flow through it.
-    scores = scores - ops.stop_gradient(ops.max(scores, axis=axis, keepdims=True))
+    # `initial=-inf` (the identity of max) lets an empty batch or a zero-length
+    # axis through: without it keras.ops.max raises on an empty tensor.
+    shift = ops.max(scores, axis=axis, keepdims=True, initial=float("-inf"))
+    scores = scores - ops.stop_gradient(ops.cast(shift, scores.dtype))
     # exp / sum rather than ops.softmax: the latter warns on every call whose axis
     # has size 1 (a one-word sentence, a one-sentence review), where 1 is right.
     exponentials = ops.exp(scores)

@@ -35,8 +35,10 @@ class ContextAttention(keras.layers.Layer):
     Masking: the mask Keras propagates (from `Embedding(mask_zero=True)`,
     RNNs, ...) or one passed as `mask=` is honoured; it must be shaped
     `[batch, T]` and may be bool or 0/1 numbers. Masked steps get exactly
-    zero weight. A fully masked row gets all-zero weights and a zero output
-    vector (never NaN). The scores are shifted by their maximum and masked
+    zero weight, and their values never reach the output or the gradients:
+    they are set to zero (with `where`) before anything else, so a NaN or
+    inf at a padded step is harmless. A fully masked row gets all-zero
+    weights and a zero output vector (never NaN). The scores are shifted by their maximum and masked
     logits are pushed down by a value that is finite in the compute dtype,
     so the layer works under `float16`/`bfloat16` mixed precision. The
     output carries no mask.
@@ -82,7 +84,10 @@ class ContextAttention(keras.layers.Layer):
         `(output, weights)` when `return_attention_scores=True`. `weights`
         are shaped `[batch, T]` when `heads == 1` and `[batch, heads, T]`
         otherwise; they are taken before dropout, so they sum to 1 over the
-        unmasked steps of every row that has one.
+        unmasked steps of every row that has one. Empty in, empty out: an
+        empty batch `[0, T, d]` gives `[0, heads * d]` outputs, and
+        zero-length inputs `[batch, 0, d]` give zero outputs and weights
+        with a time axis of size 0.
 
     Example:
 
@@ -232,6 +237,11 @@ class ContextAttention(keras.layers.Layer):
             raise ValueError(
                 f"Expected mask to have shape [batch, T]. Received: mask.shape={tuple(mask.shape)}"
             )
+        if mask is not None:
+            # `where`, not `inputs * mask`: 0 x NaN is NaN. A NaN or inf at a padded
+            # step would otherwise reach the pooled row (weight 0 x value) and, through
+            # the projection's backward pass, every kernel gradient.
+            inputs = ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
         projected = ops.matmul(inputs, self.kernel)
         if self.use_bias:
             projected = projected + self.bias

@@ -166,7 +166,7 @@ class NgramLogit(keras.layers.Layer):
         """Feature ids `[rows, F]` per row of `ids` (leading axis), padding as `-1`."""
         features, mask = ngram_feature_ids(ids, self.vocabulary_size, self.buckets, self.ngram)
         features = ops.where(mask, features, -1)
-        return ops.reshape(features, (ops.shape(features)[0], -1))
+        return _flatten_rows(features)
 
     def _weigh(self, features, training):
         """Sum of the kept features' weights and their count, per row."""
@@ -205,9 +205,7 @@ class NgramLogit(keras.layers.Layer):
                 ]
                 rows = ops.concatenate([ops.full((1, width), -1, "int64")] + rows, 0)
                 documents = ops.take(rows, index, axis=0)  # [batch, S, width]
-                total, count = self._weigh(
-                    ops.reshape(documents, (ops.shape(index)[0], -1)), training
-                )
+                total, count = self._weigh(_flatten_rows(documents), training)
             else:
                 parts = [self._weigh(self._features(g), training) for g in groups]
                 # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
@@ -245,3 +243,16 @@ class NgramLogit(keras.layers.Layer):
             }
         )
         return config
+
+
+def _flatten_rows(x):
+    """`[rows, ...]` → `[rows, prod(...)]`, with the width spelled out.
+
+    `reshape(x, (rows, -1))` is ambiguous when `x` has no element (an empty
+    batch), and torch rejects it.
+    """
+    shape = ops.shape(x)
+    width = 1
+    for size in shape[1:]:
+        width = width * size
+    return ops.reshape(x, (shape[0], width))

@@ -23,8 +23,10 @@ class TransformerBlock(keras.layers.Layer):
     `mask[:, :, None] & mask[:, None, :]`: padded keys get exactly zero
     weight. A padded query's row is fully masked; its attention weights are
     all zero when they are returned (and, inside the fused kernels used
-    otherwise, finite), so its output is finite but meaningless. The mask is
-    passed through to the output.
+    otherwise, finite), so its output is finite but meaningless. Padded
+    steps are set to zero (with `where`) before the block reads them, so a
+    NaN or inf there reaches neither the real steps' outputs nor the
+    gradients. The mask is passed through to the output.
 
     Args:
         num_heads: Positive int, number of attention heads.
@@ -205,6 +207,10 @@ class TransformerBlock(keras.layers.Layer):
                     f"Received: mask.shape={tuple(mask.shape)}"
                 )
             attention_mask = ops.logical_and(mask[:, :, None], mask[:, None, :])
+            # A padded key's value enters every query's weighted sum with weight 0,
+            # and 0 x NaN is NaN: zero padded steps with `where` before anything
+            # reads them, so a NaN or inf there reaches no output and no gradient.
+            inputs = ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
 
         residual = inputs
         x = self.attention_norm(inputs) if self.norm_first else inputs

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -78,3 +79,15 @@ def test_clean_lowercases_and_replaces_breaks():
 def test_bad_argument_types_raise_value_error(bad):
     with pytest.raises(ValueError, match="texts"):
         tokenize(bad)
+
+
+def test_lone_surrogates_nul_and_stray_joiners():
+    # A str with a lone surrogate (JSON "\ud800") could not be converted at all;
+    # NUL cut the review short (tf.strings.lower stops at it); a joiner after
+    # the last emoji, or alone, was a token of its own.
+    texts = ["caf\ud800e ok", "x\x00y z", "\U0001f600\u200d fine \u200d \U0001f3fd \u0301"]
+    expected = [[["caf", "e", "ok"]], [["x", "y", "z"]], [["\U0001f600", "fine"]]]
+    assert as_lists(texts) == expected
+    assert as_lists(np.array(texts)) == expected
+    assert as_lists(np.array(texts, dtype=object)) == expected
+    assert as_lists(tf.constant([t.encode("utf-8", "surrogatepass") for t in texts])) == expected

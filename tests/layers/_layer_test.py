@@ -5,12 +5,43 @@ import textwrap
 
 import keras
 import numpy as np
+import pytest
 
 from tests._fresh_process import run_json_script
 
 
 def to_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def gradients(loss_fn, inputs, variables):
+    """Gradients of the scalar `loss_fn(inputs)` w.r.t. `inputs` and each of `variables`.
+
+    Works under the TensorFlow and torch backends (skips under others). Returns
+    NumPy arrays, the input's gradient first; an unused variable gets zeros.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.convert_to_tensor(inputs)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = loss_fn(x)
+        grads = tape.gradient(loss, [x, *variables])
+    elif backend == "torch":
+        import torch
+
+        x = keras.ops.convert_to_tensor(inputs).requires_grad_()
+        loss = loss_fn(x)
+        grads = torch.autograd.grad(loss, [x, *(v.value for v in variables)], allow_unused=True)
+    else:
+        pytest.skip(f"no gradient helper for the {backend} backend")
+    targets = [inputs, *variables]
+    return [
+        np.zeros(tuple(t.shape), "float32") if g is None else to_numpy(g)
+        for g, t in zip(grads, targets, strict=True)
+    ]
 
 
 def run_layer_test(

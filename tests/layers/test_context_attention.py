@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import ContextAttention
 
-from ._layer_test import assert_reload_in_fresh_process, run_layer_test, to_numpy
+from ._layer_test import assert_reload_in_fresh_process, gradients, run_layer_test, to_numpy
 
 SCORES = ["dot", "scaled_dot", "general", "additive"]
 
@@ -166,6 +166,95 @@ def test_large_inputs_stay_finite(score):
     outputs, weights = to_numpy(outputs), to_numpy(weights)
     assert np.isfinite(outputs).all() and np.isfinite(weights).all()
     np.testing.assert_allclose(weights[mask.any(axis=1)].sum(axis=1), 1.0, atol=1e-5)
+
+
+def poison_masked_steps(x, mask):
+    """`x` with NaN, +inf and -inf (in turn) at its masked steps."""
+    dirty = x.copy()
+    for i, (b, t) in enumerate(zip(*np.nonzero(~mask), strict=True)):
+        dirty[b, t] = (np.nan, np.inf, -np.inf)[i % 3]
+    return dirty
+
+
+@pytest.mark.parametrize("score", SCORES)
+@pytest.mark.parametrize("heads", [1, 2])
+def test_nan_and_inf_at_masked_steps_reach_neither_outputs_nor_gradients(score, heads):
+    # 0 x NaN in the pooling matmul made the whole row NaN, and x^T @ 0 in the
+    # projection's backward pass made every kernel gradient NaN.
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((5, 6, 4)).astype("float32")
+    mask = random_mask(rng, 5, 6)
+    mask[2:, 1] = False
+    dirty = poison_masked_steps(x, mask)
+    layer = ContextAttention(
+        units=5,
+        score=score,
+        heads=heads,
+        bias_initializer="random_normal",
+        context_initializer="random_normal",
+    )
+    outputs, weights = layer(dirty, mask=mask, return_attention_scores=True)
+    want_outputs, want_weights = numpy_reference(layer, x, mask)
+    np.testing.assert_allclose(to_numpy(outputs), want_outputs, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        to_numpy(weights), want_weights[:, 0] if heads == 1 else want_weights, atol=1e-5
+    )
+
+    # A loss on the rows with kept steps: the same gradients as for clean inputs.
+    coefficients = rng.standard_normal((5, heads * 4)).astype("float32")
+    coefficients[0] = 0.0
+
+    def loss(inputs):
+        return keras.ops.sum(keras.ops.multiply(layer(inputs, mask=mask), coefficients))
+
+    dirty_grads = gradients(loss, dirty, layer.trainable_weights)
+    clean_grads = gradients(loss, x, layer.trainable_weights)
+    for dirty_grad, clean_grad in zip(dirty_grads, clean_grads, strict=True):
+        assert np.isfinite(dirty_grad).all()
+        np.testing.assert_allclose(dirty_grad, clean_grad, atol=1e-5, rtol=1e-5)
+    assert (dirty_grads[0][~mask] == 0).all()
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+def test_empty_batch_gives_empty_outputs(heads, with_mask):
+    mask = np.zeros((0, 5), bool) if with_mask else None
+    layer = ContextAttention(heads=heads, penalty=0.1, dropout=0.5, seed=0)
+    for training in (False, True):
+        outputs, weights = layer(
+            np.zeros((0, 5, 4), "float32"),
+            mask=mask,
+            training=training,
+            return_attention_scores=True,
+        )
+        assert tuple(outputs.shape) == (0, heads * 4)
+        assert tuple(weights.shape) == ((0, 5) if heads == 1 else (0, heads, 5))
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+def test_zero_length_inputs_give_zero_outputs(heads, with_mask):
+    mask = np.zeros((3, 0), bool) if with_mask else None
+    layer = ContextAttention(heads=heads, penalty=0.1)
+    outputs, weights = layer(np.ones((3, 0, 4), "float32"), mask=mask, return_attention_scores=True)
+    np.testing.assert_array_equal(to_numpy(outputs), np.zeros((3, heads * 4)))
+    assert tuple(weights.shape) == ((3, 0) if heads == 1 else (3, heads, 0))
+    if heads > 1:
+        # No step at all: A is empty, so ||A A^T - I||^2 = heads for every row.
+        np.testing.assert_allclose(to_numpy(layer.losses[-1]), 0.1 * heads, rtol=1e-6)
+
+
+def test_model_accepts_an_empty_batch():
+    tokens = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(12, 4, mask_zero=True)(tokens)
+    pooled, weights = ContextAttention(heads=2, name="attention")(x, return_attention_scores=True)
+    model = keras.Model(tokens, [keras.layers.Dense(3, name="head")(pooled), weights])
+    empty = np.zeros((0, 7), "int32")
+    # (`model.predict` on 0 rows fails inside Keras for any model: its loop never
+    # runs a batch. One batch of 0 rows, as called here, is what a server sees.)
+    for logits, attention in (model(empty), model.predict_on_batch(empty)):
+        assert tuple(logits.shape) == (0, 3)
+        assert tuple(attention.shape) == (0, 2, 7)
 
 
 @pytest.mark.parametrize("score", SCORES)

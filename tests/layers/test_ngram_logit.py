@@ -110,6 +110,18 @@ def test_binary_counts_a_feature_once_per_review(reduction):
     np.testing.assert_allclose(packed, expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_empty_batch_and_empty_reviews(binary):
+    # reshape(features, (0, -1)) is ambiguous for 0 elements: torch raised on an empty batch.
+    layer, _ = layer_with_weights(2, "sqrt", binary=binary)
+    for ids in (np.zeros((0, 5), "int32"), np.zeros((0, 2, 3), "int32")):
+        assert tuple(layer(ids, training=True).shape) == (0, 1)
+    empty_packed = [np.zeros((0, 2), "int32"), np.zeros((0, 3), "int32")]
+    assert tuple(layer(empty_packed).shape) == (0, 1)
+    for ids in (np.zeros((3, 0), "int32"), np.zeros((3, 0, 4), "int32")):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ids)), np.zeros((3, 1)))
+
+
 def test_feature_dropout_only_in_training():
     ids = np.tile(np.arange(2, 12), (4, 1))
     layer, _ = layer_with_weights(2, "sum", feature_dropout=0.5, seed=1)

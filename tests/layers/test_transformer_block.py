@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import TransformerBlock
 
-from ._layer_test import assert_reload_in_fresh_process, run_layer_test, to_numpy
+from ._layer_test import assert_reload_in_fresh_process, gradients, run_layer_test, to_numpy
 
 MASK = np.array(
     [[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], bool
@@ -55,6 +55,57 @@ def test_padding_does_not_change_real_positions():
     short = to_numpy(block(x))
     long = to_numpy(block(padded, mask=np.array([[1, 1, 1, 1, 0, 0, 0]], bool)))
     np.testing.assert_allclose(long[:, :4], short, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("return_attention_scores", [False, True], ids=["fused", "scores"])
+def test_nan_and_inf_at_padded_steps_reach_neither_outputs_nor_gradients(
+    norm_first, return_attention_scores
+):
+    # A padded key's value entered every query's weighted sum with weight 0:
+    # 0 x NaN made the whole review NaN, and so every kernel gradient.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 6, 8)).astype("float32")
+    dirty = x.copy()
+    dirty[~MASK] = np.nan
+    dirty[3, 4] = np.inf
+    block = TransformerBlock(num_heads=2, intermediate_dim=16, norm_first=norm_first)
+
+    def call(inputs):
+        outputs = block(inputs, mask=MASK, return_attention_scores=return_attention_scores)
+        return outputs[0] if return_attention_scores else outputs
+
+    outputs = to_numpy(call(dirty))
+    assert np.isfinite(outputs).all()
+    np.testing.assert_allclose(outputs[MASK], to_numpy(call(x))[MASK], atol=1e-5)
+
+    coefficients = keras.ops.convert_to_tensor(
+        rng.standard_normal((4, 6, 8)).astype("float32") * MASK[:, :, None]
+    )
+
+    def loss(inputs):
+        return keras.ops.sum(keras.ops.multiply(call(inputs), coefficients))
+
+    dirty_grads = gradients(loss, dirty, block.trainable_weights)
+    clean_grads = gradients(loss, x, block.trainable_weights)
+    for dirty_grad, clean_grad in zip(dirty_grads, clean_grads, strict=True):
+        assert np.isfinite(dirty_grad).all()
+        np.testing.assert_allclose(dirty_grad, clean_grad, atol=1e-5, rtol=1e-4)
+    assert (dirty_grads[0][~MASK] == 0).all()
+
+
+@pytest.mark.parametrize("shape", [(0, 6, 8), (3, 0, 8)], ids=["empty_batch", "zero_length"])
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "mask"])
+def test_empty_inputs_give_empty_outputs(shape, with_mask):
+    mask = np.ones(shape[:2], bool) if with_mask else None
+    block = TransformerBlock(num_heads=2, intermediate_dim=16, dropout=0.1)
+    for training in (False, True):
+        outputs, scores = block(
+            np.zeros(shape, "float32"), mask=mask, training=training, return_attention_scores=True
+        )
+        assert tuple(outputs.shape) == shape
+        assert tuple(scores.shape) == (shape[0], 2, shape[1], shape[1])
+        assert tuple(block(np.zeros(shape, "float32"), mask=mask).shape) == shape
 
 
 def test_mask_propagates_from_embedding_and_through_the_block():
