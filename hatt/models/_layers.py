@@ -77,10 +77,13 @@ class EncoderMask(keras.layers.Layer):
     """
 
     def call(self, inputs):
-        mask = to_bool_mask(inputs)
-        steps = ops.arange(ops.shape(mask)[1], dtype="int32")[None, :]
-        last = ops.max(ops.where(mask, steps, ops.zeros_like(steps)), axis=1, keepdims=True)
-        return ops.less_equal(steps, last)
+        mask = ops.cast(to_bool_mask(inputs), "int32")
+        # A step is kept when a kept step lies at or after it (a reverse cumulative sum:
+        # no max, so an empty batch or a zero-length row needs no special case), and
+        # step 0 always is.
+        later = ops.flip(ops.cumsum(ops.flip(mask, axis=1), axis=1), axis=1)
+        first = ops.equal(ops.arange(ops.shape(mask)[1], dtype="int32")[None, :], 0)
+        return ops.logical_or(ops.greater(later, 0), first)
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor(inputs.shape, dtype="bool")
@@ -202,11 +205,20 @@ class MaxOverTime(keras.layers.Layer):
         low = ops.cast(large_negative(inputs.dtype), inputs.dtype)
         masked = ops.where(keep, inputs, low)
         has_step = ops.any(mask, axis=1, keepdims=True)  # [batch, 1]
-        outputs = ops.where(has_step, ops.max(masked, axis=1), ops.zeros_like(inputs[:, 0]))
+        # One extra step at `low` after the last: an empty batch or a zero-length input
+        # then still has a maximum and an argmax to take (empty in, empty or zeros out);
+        # rows without a kept step give zeros, and the extra step is never a winner's.
+        extra = ops.zeros_like(ops.sum(masked, axis=1, keepdims=True)) + low  # [batch, 1, d]
+        extended = ops.concatenate([masked, extra], axis=1)
+        # The maximum read at the argmax: keras.ops.max refuses an empty batch.
+        winner = ops.argmax(extended, axis=1)  # [batch, d]
+        maximum = ops.take_along_axis(extended, winner[:, None, :], axis=1)[:, 0, :]
+        outputs = ops.where(has_step, maximum, ops.zeros_like(maximum))
         if not return_attention_scores:
             return outputs
         steps = ops.shape(inputs)[1]
-        winners = ops.one_hot(ops.argmax(masked, axis=1), steps, axis=1, dtype=inputs.dtype)
+        winners = ops.one_hot(winner, steps + 1, axis=1, dtype=inputs.dtype)
+        winners = winners[:, :steps]
         weights = ops.mean(winners, axis=2)  # [batch, T]
         weights = ops.where(ops.logical_and(mask, has_step), weights, ops.zeros_like(weights))
         return outputs, weights
