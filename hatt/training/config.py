@@ -319,10 +319,11 @@ def translate_legacy(values, complete=False):
         A new dict.
     """
     values = dict(values)
-    kwargs = dict(values.get("model_kwargs") or {})
+    kwargs = values.get("model_kwargs")
+    kwargs = dict(kwargs) if isinstance(kwargs, dict) else {}  # else checked as it is
     layer = {new: kwargs.pop(old) for old, new in LEGACY_MODEL_KWARGS.items() if old in kwargs}
     fit = {new: values.pop(old) for old, new in LEGACY_FIELDS.items() if old in values}
-    if "model_kwargs" in values:
+    if layer:
         values["model_kwargs"] = kwargs
     if not layer and not fit:
         return values
