@@ -24,9 +24,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-# The main job: train the default model family on IMDB (vocabulary from the
-# training split, early stopping on the validation split), evaluate it once on
-# the full test split, write runs/MODEL-*/ and export to saved_models/MODEL/.
+# The main job: train the default model family on IMDB with its tuned preset
+# (hatt/presets/MODEL.json; vocabulary from the training split, early stopping on
+# the validation split), evaluate it once on the full test split, write
+# runs/MODEL-*/ and export to saved_models/MODEL/.
 train: install
 	$(BIN)/hatt data $(if $(DATA),--data $(DATA)) --quiet
 	$(BIN)/hatt train $(MODEL) $(if $(DATA),--data $(DATA)) $(TRAIN_ARGS)

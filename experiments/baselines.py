@@ -58,6 +58,7 @@ from sklearn.pipeline import Pipeline
 import hatt
 from hatt.data import Split, load_imdb
 from hatt.data.imdb import ENV_VAR
+from hatt.training import ngram
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
@@ -132,35 +133,18 @@ def create_dataset(data=None, *, seed=1337, limit=None, validation_size=2500, pr
 # === Model ===
 
 
-def log_count_ratio(features, labels, alpha=1.0):
-    """NB log-count ratio ``r`` of Wang & Manning (2012).
-
-    Args:
-        features: ``[n, V]`` array or sparse matrix of counts; binarized here.
-        labels: ``[n]`` labels, 1 = positive.
-        alpha: smoothing added to every feature's count in each class.
-
-    Returns:
-        ``[V]`` float64 array ``log((p / |p|₁) / (q / |q|₁))``.
-    """
-    if not alpha > 0:
-        raise ValueError(f"Expected alpha to be a positive number. Received: alpha={alpha!r}")
-    binary = sp.csr_matrix(features, dtype=np.float64)
-    binary.data = (binary.data > 0).astype(np.float64)
-    labels = np.asarray(labels)
-    p = alpha + np.asarray(binary[labels == 1].sum(axis=0)).ravel()
-    q = alpha + np.asarray(binary[labels == 0].sum(axis=0)).ravel()
-    return np.log(p / p.sum()) - np.log(q / q.sum())
-
-
 class NBScaler(TransformerMixin, BaseEstimator):
-    """Binarize counts and scale each feature by its NB log-count ratio ``r``."""
+    """Binarize counts and scale each feature by its NB log-count ratio ``r``.
+
+    ``r`` is the n-gram channel's own (:func:`hatt.training.ngram.log_count_ratios`),
+    in float64.
+    """
 
     def __init__(self, alpha=1.0):
         self.alpha = alpha
 
     def fit(self, X, y):
-        self.r_ = log_count_ratio(X, y, self.alpha)
+        self.r_ = ngram.log_count_ratios(X, y, alpha=self.alpha, dtype=np.float64)
         return self
 
     def transform(self, X):
@@ -224,21 +208,23 @@ def select_hyperparameters(name, train, validation, *, grid=None, seed=1337, pro
         if alpha is not None:
             scaler = NBScaler(alpha=alpha).fit(x_train, train.labels)
             xt, xv = scaler.transform(x_train), scaler.transform(x_validation)
-        for C in grid["C"]:
-            start = time.perf_counter()
-            classifier = create_classifier(C, seed).fit(xt, train.labels)
-            accuracy = accuracy_score(validation.labels, classifier.predict(xv))
-            row = {"C": C} if alpha is None else {"C": C, "alpha": alpha}
-            row["validation_accuracy"] = float(accuracy)
-            table.append(row)
+        point = {} if alpha is None else {"alpha": alpha}
+
+        def report(entry, point=point):
             if progress:
-                point = ", ".join(
-                    f"{k}={v:g}" for k, v in row.items() if k != "validation_accuracy"
-                )
+                shown = ", ".join(f"{k}={v:g}" for k, v in {"C": entry["C"], **point}.items())
                 print(
-                    f"  {name} {point}: validation accuracy {accuracy:.4f} "
-                    f"({time.perf_counter() - start:.1f} s)"
+                    f"  {name} {shown}: validation accuracy "
+                    f"{entry['validation_accuracy']:.4f} ({entry['seconds']:.1f} s)"
                 )
+
+        _, _, selection = ngram.fit_logistic_grid(
+            xt, train.labels, grid["C"], (xv, validation.labels), seed=seed, on_fit=report
+        )
+        for entry in selection:
+            table.append(
+                {"C": entry["C"], **point, "validation_accuracy": entry["validation_accuracy"]}
+            )
     best = max(table, key=lambda row: row["validation_accuracy"])  # first maximum
     return {k: v for k, v in best.items() if k != "validation_accuracy"}, table
 

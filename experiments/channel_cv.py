@@ -1,7 +1,7 @@
 """Which n-gram channel? Cross-validated on the training split only.
 
 The n-gram channel of the families (``hatt.layers.NgramLogit`` fit as an
-NB-weighted logistic regression, ``ngram_init="nblr"``) depends on its longest
+NB-weighted logistic regression, ``ngram.init="nblr"``) depends on its longest
 n-gram and its hash buckets. The 2,500-review validation split is too small to
 tell settings apart that differ by a few tenths of a point (its standard error
 is about 0.6 points), so this script compares them by 5-fold cross-validation on
@@ -10,7 +10,7 @@ come grouped by movie, see ``validation_leak.py``, so a fold shares few movies
 with the others). The validation accuracy of the fit on all training reviews is
 reported beside it; the test split is not read.
 
-Tokens are the CNN config's (``experiments/configs/cnn.json``: 30,000 words,
+Tokens are the CNN preset's (``hatt/presets/cnn.json``: 30,000 words,
 min count 2, 800 tokens, head + tail), as the channel sees them.
 
     python experiments/channel_cv.py [--data PATH] [--seed 1337] [--limit N]
@@ -30,8 +30,8 @@ import keras
 import numpy as np
 
 import hatt
-from hatt import ngram_init
-from hatt.training import TrainConfig, create_vectorizer
+from hatt.training import assemble_config, create_vectorizer
+from hatt.training import ngram as channel
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
@@ -80,9 +80,7 @@ def main(argv=None):
     imdb = hatt.data.load_imdb(
         args.data, seed=args.seed, limit=args.limit, validation_size=args.validation_size
     )
-    config = TrainConfig.from_dict(
-        {"model": "cnn", **json.loads((EXPERIMENTS / "configs" / "cnn.json").read_text())}
-    )
+    config = assemble_config("cnn")  # the CNN preset's tokens
     vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
     train_ids = hatt.data.encode(imdb.train.texts, vectorizer, progress=True)
     validation_ids = hatt.data.encode(imdb.validation.texts, vectorizer, progress=True)
@@ -94,21 +92,21 @@ def main(argv=None):
     for setting in args.settings:
         ngram, buckets = (int(v) for v in setting.split(":"))
         shape = (vectorizer.vocabulary_size, buckets, ngram)
-        counts = ngram_init.ngram_counts(train_ids, *shape)
-        validation_counts = ngram_init.ngram_counts(validation_ids, *shape)
+        counts = channel.ngram_counts(train_ids, *shape)
+        validation_counts = channel.ngram_counts(validation_ids, *shape)
         for c in args.C:
             start = time.perf_counter()
             scores = []
             for train, held in folds:
-                weights, intercept, _ = ngram_init.fit_nb_logistic(
+                weights, intercept, _ = channel.fit_nb_logistic(
                     counts[train], labels[train], binary=True, reduction="sum", C=c
                 )
                 scores.append(
-                    ngram_init.channel_accuracy(
+                    channel.channel_accuracy(
                         counts[held], labels[held], weights, True, "sum", intercept
                     )
                 )
-            weights, intercept, _ = ngram_init.fit_nb_logistic(
+            weights, intercept, _ = channel.fit_nb_logistic(
                 counts, labels, binary=True, reduction="sum", C=c
             )
             rows.append(
@@ -118,7 +116,7 @@ def main(argv=None):
                     "C": c,
                     "cv_accuracy": float(np.mean(scores)),
                     "fold_accuracies": [float(s) for s in scores],
-                    "validation_accuracy": ngram_init.channel_accuracy(
+                    "validation_accuracy": channel.channel_accuracy(
                         validation_counts, validation_labels, weights, True, "sum", intercept
                     ),
                     "seconds": round(time.perf_counter() - start, 1),
@@ -131,7 +129,7 @@ def main(argv=None):
         "seed": args.seed,
         "folds": args.folds,
         "train_size": len(labels),
-        "tokens": "experiments/configs/cnn.json",
+        "tokens": "hatt/presets/cnn.json",
         "rows": rows,
     }
     results = Path(args.results)

@@ -1,14 +1,15 @@
 """Run every experiment on IMDB and write the results table.
 
-For each model family, ``hatt train FAMILY --config experiments/configs/FAMILY.json``
-runs in its own process (the settings that produced the reported figure live in
-that config); the scikit-learn baselines run through ``experiments/baselines.py``.
+For each model family, ``hatt train FAMILY`` runs in its own process (the settings
+that produced the reported figure are the family's preset,
+``hatt/presets/FAMILY.json``); the scikit-learn baselines run through
+``experiments/baselines.py``.
 Each run's metrics are copied to ``experiments/results/<name>.json``; an
 ensemble row averages the families' test probabilities (all four, no selection,
 so nothing is tuned on the test split), and a second one adds the NB-LR
 baseline as a fifth member (also fixed in advance), and a stacked one fits a
 logistic regression over the same members' logits on the validation split (a family
-fit with ``ngram_fit="separate"`` brings its deep part and its n-gram channel as two
+fit with ``ngram.fit="separate"`` brings its deep part and its n-gram channel as two
 logits); then ``experiments/RESULTS.md`` is generated (with a table of each
 family's parts) and the table in README.md is replaced by it. Each trained family is
 exported to ``saved_models/FAMILY/`` (SavedModel version + ``model.keras``).
@@ -55,7 +56,7 @@ def run(command):
 
 def train_family(name, args):
     run_dir = Path(args.runs) / name
-    command = ["hatt", "train", name, "--config", f"experiments/configs/{name}.json"]
+    command = ["hatt", "train", name]  # the family's preset (hatt/presets/FAMILY.json)
     if args.data:
         command += ["--data", args.data]
     # --restart: a finished run directory from an earlier run_all is trained again.
@@ -63,7 +64,7 @@ def train_family(name, args):
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
-    metrics["command"] = f"hatt train {name} --config experiments/configs/{name}.json"
+    metrics["command"] = f"hatt train {name}"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
 

@@ -1,8 +1,13 @@
-"""The ``hatt`` command: a thin shell over the library.
+"""The ``hatt`` command: a thin shell over the library, one small function per subcommand.
 
 Subcommands: ``hatt data`` describes the IMDB corpus (split sizes and length
-statistics), ``hatt train`` trains and exports a family, ``hatt export``
-exports a run directory, ``hatt predict`` classifies reviews.
+statistics), ``hatt train`` trains and exports a family (its preset unless
+told otherwise), ``hatt export`` exports a run directory, ``hatt predict``
+classifies reviews, ``hatt prepare`` tokenizes IMDB into shards, ``hatt
+inspect`` shows what a prediction rests on.
+
+Errors a user can fix — a bad setting, missing data, a path that cannot be
+read or written — are one line on standard error and exit status 2.
 """
 
 import argparse
@@ -11,101 +16,92 @@ import shlex
 import sys
 
 import hatt
+from hatt.models import FAMILIES
+from hatt.training.distribute import STRATEGIES
+
+MODEL_HELP = (
+    "a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
+    "or a run directory"
+)
 
 
-def _add_data_arguments(parser):
+# === Shared arguments ===============================================================
+
+
+def _add_data(parser):
     parser.add_argument(
         "--data",
         metavar="PATH",
         default=None,
         help="aclImdb folder or .tar.gz (default: $HATT_IMDB, then tensorflow-datasets)",
     )
-    parser.add_argument("--seed", type=int, default=1337, help="seed of the validation split")
-    parser.add_argument(
-        "--validation-size", type=int, default=2500, help="reviews carved out of train"
-    )
+
+
+def _add_seed(parser, help, default=None):
+    parser.add_argument("--seed", type=int, default=default, help=help)
+
+
+def _add_limit(parser):
     parser.add_argument(
         "--limit", type=int, default=None, help="keep a stratified subset of N per split"
     )
 
 
-def _summary(values):
-    import numpy as np
-
-    values = np.asarray(values)
-    if values.size == 0:
-        return {"mean": 0.0, "median": 0.0, "p90": 0.0, "p99": 0.0, "max": 0}
-    return {
-        "mean": round(float(values.mean()), 1),
-        "median": round(float(np.median(values)), 1),
-        "p90": round(float(np.percentile(values, 90)), 1),
-        "p99": round(float(np.percentile(values, 99)), 1),
-        "max": int(values.max()),
-    }
+def _add_set(parser, help):
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help=help)
 
 
-def data_statistics(imdb):
-    """Split sizes and length statistics (words, sentences, words per sentence)."""
-    from hatt.data import tokenize
-
-    stats = {"source": imdb.source, "splits": {}}
-    for name in ("train", "validation", "test"):
-        split = getattr(imdb, name)
-        words_per_review, sentences_per_review, words_per_sentence = [], [], []
-        for start in range(0, len(split), 4096):
-            tokens = tokenize(split.texts[start : start + 4096])
-            sentence_lengths = tokens.row_lengths(axis=2)
-            words_per_review.extend(tokens.merge_dims(1, 2).row_lengths().numpy().tolist())
-            sentences_per_review.extend(tokens.row_lengths().numpy().tolist())
-            words_per_sentence.extend(sentence_lengths.flat_values.numpy().tolist())
-        stats["splits"][name] = {
-            "reviews": len(split),
-            "positive": int(split.labels.sum()),
-            "negative": int(len(split) - split.labels.sum()),
-            "words_per_review": _summary(words_per_review),
-            "sentences_per_review": _summary(sentences_per_review),
-            "words_per_sentence": _summary(words_per_sentence),
-        }
-    return stats
+def _add_quiet(parser, help="no progress bars"):
+    parser.add_argument("--quiet", action="store_true", help=help)
 
 
-def _print_statistics(stats):
-    print(f"IMDB from {stats['source']}")
-    header = f"{'split':<11}{'reviews':>8}{'pos':>7}{'neg':>7}  {'':<20}"
-    header += "".join(f"{k:>9}" for k in ("mean", "median", "p90", "p99", "max"))
-    print(header)
-    for name, split in stats["splits"].items():
-        first = True
-        for key in ("words_per_review", "sentences_per_review", "words_per_sentence"):
-            s = split[key]
-            prefix = (
-                f"{name:<11}{split['reviews']:>8}{split['positive']:>7}{split['negative']:>7}"
-                if first
-                else " " * 33
-            )
-            print(
-                f"{prefix}  {key:<20}"
-                + "".join(f"{s[k]:>9}" for k in ("mean", "median", "p90", "p99", "max"))
-            )
-            first = False
+def _add_text_file(parser, help):
+    parser.add_argument("--file", metavar="F", default=None, help=help)
+
+
+def _read_file(name):
+    """The reviews of ``--file`` (a repaired line count goes to standard error)."""
+    texts = hatt.data.read_texts(name)
+    if texts.replaced_lines:
+        where = "standard input" if name == "-" else name
+        print(
+            f"hatt: {where}: {texts.replaced_lines} line(s) held invalid UTF-8 "
+            "(replaced with U+FFFD)",
+            file=sys.stderr,
+        )
+    return texts
+
+
+# === hatt data ======================================================================
 
 
 def cmd_data(args):
-    from hatt.data import load_imdb
-
-    imdb = load_imdb(
+    imdb = hatt.data.load_imdb(
         args.data,
         validation_size=args.validation_size,
         seed=args.seed,
         limit=args.limit,
         progress=not args.quiet,
     )
-    stats = data_statistics(imdb)
-    if args.json:
-        print(json.dumps(stats, indent=2))
-    else:
-        _print_statistics(stats)
+    stats = hatt.data.statistics(imdb)
+    print(json.dumps(stats, indent=2) if args.json else hatt.data.format_statistics(stats))
     return 0
+
+
+def add_data_command(sub):
+    data = sub.add_parser("data", help="load IMDB and print split sizes and length statistics")
+    _add_data(data)
+    _add_seed(data, "seed of the validation split", default=1337)
+    data.add_argument(
+        "--validation-size", type=int, default=2500, help="reviews carved out of train"
+    )
+    _add_limit(data)
+    data.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    _add_quiet(data)
+    data.set_defaults(func=cmd_data)
+
+
+# === hatt train =====================================================================
 
 
 def cmd_train(args):
@@ -114,22 +110,20 @@ def cmd_train(args):
 
     from hatt import training
 
-    values = {"model": args.model}
-    if args.config:
-        try:
-            values = training.merge_config(values, json.loads(Path(args.config).read_text()))
-        except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"Could not read --config {args.config!r}: {error}") from error
-        values["model"] = args.model
-    values = training.merge_config(values, training.parse_overrides(args.set))
-    for key in ("data", "epochs", "seed", "limit", "strategy", "prepared"):
-        if getattr(args, key) is not None:
-            values[key] = getattr(args, key)
-    if args.seed is not None:  # a seed asked for on the command line: reproducible run
-        values["deterministic"] = True
-    if values.get("prepared"):  # the corpus fixes the data and vocabulary settings
-        values = training.merge_config(values, training.prepared_settings(values["prepared"]))
-    config = training.TrainConfig.from_dict(values)
+    config = training.assemble_config(
+        args.model,
+        preset=args.preset,
+        config_file=args.config,
+        overrides=args.set,
+        data=args.data,
+        epochs=args.epochs,
+        seed=args.seed,
+        limit=args.limit,
+        strategy=args.strategy,
+        prepared=args.prepared,
+        # a seed asked for on the command line: a reproducible run
+        deterministic=True if args.seed is not None else None,
+    )
     run_dir = Path(
         args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
@@ -148,6 +142,65 @@ def cmd_train(args):
     return 0
 
 
+def add_train_command(sub):
+    from hatt.training.config import PRESETS
+
+    train = sub.add_parser(
+        "train",
+        help="train a model family on IMDB, evaluate on the test split, export it",
+        description="Train MODEL on IMDB: vocabulary from the training split, early stopping "
+        "on the validation split (best epoch restored), one evaluation on the test split. "
+        "Settings: the family's preset (hatt/presets/MODEL.json), then --config, then --set.",
+    )
+    train.add_argument("model", choices=FAMILIES)
+    _add_data(train)
+    train.add_argument(
+        "--preset",
+        default="default",
+        metavar="NAME",
+        help=f"settings to start from: default (the family's own), none (bare defaults), "
+        f"or one of {', '.join(PRESETS)}",
+    )
+    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
+    _add_set(
+        train,
+        "override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32 "
+        "--set ngram.C=0.1 (values are JSON; a bare word for a text setting)",
+    )
+    train.add_argument("--epochs", type=int, default=None)
+    _add_seed(train, "seed Python, NumPy and Keras and turn on op determinism (reproducible run)")
+    _add_limit(train)
+    train.add_argument(
+        "--run-dir",
+        default=None,
+        help="default: runs/MODEL-TIMESTAMP; the same command with the same --run-dir resumes "
+        "an interrupted run",
+    )
+    train.add_argument(
+        "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
+    )
+    train.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=None,
+        help="tf.distribute strategy: default (one device), mirrored (the machine's GPUs or "
+        "logical CPUs), multiworker (reads TF_CONFIG); batch_size is the global batch",
+    )
+    train.add_argument(
+        "--prepared", metavar="DIR", default=None, help="train from `hatt prepare` shards"
+    )
+    train.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard an interrupted or finished run in --run-dir and train from the start "
+        "(without it, the same command resumes an interrupted run)",
+    )
+    train.set_defaults(func=cmd_train)
+
+
+# === hatt export ====================================================================
+
+
 def cmd_export(args):
     from hatt import export
 
@@ -160,17 +213,23 @@ def cmd_export(args):
     return 0
 
 
-def _file_reviews(name):
-    """(line index, review) for the non-blank lines of a file or stdin; bad UTF-8 repaired."""
-    stream = sys.stdin.buffer if name == "-" else open(name, "rb")  # noqa: SIM115
-    try:
-        for index, line in enumerate(stream):
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            if text.strip():
-                yield index, text
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+def add_export_command(sub):
+    export = sub.add_parser(
+        "export",
+        help="export a run directory as a SavedModel (raw text in) and a .keras file",
+        description="Write OUT/VERSION/ (a SavedModel in TF Serving's layout, the next free "
+        "version) and OUT/model.keras. The serving_default signature takes `text` (tf.string, "
+        "[None]) and returns probability, tokens, word_attention (the CNN: gradient x input "
+        "saliency) and, for the HAN, sentence_attention.",
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
+    export.add_argument(
+        "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
+    )
+    export.set_defaults(func=cmd_export)
+
+
+# === hatt predict ===================================================================
 
 
 def _chunks(items, size):
@@ -185,8 +244,6 @@ def _chunks(items, size):
 
 
 def cmd_predict(args):
-    from pathlib import Path
-
     from hatt import export
 
     if bool(args.texts) == bool(args.file):
@@ -195,10 +252,8 @@ def cmd_predict(args):
         raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
     if not 0.0 <= args.threshold <= 1.0:
         raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
-    if args.file and args.file != "-" and not Path(args.file).is_file():
-        raise ValueError(f"No such file: --file {args.file!r}")
+    reviews = _read_file(args.file).lines if args.file else list(enumerate(args.texts))
     predictor = export.load(args.model)
-    reviews = _file_reviews(args.file) if args.file else enumerate(args.texts)
     for chunk in _chunks(reviews, args.batch_size):
         probabilities = predictor.predict_proba([t for _, t in chunk], batch_size=args.batch_size)
         for (text_id, _), p in zip(chunk, probabilities, strict=True):
@@ -210,19 +265,45 @@ def cmd_predict(args):
     return 0
 
 
+def add_predict_command(sub):
+    predict = sub.add_parser(
+        "predict",
+        help="classify reviews; prints JSON lines {text_id, probability, label}",
+        description="Classify reviews with a trained model. Prints one JSON line per review: "
+        '{"text_id", "probability", "label"}; label is "positive" when the probability of the '
+        'positive class is >= 0.5 (--threshold), else "negative". text_id is the index of the '
+        "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
+        "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
+        "refused).",
+    )
+    predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
+    _add_text_file(predict, "a text file, one review per line ('-': stdin)")
+    predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
+    predict.add_argument(
+        "--threshold", type=float, default=0.5, help="probability from which a review is positive"
+    )
+    predict.set_defaults(func=cmd_predict)
+
+
+# === hatt prepare ===================================================================
+
+
 def cmd_prepare(args):
     from pathlib import Path
 
     from hatt import training
-    from hatt.data import load_imdb
     from hatt.data import prepared as prepared_lib
 
-    values = training.merge_config({"model": args.model}, training.parse_overrides(args.set))
-    for key in ("data", "seed", "limit"):
-        if getattr(args, key) is not None:
-            values[key] = getattr(args, key)
-    config = training.TrainConfig.from_dict(values)
-    imdb = load_imdb(
+    config = training.assemble_config(
+        args.model,
+        preset=None,
+        overrides=args.set,
+        data=args.data,
+        seed=args.seed,
+        limit=args.limit,
+    )
+    imdb = hatt.data.load_imdb(
         config.data,
         validation_size=config.validation_size,
         validation_split=config.validation_split,
@@ -252,27 +333,49 @@ def cmd_prepare(args):
     return 0
 
 
+def add_prepare_command(sub):
+    prepare = sub.add_parser(
+        "prepare",
+        help="tokenize IMDB once into TFRecord shards for `hatt train --prepared`",
+        description="Fit the vocabulary on the training split and write the tokenized "
+        "train / validation / test splits as TFRecord shards, with vectorizer.json and a "
+        "prepared.json manifest.",
+    )
+    _add_data(prepare)
+    prepare.add_argument("--out", metavar="DIR", required=True, help="output folder (new)")
+    prepare.add_argument(
+        "--model",
+        choices=FAMILIES,
+        default="han",
+        help="family whose layout to write (flat for cnn/rnn/transformer, nested for han)",
+    )
+    prepare.add_argument("--shard-size", type=int, default=5000, help="reviews per shard")
+    _add_set(prepare, "vocabulary settings")
+    _add_seed(prepare, "seed of the validation split")
+    _add_limit(prepare)
+    _add_quiet(prepare)
+    prepare.set_defaults(func=cmd_prepare)
+
+
+# === hatt inspect ===================================================================
+
+
 def _inspect_texts(args):
     """The reviews (and true labels, for --imdb-test) that `hatt inspect` explains."""
-    from pathlib import Path
-
     if args.text is not None:
         return list(args.text), None
     if args.file is not None:
-        if args.file != "-" and not Path(args.file).is_file():
-            raise ValueError(f"No such file: --file {args.file!r}")
-        texts = [text for _, text in _file_reviews(args.file)]
+        texts = _read_file(args.file).texts
         if not texts:
             raise ValueError(
                 f"Expected --file to hold at least one review. Received: {args.file!r}"
             )
         return texts, None
-    from hatt.data import load_imdb
     from hatt.inspect.explain import balanced_sample
 
     if args.imdb_test < 1:
         raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
-    test = load_imdb(args.data, validation_size=0, progress=False).test  # test split only
+    test = hatt.data.load_imdb(args.data, validation_size=0, progress=False).test  # test only
     chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
     return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
 
@@ -304,134 +407,7 @@ def cmd_inspect(args):
     return 0
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="hatt",
-        description="Attention-based document classifiers for Keras 3, on IMDB reviews.",
-    )
-    parser.add_argument("--version", action="version", version=f"hatt {hatt.__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    data = sub.add_parser("data", help="load IMDB and print split sizes and length statistics")
-    _add_data_arguments(data)
-    data.add_argument("--json", action="store_true", help="print the statistics as JSON")
-    data.add_argument("--quiet", action="store_true", help="no progress bars")
-    data.set_defaults(func=cmd_data)
-
-    train = sub.add_parser(
-        "train",
-        help="train a model family on IMDB, evaluate on the test split, export it",
-        description="Train MODEL on IMDB: vocabulary from the training split, early stopping "
-        "on the validation split (best epoch restored), one evaluation on the full test split.",
-    )
-    train.add_argument("model", choices=("cnn", "rnn", "transformer", "han"))
-    train.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
-    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
-    train.add_argument(
-        "--set",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32",
-    )
-    train.add_argument("--epochs", type=int, default=None)
-    train.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed Python, NumPy and Keras and turn on op determinism (reproducible run)",
-    )
-    train.add_argument("--limit", type=int, default=None, help="stratified subset per split")
-    train.add_argument(
-        "--run-dir",
-        default=None,
-        help="default: runs/MODEL-TIMESTAMP; the same command with the same --run-dir resumes "
-        "an interrupted run",
-    )
-    train.add_argument(
-        "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
-    )
-    train.add_argument(
-        "--strategy",
-        choices=training_strategies(),
-        default=None,
-        help="tf.distribute strategy: default (one device), mirrored (the machine's GPUs or "
-        "logical CPUs), multiworker (reads TF_CONFIG); batch_size is the global batch",
-    )
-    train.add_argument(
-        "--prepared", metavar="DIR", default=None, help="train from `hatt prepare` shards"
-    )
-    train.add_argument(
-        "--restart",
-        action="store_true",
-        help="discard an interrupted or finished run in --run-dir and train from the start "
-        "(without it, the same command resumes an interrupted run)",
-    )
-    train.set_defaults(func=cmd_train)
-
-    export = sub.add_parser(
-        "export",
-        help="export a run directory as a SavedModel (raw text in) and a .keras file",
-        description="Write OUT/VERSION/ (a SavedModel in TF Serving's layout, the next free "
-        "version) and OUT/model.keras. The serving_default signature takes `text` (tf.string, "
-        "[None]) and returns probability, tokens, word_attention (the CNN: gradient x input "
-        "saliency) and, for the HAN, sentence_attention.",
-    )
-    export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
-    export.add_argument(
-        "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
-    )
-    export.set_defaults(func=cmd_export)
-
-    predict = sub.add_parser(
-        "predict",
-        help="classify reviews; prints JSON lines {text_id, probability, label}",
-        description="Classify reviews with a trained model. Prints one JSON line per review: "
-        '{"text_id", "probability", "label"}; label is "positive" when the probability of the '
-        'positive class is >= 0.5 (--threshold), else "negative". text_id is the index of the '
-        "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
-        "are skipped; invalid UTF-8 is repaired).",
-    )
-    predict.add_argument(
-        "model",
-        metavar="MODEL",
-        help="a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
-        "or a run directory",
-    )
-    predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
-    predict.add_argument(
-        "--file", metavar="F", default=None, help="a text file, one review per line ('-': stdin)"
-    )
-    predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
-    predict.add_argument(
-        "--threshold", type=float, default=0.5, help="probability from which a review is positive"
-    )
-    predict.set_defaults(func=cmd_predict)
-
-    prepare = sub.add_parser(
-        "prepare",
-        help="tokenize IMDB once into TFRecord shards for `hatt train --prepared`",
-        description="Fit the vocabulary on the training split and write the tokenized "
-        "train / validation / test splits as TFRecord shards, with vectorizer.json and a "
-        "prepared.json manifest.",
-    )
-    prepare.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
-    prepare.add_argument("--out", metavar="DIR", required=True, help="output folder (new)")
-    prepare.add_argument(
-        "--model",
-        choices=("cnn", "rnn", "transformer", "han"),
-        default="han",
-        help="family whose layout to write (flat for cnn/rnn/transformer, nested for han)",
-    )
-    prepare.add_argument("--shard-size", type=int, default=5000, help="reviews per shard")
-    prepare.add_argument(
-        "--set", metavar="KEY=VALUE", action="append", default=[], help="vocabulary settings"
-    )
-    prepare.add_argument("--seed", type=int, default=None, help="seed of the validation split")
-    prepare.add_argument("--limit", type=int, default=None, help="stratified subset per split")
-    prepare.add_argument("--quiet", action="store_true", help="no progress bars")
-    prepare.set_defaults(func=cmd_prepare)
-
+def add_inspect_command(sub):
     inspect = sub.add_parser(
         "inspect",
         help="show which words and sentences a trained model's predictions rest on",
@@ -439,38 +415,59 @@ def build_parser():
         "per sentence and word, in the terminal, as one HTML page and as PNG heat maps. "
         "The HTML and PNG colours are relative to each review.",
     )
-    inspect.add_argument(
-        "model",
-        metavar="MODEL",
-        help="a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
-        "or a run directory",
-    )
+    inspect.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     source = inspect.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", action="append", metavar="T", help="a review (repeatable)")
-    source.add_argument(
-        "--file", metavar="F", help="a UTF-8 text file, one review per line ('-': stdin)"
-    )
+    _add_text_file(source, "a UTF-8 text file, one review per line ('-': stdin)")
     source.add_argument(
         "--imdb-test",
         type=int,
         metavar="N",
         help="N test reviews (balanced, seeded sample) with their true labels",
     )
-    inspect.add_argument("--data", metavar="PATH", default=None, help="aclImdb folder or .tar.gz")
-    inspect.add_argument("--seed", type=int, default=1337, help="seed of the --imdb-test sample")
+    _add_data(inspect)
+    _add_seed(inspect, "seed of the --imdb-test sample", default=1337)
     inspect.add_argument("--html", metavar="OUT.html", help="write one page with every review")
     inspect.add_argument(
         "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
     )
     inspect.add_argument("--json", metavar="OUT.json", help="write the explanations as JSON")
     inspect.add_argument("--no-color", action="store_true", help="plain terminal output")
-    inspect.add_argument("--quiet", action="store_true", help="no terminal view")
+    _add_quiet(inspect, "no terminal view")
     inspect.set_defaults(func=cmd_inspect)
+
+
+# === The command ====================================================================
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="hatt",
+        description="Attention-based document classifiers for Keras 3, on IMDB reviews.",
+    )
+    parser.add_argument("--version", action="version", version=f"hatt {hatt.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (
+        add_data_command,
+        add_train_command,
+        add_export_command,
+        add_predict_command,
+        add_prepare_command,
+        add_inspect_command,
+    ):
+        add(sub)
     return parser
 
 
-def training_strategies():
-    return ("default", "mirrored", "multiworker")
+def error_line(error):
+    """One line for a user's error: an OS error names its path and the reason."""
+    if isinstance(error, OSError) and error.filename is not None:
+        reason = error.strerror or type(error).__name__
+        return f"{reason}: {str(error.filename)!r}"
+    text = str(error)
+    if isinstance(error, hatt.data.DataNotFoundError):
+        return text  # its lines say how to provide the data
+    return " ".join(text.split("\n"))
 
 
 def main(argv=None):
@@ -480,12 +477,10 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from hatt.data import DataNotFoundError
-
     try:
         return args.func(args)
-    except (DataNotFoundError, ValueError) as error:
-        print(f"hatt {args.command}: error: {error}", file=sys.stderr)
+    except (ValueError, OSError) as error:
+        print(f"hatt {args.command}: error: {error_line(error)}", file=sys.stderr)
         return 2
 
 

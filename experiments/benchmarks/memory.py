@@ -1,6 +1,6 @@
 """Peak resident memory of one HAN training epoch: from raw text versus from prepared shards.
 
-Every run is a separate ``hatt train han`` process (experiments/configs/han.json,
+Every run is a separate ``hatt train han`` process (the han preset, hatt/presets/han.json,
 one epoch, then the evaluation on validation and test that ``hatt train``
 always does); its peak resident set size is the kernel's figure for that
 process (``ru_maxrss`` from ``os.wait4``), not an estimate. For each corpus size
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results" / "memory.json"
-CONFIG = ROOT / "experiments" / "configs" / "han.json"
+CONFIG = ROOT / "hatt" / "presets" / "han.json"
 TRAIN_SHARE = 1.0  # --limit N keeps N reviews in every split (train included)
 
 
@@ -104,7 +104,7 @@ def _save(args, rows):
     print(json.dumps(rows[-1]), flush=True)
     result = {
         "description": "peak RSS (MiB, ru_maxrss of each process) of `hatt train han` for one "
-        "epoch (experiments/configs/han.json) from raw text vs from `hatt prepare` shards",
+        "epoch (hatt/presets/han.json) from raw text vs from `hatt prepare` shards",
         "command": " ".join(["python", "experiments/benchmarks/memory.py", *sys.argv[1:]]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "runs": rows,

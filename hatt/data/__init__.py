@@ -3,6 +3,7 @@
 This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 """
 
+from hatt.data.files import TextFile, read_texts
 from hatt.data.imdb import DataNotFoundError, Imdb, Split, load_imdb
 from hatt.data.pipeline import (
     encode,
@@ -11,6 +12,7 @@ from hatt.data.pipeline import (
     padding_share,
     unpack_sentences,
 )
+from hatt.data.stats import format_statistics, statistics
 from hatt.data.text import tokenize
 from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer
 
@@ -20,12 +22,16 @@ __all__ = [
     "DataNotFoundError",
     "Imdb",
     "Split",
+    "TextFile",
     "Vectorizer",
     "encode",
+    "format_statistics",
     "load_imdb",
     "make_dataset",
     "pack_sentences",
     "padding_share",
+    "read_texts",
+    "statistics",
     "tokenize",
     "unpack_sentences",
 ]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hatt.data import Split
-from hatt.training import METRIC_KEYS
+from hatt.training import METRIC_KEYS, ngram
 from tests._scripts import load_experiment
 
 REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}
@@ -44,15 +44,29 @@ def test_log_count_ratio_matches_hand_computation(baselines):
     # binarized: positives [1,0,1] + [1,1,0]; negatives [0,1,1] + [0,1,0]
     # p = 1 + [2, 1, 1] = [3, 2, 2] (sum 7);  q = 1 + [0, 2, 1] = [1, 3, 2] (sum 6)
     expected = np.log(np.array([(3 / 7) / (1 / 6), (2 / 7) / (3 / 6), (2 / 7) / (2 / 6)]))
-    np.testing.assert_allclose(baselines.log_count_ratio(counts, labels, alpha=1.0), expected)
+    ratios = ngram.log_count_ratios(counts, labels, alpha=1.0, dtype=np.float64)
+    np.testing.assert_allclose(ratios, expected)
 
     scaled = baselines.NBScaler(alpha=1.0).fit(counts, labels).transform(counts).toarray()
     np.testing.assert_allclose(scaled, (counts > 0) * expected)
 
 
+def test_nb_features_are_the_channel_features(baselines):
+    """The baseline's NB features f̂ ⊙ r equal the n-gram channel's (binary, summed) ones."""
+    train = planted_split(baselines, 60, seed=0, prefix="train")
+    features = baselines.create_features("nb_lr", **baselines.SETTINGS["nb_lr"]["fixed"])
+    counts = features.fit_transform(train.texts)
+    for alpha in baselines.SETTINGS["nb_lr"]["grid"]["alpha"]:
+        scaler = baselines.NBScaler(alpha=alpha).fit(counts, train.labels)
+        ratios = ngram.log_count_ratios(counts, train.labels, alpha=alpha, dtype=np.float64)
+        np.testing.assert_array_equal(scaler.r_, ratios)
+        channel = ngram.layer_features(counts.astype(np.float64), binary=True) @ np.diag(ratios)
+        np.testing.assert_array_equal(scaler.transform(counts).toarray(), channel)
+
+
 def test_log_count_ratio_rejects_non_positive_alpha(baselines):
     with pytest.raises(ValueError, match="alpha=0"):
-        baselines.log_count_ratio(np.ones((2, 2)), np.array([0, 1]), alpha=0)
+        ngram.log_count_ratios(np.ones((2, 2)), np.array([0, 1]), alpha=0)
 
 
 def test_tokens_are_hatt_words(baselines):

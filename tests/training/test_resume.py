@@ -17,7 +17,8 @@ import keras
 import numpy as np
 import pytest
 
-from hatt import cli, resume, training
+from hatt import cli, training
+from hatt.training import resume
 from tests._planted import write_planted_imdb
 
 MODEL_ARGS = ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]
@@ -30,6 +31,8 @@ def hatt_train(corpus, run_dir, seed=5, *extra):
         "hatt.cli",
         "train",
         "cnn",
+        "--preset",
+        "none",
         "--data",
         str(corpus),
         "--epochs",
@@ -232,7 +235,8 @@ def test_a_corrupted_or_mismatched_backup_is_a_clear_error(tmp_path, planted, mo
     with pytest.raises(resume.RunError, match="is corrupted"):
         training.train(_config(), run_dir, imdb=planted, verbose=0)
     # the command line says the same, without a traceback
-    assert cli.main(["train", "cnn", "--run-dir", str(run_dir), "--export-dir", ""]) == 2
+    argv = ["train", "cnn", "--preset", "none", "--run-dir", str(run_dir), "--export-dir", ""]
+    assert cli.main(argv) == 2
 
     state_file.write_text(state_text)
     metrics = training.train(_config(), run_dir, imdb=planted, verbose=0)
@@ -282,7 +286,8 @@ def test_a_nan_loss_stops_the_run_with_a_clear_message(tmp_path, planted, capsys
 def test_the_cli_reports_a_nan_loss_without_a_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_planted_imdb(tmp_path / "corpus", n_train=80, n_test=20)
-    argv = ["train", "cnn", "--data", str(root), "--epochs", "2", "--set", "min_count=1"]
+    argv = ["train", "cnn", "--preset", "none", "--data", str(root), "--epochs", "2"]
+    argv += ["--set", "min_count=1"]
     argv += ["--set", "validation_size=20", "--set", "learning_rate=NaN", *MODEL_ARGS]
     argv += ["--run-dir", str(tmp_path / "run"), "--export-dir", ""]
     assert cli.main(argv) == 2

@@ -144,25 +144,46 @@ def read_state(run_dir):
     return state
 
 
-def open_run_dir(run_dir, config, *, restart=False):
-    """Check ``run_dir`` before training ``config``; return the backup to resume, if any.
+def check_writable(run_dir):
+    """Raise ``RunError`` naming ``run_dir`` and why, when it cannot be (created and) written."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(f"Cannot write the run directory {str(run_dir)!r}: it is a file.")
+    existing = run_dir
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunError(
+            f"Cannot create the run directory {str(run_dir)!r}: {str(existing)!r} is a file."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunError(
+            f"Cannot write the run directory {str(run_dir)!r}: permission denied on "
+            f"{str(existing)!r}."
+        )
+
+
+def check_run_dir(run_dir, config, *, restart=False, normalize=None):
+    """Check ``run_dir`` before training ``config`` (nothing is written); the backup to resume.
 
     Args:
-        run_dir: the run directory (created).
+        run_dir: the run directory (it need not exist yet).
         config: the run's settings as a dict (``TrainConfig.to_dict()``).
-        restart: remove an earlier run's files first and train from the start.
+        restart: the run will start over (an earlier run's files do not matter).
+        normalize: optional callable that brings the backup's settings to
+            today's form (a backup written before a configuration change).
 
     Returns:
         The backup state (a dict) when the run resumes, else ``None``.
 
     Raises:
-        RunError: the directory holds a finished run, or a backup of a run with
-            other settings, or a corrupted backup.
+        RunError: the directory cannot be written, holds a finished run, or a
+            backup of a run with other settings, or a corrupted backup.
     """
     run_dir = Path(run_dir)
+    check_writable(run_dir)
     if restart:
-        clear_run_dir(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+        return None
     if (run_dir / "metrics.json").exists():
         raise RunError(
             f"The run directory {str(run_dir)!r} holds a finished run (metrics.json). Use "
@@ -171,7 +192,13 @@ def open_run_dir(run_dir, config, *, restart=False):
     state = read_state(run_dir)
     if state is None:
         return None
-    saved = {k: v for k, v in state.get("config", {}).items() if k not in MAY_DIFFER}
+    saved = state.get("config", {})
+    if normalize is not None:
+        try:
+            saved = normalize(saved)
+        except ValueError:
+            pass  # compared as written: the difference is reported below
+    saved = {k: v for k, v in saved.items() if k not in MAY_DIFFER}
     wanted = {k: v for k, v in config.items() if k not in MAY_DIFFER}
     if saved != wanted:
         differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
@@ -181,7 +208,23 @@ def open_run_dir(run_dir, config, *, restart=False):
             f"({changes}). Run the same command to resume it, use another --run-dir, or pass "
             "--restart to train from the start."
         )
+    return state
+
+
+def create_run_dir(run_dir, *, restart=False):
+    """Create ``run_dir`` when training starts (``restart``: an earlier run's files removed first)."""
+    run_dir = Path(run_dir)
+    if restart:
+        clear_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / STATUS_FILE).unlink(missing_ok=True)
+    return run_dir
+
+
+def open_run_dir(run_dir, config, *, restart=False):
+    """:func:`check_run_dir`, then :func:`create_run_dir`: the backup to resume, if any."""
+    state = check_run_dir(run_dir, config, restart=restart)
+    create_run_dir(run_dir, restart=restart)
     return state
 
 

@@ -18,17 +18,18 @@ def planted():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "model,kwargs",
+    "model,kwargs,ngram",
     [
-        ("cnn", {"embedding_dim": 16, "filters": 8}),
-        ("cnn", {"embedding_dim": 16, "filters": 8, "ngram_buckets": 64}),  # NB-initialised
-        ("han", {"embedding_dim": 16, "word_units": 8, "sentence_units": 8}),
+        ("cnn", {"embedding_dim": 16, "filters": 8}, None),
+        ("cnn", {"embedding_dim": 16, "filters": 8}, {"buckets": 64}),  # NB-initialised
+        ("han", {"embedding_dim": 16, "word_units": 8, "sentence_units": 8}, None),
     ],
 )
-def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwargs):
+def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwargs, ngram):
     config = training.TrainConfig(
         model=model,
         model_kwargs=kwargs,
+        ngram=ngram,
         epochs=4,
         batch_size=16,
         min_count=1,
@@ -148,6 +149,8 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     argv = [
         "train",
         "cnn",
+        "--preset",
+        "none",
         "--data",
         str(root),
         "--config",
@@ -170,10 +173,14 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     assert "test accuracy" in out and "run directory" in out
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["preset"] is None
     assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
     assert (tmp_path / "saved" / "cnn" / "1" / "saved_model.pb").exists()
     assert "exported to" in out and "version 1" in out
-    assert cli.main(["train", "cnn", "--data", str(tmp_path / "missing")]) == 2
+    missing_run = tmp_path / "missing-run"
+    argv = ["train", "cnn", "--data", str(tmp_path / "missing"), "--run-dir", str(missing_run)]
+    assert cli.main(argv) == 2
+    assert not missing_run.exists()  # a failed run leaves no run directory
 
 
 @pytest.mark.parametrize("nesterov", [True, False])

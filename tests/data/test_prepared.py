@@ -120,9 +120,9 @@ def test_training_from_shards_matches_training_from_text(corpus, flat_dir, tmp_p
     common += ["--set", "patience=4", *MODEL_ARGS, "--export-dir", ""]
     from_text = tmp_path / "text"
     from_shards = tmp_path / "shards"
-    text_argv = ["train", "cnn", "--data", str(corpus), *SETTINGS, *common]
+    text_argv = ["train", "cnn", "--preset", "none", "--data", str(corpus), *SETTINGS, *common]
     assert cli.main([*text_argv, "--run-dir", str(from_text)]) == 0
-    shards_argv = ["train", "cnn", "--prepared", str(flat_dir), *common]
+    shards_argv = ["train", "cnn", "--preset", "none", "--prepared", str(flat_dir), *common]
     assert cli.main([*shards_argv, "--run-dir", str(from_shards)]) == 0
     text = json.loads((from_text / "metrics.json").read_text())
     shards = json.loads((from_shards / "metrics.json").read_text())
@@ -144,14 +144,19 @@ def test_training_from_shards_matches_training_from_text(corpus, flat_dir, tmp_p
 
 def test_prepared_errors_are_clear(corpus, flat_dir, tmp_path, capsys):
     # a flat corpus for the HAN
-    assert (
-        cli.main(["train", "han", "--prepared", str(flat_dir), "--run-dir", str(tmp_path / "r")])
-        == 2
-    )
+    argv = ["train", "han", "--preset", "none", "--prepared", str(flat_dir)]
+    assert cli.main([*argv, "--run-dir", str(tmp_path / "r")]) == 2
     assert "needs the nested layout" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # nothing written for a refused run
     # no corpus there
-    assert cli.main(["train", "cnn", "--prepared", str(tmp_path / "none")]) == 2
+    argv = ["train", "cnn", "--preset", "none", "--prepared", str(tmp_path / "none")]
+    assert cli.main(argv) == 2
     assert "run `hatt prepare" in capsys.readouterr().err
+    # the preset's channel is fit from counts a prepared corpus does not hold in memory
+    argv = ["train", "cnn", "--prepared", str(flat_dir), "--run-dir", str(tmp_path / "p")]
+    assert cli.main(argv) == 2
+    assert "does not hold in memory" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
     # preparing over an existing corpus
     argv = ["prepare", "--data", str(corpus), "--out", str(flat_dir), "--quiet", *SETTINGS]
     assert cli.main(argv) == 2

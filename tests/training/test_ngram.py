@@ -1,4 +1,4 @@
-"""The n-gram channel's starts: counts, NB-weighted LR, and the separate fit with its mix."""
+"""hatt.training.ngram: counts, NB-weighted LR, and the separate fit with its mix."""
 
 import json
 
@@ -9,9 +9,10 @@ import tensorflow as tf
 from sklearn.linear_model import LogisticRegression
 
 import hatt
-from hatt import models, ngram_init, training
+from hatt import models, training
 from hatt.data import Imdb
 from hatt.layers import NgramLogit
+from hatt.training import ngram as ngram_lib
 from tests._fresh_process import run_json_script
 from tests._planted import planted_split
 
@@ -39,10 +40,10 @@ def test_layer_features_times_weights_equal_the_layer(nested, binary, reduction)
     layer.build((None, None))
     weights = np.random.default_rng(1).standard_normal(layer.num_features).astype("float32")
     layer.embeddings.assign(weights)
-    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
     assert counts.shape == (23, layer.num_features)
     expected = keras.ops.convert_to_numpy(layer(ids.to_tensor())).ravel()
-    got = ngram_init.layer_features(counts, binary, reduction) @ weights
+    got = ngram_lib.layer_features(counts, binary, reduction) @ weights
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -61,8 +62,8 @@ def separable(n, seed):
 
 def test_fit_nb_logistic_equals_sklearn_on_nb_scaled_features():
     ids, labels = separable(80, 0)
-    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
-    weights, intercept, info = ngram_init.fit_nb_logistic(
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    weights, intercept, info = ngram_lib.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3
     )
     # reference: sklearn on binarized counts times r, r from a direct count
@@ -78,9 +79,9 @@ def test_fit_nb_logistic_equals_sklearn_on_nb_scaled_features():
 def test_c_grid_is_chosen_on_validation():
     ids, labels = separable(60, 0)
     val_ids, val_labels = separable(40, 1)
-    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
-    validation = (ngram_init.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
-    _, _, info = ngram_init.fit_nb_logistic(
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    validation = (ngram_lib.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
+    _, _, info = ngram_lib.fit_nb_logistic(
         counts, labels, binary=False, reduction="sqrt", C=[1e-4, 1.0], validation=validation
     )
     assert [e["C"] for e in info["selection"]] == [1e-4, 1.0]
@@ -98,10 +99,10 @@ def test_c_grid_is_chosen_on_validation():
 )
 def test_fit_nb_logistic_bad_input(kwargs, match):
     ids, labels = separable(10, 0)
-    counts = ngram_init.ngram_counts(ids, V, BUCKETS, 2)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
     args = {"labels": labels, "binary": True, "reduction": "sum", **kwargs}
     with pytest.raises(ValueError, match=match):
-        ngram_init.fit_nb_logistic(counts, **args)
+        ngram_lib.fit_nb_logistic(counts, **args)
 
 
 @pytest.fixture(scope="module")
@@ -113,18 +114,24 @@ def planted():
     return Imdb(train, validation, test, "planted")
 
 
-def config(model, **extra):
-    kwargs = {"embedding_dim": 16, "ngram_buckets": 64, "ngram_binary": True}
+def config(model, fit="joint", **extra):
+    kwargs = {"embedding_dim": 16}
     kwargs.update({"filters": 8} if model == "cnn" else {"word_units": 8, "sentence_units": 8})
     return training.TrainConfig(
         model=model,
-        model_kwargs={**kwargs, "ngram_reduction": "sum"},
+        model_kwargs=kwargs,
+        ngram={
+            "buckets": 64,
+            "binary": True,
+            "reduction": "sum",
+            "init": "nblr",
+            "C": [0.1, 1.0],
+            "fit": fit,
+        },
         **{"epochs": 2, **extra},
         batch_size=16,
         min_count=1,
         learning_rate=1e-2,
-        ngram_init="nblr",
-        ngram_C=[0.1, 1.0],
     )
 
 
@@ -139,10 +146,10 @@ def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
     validation = (hatt.data.encode(planted.validation.texts, vectorizer), planted.validation.labels)
     info = training.init_ngram_channel(model, cfg, train_ids, planted.train.labels, validation)
     layer = model.get_layer("ngram_logit")
-    counts = ngram_init.ngram_counts(validation[0], layer.vocabulary_size, 64, layer.ngram)
+    counts = ngram_lib.ngram_counts(validation[0], layer.vocabulary_size, 64, layer.ngram)
     weights = keras.ops.convert_to_numpy(layer.embeddings)
     bias = float(keras.ops.convert_to_numpy(dense.bias)[0])
-    logits = ngram_init.layer_features(counts, True, "sum") @ weights + bias
+    logits = ngram_lib.layer_features(counts, True, "sum") @ weights + bias
     probabilities = model.predict(validation[0].to_tensor(), verbose=0).ravel()
     np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-4, atol=1e-6)
     accuracy = ((probabilities > 0.5) == planted.validation.labels).mean()
@@ -155,7 +162,7 @@ def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
 def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model):
     # two sentence groups (not the default's many) keep the packed HAN's graph small
     shape = {"max_words": 16, "sentence_groups": [8, 16]} if model == "han" else {}
-    cfg = config(model, ngram_fit="separate", epochs=1, **shape)
+    cfg = config(model, fit="separate", epochs=1, **shape)
     metrics = training.train(cfg, tmp_path, imdb=planted, command="test", verbose=0)
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
@@ -189,13 +196,13 @@ print(json.dumps({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(
 
 
 def test_separate_fit_config_checks():
-    with pytest.raises(ValueError, match="ngram_fit"):
-        training.TrainConfig(model="cnn", ngram_fit="stacked")
+    with pytest.raises(ValueError, match="ngram.fit"):
+        training.TrainConfig(model="cnn", ngram={"fit": "stacked"})
     with pytest.raises(ValueError, match="zeros"):
-        training.TrainConfig(model="cnn", ngram_fit="separate", ngram_init="zeros")
-    with pytest.raises(ValueError, match="ngram_init"):
-        training.TrainConfig(model="cnn", ngram_init="lr")
-    with pytest.raises(ValueError, match="ngram_trainable"):
-        training.TrainConfig(model="cnn", ngram_trainable="no")
+        training.TrainConfig(model="cnn", ngram={"fit": "separate", "init": "zeros"})
+    with pytest.raises(ValueError, match="ngram.init"):
+        training.TrainConfig(model="cnn", ngram={"init": "lr"})
+    with pytest.raises(ValueError, match="ngram.trainable"):
+        training.TrainConfig(model="cnn", ngram={"trainable": "no"})
     with pytest.raises(ValueError, match="ngram.binary"):
         models.build("cnn", vocabulary_size=50, ngram={"buckets": 8, "binary": 1})

@@ -97,7 +97,8 @@ def test_multiworker_with_two_processes_trains_to_completion(tmp_path):
         tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         env = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TF_CPP_MIN_LOG_LEVEL": "3"}
         env["KERAS_BACKEND"] = "tensorflow"
-        argv = [sys.executable, "-m", "hatt.cli", "train", "cnn", "--strategy", "multiworker"]
+        argv = [sys.executable, "-m", "hatt.cli", "train", "cnn", "--preset", "none"]
+        argv += ["--strategy", "multiworker"]
         argv += ["--data", str(root), "--epochs", "2", "--set", "batch_size=16"]
         argv += ["--set", "min_count=1", "--set", "validation_size=40"]
         argv += ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]

@@ -1,0 +1,508 @@
+"""What a run depends on: :class:`TrainConfig`, its n-gram section, presets, and assembly.
+
+A run's settings come in layers, each on top of the last (:func:`assemble_config`):
+the family's preset (``hatt/presets/FAMILY.json``, the tuned recipe; ``None``
+for the bare defaults), a JSON file (``hatt train --config``), ``--set
+key=value`` overrides, then the command line's own options. Every value is
+checked here — its type against the dataclass annotation, the model's
+keyword arguments against the family's builder, the n-gram channel's section
+— so that a bad setting fails before any data is read.
+
+The n-gram channel is ONE section, ``ngram`` (:class:`NgramSettings`): the
+layer's settings (``buckets``, ``order``, ...) and how it is fit (``fit``,
+``init``, ``C``, ...). Configurations written before that section existed
+(``model_kwargs.ngram_buckets``, top-level ``ngram_init`` ...) are translated
+by :func:`translate_legacy`, so old config files and run directories load.
+"""
+
+import dataclasses
+import json
+import types
+import typing
+from importlib import resources
+from pathlib import Path
+
+from hatt import models
+from hatt.models.head import NgramChannel
+from hatt.training.distribute import STRATEGIES
+from hatt.training.optimizers import OPTIMIZERS
+
+FLAT_FAMILIES = ("cnn", "rnn", "transformer")
+NGRAM_FITS = ("joint", "separate")
+NGRAM_INITS = ("nb", "nblr", "zeros")
+# TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
+PREPARED_FIELDS = (
+    "data",
+    "validation_size",
+    "limit",
+    "max_tokens",
+    "min_count",
+    "sequence_length",
+    "max_sentences",
+    "max_words",
+    "truncation",
+)
+# Old flat keys of the n-gram channel → keys of the `ngram` section.
+LEGACY_MODEL_KWARGS = {
+    "ngram_buckets": "buckets",
+    "ngram": "order",
+    "ngram_reduction": "reduction",
+    "ngram_binary": "binary",
+    "ngram_dropout": "feature_dropout",
+    "ngram_l2": "l2",
+}
+LEGACY_FIELDS = {
+    "ngram_init": "init",
+    "ngram_fit": "fit",
+    "ngram_alpha": "alpha",
+    "ngram_C": "C",
+    "ngram_min_df": "min_df",
+    "ngram_init_scale": "init_scale",
+    "ngram_trainable": "trainable",
+}
+PRESET_PACKAGE = "hatt.presets"
+DEFAULT_PRESET = "default"  # assemble_config: the family's own preset, when it has one
+
+
+# === Type checks ====================================================================
+
+
+def _kinds(annotation):
+    """``int | None`` → ``(int, NoneType)``; ``float`` → ``(float,)``."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _is(value, kind):
+    if kind is type(None):
+        return value is None
+    if isinstance(value, bool):
+        return kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    if kind is list:
+        return isinstance(value, list | tuple)
+    return isinstance(value, kind)
+
+
+def _describe(kinds):
+    names = {type(None): "None", float: "a float", int: "an int", bool: "a bool"}
+    names.update({str: "a str", list: "a list", dict: "a dict"})
+    return " or ".join(names.get(k, getattr(k, "__name__", str(k))) for k in kinds)
+
+
+def check_type(name, value, annotation):
+    """Raise a ``ValueError`` naming ``name`` unless ``value`` fits ``annotation``."""
+    kinds = _kinds(annotation)
+    if not any(_is(value, kind) for kind in kinds):
+        raise ValueError(f"Expected {name} to be {_describe(kinds)}. Received: {name}={value!r}")
+
+
+def _check_fields(instance, prefix=""):
+    hints = typing.get_type_hints(type(instance))
+    for field in dataclasses.fields(instance):
+        if dataclasses.is_dataclass(_kinds(hints[field.name])[0]):
+            continue  # a nested section checks itself
+        check_type(prefix + field.name, getattr(instance, field.name), hints[field.name])
+
+
+def _check_positive_int(name, value, minimum=1):
+    if value < minimum:
+        raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {name}={value!r}")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"Expected {name} to be one of {choices}. Received: {name}={value!r}")
+
+
+# === The n-gram channel's section ===================================================
+
+
+@dataclasses.dataclass
+class NgramSettings:
+    """The ``ngram`` section of :class:`TrainConfig`: the channel, and how it is fit.
+
+    The first six keys are the layer's (:class:`hatt.models.NgramChannel`, with
+    its defaults); the others say how its weights are set, from the training
+    split only (:mod:`hatt.training.ngram`).
+
+    Args:
+        buckets, order, reduction, binary, feature_dropout, l2: the layer
+            (``hatt.models.build(..., ngram=...)``).
+        fit: ``"joint"``: the channel starts per ``init`` and trains with the
+            deep part. ``"separate"``: the deep part trains with the channel
+            off; then the channel is set per ``init`` and the two logits are
+            weighed, ``a·deep + b·channel + c``, by a logistic regression on
+            the validation split.
+        init: ``"nb"``: the Naive Bayes log-count ratios (NBSVM); ``"nblr"``:
+            an NB-weighted logistic regression; ``"zeros"``.
+        alpha: NB smoothing of the log-count ratios, > 0.
+        C: ``"nblr"``: inverse L2 strength, or a grid chosen on validation
+            accuracy.
+        min_df: features in fewer training reviews start at 0 (a feature of
+            one review only "predicts" that review's label).
+        init_scale: the start's weights are multiplied by it.
+        trainable: ``False``: the channel keeps its start and training fits the
+            deep part to what the linear model leaves.
+    """
+
+    buckets: int = NgramChannel.buckets
+    order: int = NgramChannel.order
+    reduction: str = NgramChannel.reduction
+    binary: bool = NgramChannel.binary
+    feature_dropout: float = NgramChannel.feature_dropout
+    l2: float = NgramChannel.l2
+    fit: str = "joint"
+    init: str = "nb"
+    alpha: float = 1.0
+    C: float | list = dataclasses.field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3])
+    min_df: int = 1
+    init_scale: float = 1.0
+    trainable: bool = True
+
+    def __post_init__(self):
+        _check_fields(self, prefix="ngram.")
+        self.channel()  # the layer's own checks
+        _check_choice("ngram.fit", self.fit, NGRAM_FITS)
+        _check_choice("ngram.init", self.init, NGRAM_INITS)
+        if self.fit == "separate" and self.init == "zeros":
+            raise ValueError(
+                "ngram.fit='separate' sets the channel after training from ngram.init, "
+                "which must be 'nb' or 'nblr'. Received: ngram.init='zeros'"
+            )
+        if not self.alpha > 0:
+            raise ValueError(
+                f"Expected ngram.alpha to be > 0. Received: ngram.alpha={self.alpha!r}"
+            )
+        grid = self.C if isinstance(self.C, list | tuple) else [self.C]
+        if not grid or not all(_is(c, float) and c > 0 for c in grid):
+            raise ValueError(
+                f"Expected ngram.C to be a positive float or a list of them. "
+                f"Received: ngram.C={self.C!r}"
+            )
+        _check_positive_int("ngram.min_df", self.min_df)
+
+    @classmethod
+    def from_value(cls, value):
+        """``None`` → ``None``; a dict (or an ``NgramSettings``) → checked settings."""
+        if value is None or isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"Expected ngram to be None or a dict of settings. Received: ngram={value!r}"
+            )
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(f"Unknown ngram settings: {unknown}. Known: {known}")
+        return cls(**value)
+
+    def channel(self):
+        """The layer's settings, for ``hatt.models.build(..., ngram=...)``."""
+        return NgramChannel(**{key: getattr(self, key) for key in NgramChannel.KEYS})
+
+    @property
+    def frozen(self):
+        """Whether the channel stays out of training (it is fit apart)."""
+        return not self.trainable or self.fit == "separate"
+
+    @property
+    def needs_counts(self):
+        """Whether fitting it counts n-grams in the tokenized splits (not ``"zeros"``)."""
+        return self.init != "zeros"
+
+
+# === The run's configuration ========================================================
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything a run depends on; written to ``config.json`` in the run directory.
+
+    ``model_kwargs`` go to ``hatt.models.build(model, ...)`` (``vocabulary_size``
+    is filled in from the vocabulary); ``ngram`` adds the n-gram channel
+    (:class:`NgramSettings`, or a dict of its keys; ``None``: no channel).
+    ``preset`` records the preset the settings started from.
+    """
+
+    model: str = "cnn"
+    preset: str | None = None
+    model_kwargs: dict = dataclasses.field(default_factory=dict)
+    ngram: NgramSettings | None = None
+    # data
+    data: str | None = None
+    seed: int = 1337
+    validation_size: int = 2500
+    validation_split: str = "blocks"
+    limit: int | None = None
+    max_tokens: int = 30000
+    min_count: int = 2
+    sequence_length: int = 400
+    max_sentences: int = 30
+    max_words: int = 50
+    truncation: str = "head_tail"
+    packed: bool = True  # HAN only: packed sentence groups (far less padding)
+    # Widths of the packed sentence groups; None: hatt.data's default (least padding).
+    # On a CPU a recurrent word encoder pays per time step, so fewer groups run
+    # faster (experiments/benchmarks/han_packed.py).
+    sentence_groups: list | None = None
+    batch_size: int = 32
+    num_buckets: int = 16
+    # optimization
+    optimizer: str = "adam"  # "adam" or "clr" (cyclical LR + momentum, SGD Nesterov)
+    learning_rate: float = 1e-3
+    clr_min_learning_rate: float = 1e-3
+    clr_max_learning_rate: float = 3e-2
+    clr_step_epochs: float = 2.0  # half a cycle, in epochs
+    clr_min_momentum: float = 0.85
+    clr_max_momentum: float = 0.95
+    epochs: int = 10
+    patience: int = 2
+    monitor: str = "val_accuracy"
+    # scaling out (README "Scaling out"); batch_size is the global batch
+    strategy: str = "default"  # "default", "mirrored" or "multiworker" (TF_CONFIG)
+    prepared: str | None = None  # a folder written by `hatt prepare`
+    shuffle_buffer: int = 10000  # reviews in the shuffle buffer when reading shards
+    # Op determinism (tf.config.experimental.enable_op_determinism) for the
+    # process: with the seed, two CPU runs give identical weights. `hatt train
+    # --seed S` turns it on.
+    deterministic: bool = False
+
+    def __post_init__(self):
+        _check_choice("model", self.model, models.FAMILIES)
+        if isinstance(self.model_kwargs, dict):  # model_kwargs.ngram_* of old callers
+            moved = translate_legacy({"model_kwargs": self.model_kwargs, "ngram": self.ngram})
+            self.model_kwargs, self.ngram = moved["model_kwargs"], moved["ngram"]
+        self.ngram = NgramSettings.from_value(self.ngram)
+        _check_fields(self)
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice("strategy", self.strategy, STRATEGIES)
+        for name in ("epochs", "batch_size", "patience", "shuffle_buffer", "num_buckets"):
+            _check_positive_int(name, getattr(self, name))
+        if self.limit is not None:
+            _check_positive_int("limit", self.limit, minimum=2)
+        check_model_kwargs(self.model, self.model_kwargs)
+
+    @classmethod
+    def from_dict(cls, values):
+        """A config from a dict (``config.json``), old flat n-gram keys translated."""
+        values = translate_legacy(values, complete=True)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise ValueError(f"Unknown configuration keys: {unknown}. Known keys: {sorted(fields)}")
+        return cls(**values)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def translate_legacy(values, complete=False):
+    """Move the old flat n-gram keys of ``values`` into its ``ngram`` section.
+
+    ``model_kwargs.ngram_buckets`` / ``ngram`` / ``ngram_binary`` /
+    ``ngram_reduction`` / ``ngram_dropout`` / ``ngram_l2`` and the top-level
+    ``ngram_init`` / ``ngram_fit`` / ``ngram_alpha`` / ``ngram_C`` /
+    ``ngram_min_df`` / ``ngram_init_scale`` / ``ngram_trainable`` become keys of
+    ``values["ngram"]``; ``ngram_buckets`` 0 meant "no channel" (``None``).
+
+    Args:
+        values: a configuration dict (not changed).
+        complete: ``values`` is a whole configuration (an old ``config.json``):
+            without ``ngram_buckets`` it had no channel, whatever its other
+            ``ngram_*`` keys said. Otherwise (a file or overrides laid over a
+            preset) the keys found are a partial section.
+
+    Returns:
+        A new dict.
+    """
+    values = dict(values)
+    kwargs = values.get("model_kwargs")
+    kwargs = dict(kwargs) if isinstance(kwargs, dict) else {}  # else checked as it is
+    layer = {new: kwargs.pop(old) for old, new in LEGACY_MODEL_KWARGS.items() if old in kwargs}
+    fit = {new: values.pop(old) for old, new in LEGACY_FIELDS.items() if old in values}
+    if layer:
+        values["model_kwargs"] = kwargs
+    if not layer and not fit:
+        return values
+    off = ("buckets" in layer and not layer["buckets"]) or (complete and "buckets" not in layer)
+    if off:
+        values["ngram"] = None
+    else:
+        section = values.get("ngram")
+        section = section.to_dict() if isinstance(section, NgramSettings) else section
+        values["ngram"] = {**(section or {}), **layer, **fit}
+    return values
+
+
+def check_model_kwargs(family, model_kwargs):
+    """Raise unless every key of ``model_kwargs`` is an argument of ``family``'s builder."""
+    known = [k for k in models.builder_arguments(family)]
+    unknown = sorted(set(model_kwargs) - set(known))
+    if unknown:
+        raise ValueError(f"Unknown model_kwargs for {family}: {unknown}. Known: {known}")
+
+
+# === Overrides and layering ==========================================================
+
+
+def _string_keys():
+    """Dotted keys whose values are strings, so ``--set KEY=word`` needs no JSON quotes."""
+    import inspect
+
+    hints = typing.get_type_hints(TrainConfig)
+    keys = {name for name, hint in hints.items() if str in _kinds(hint)}
+    ngram = typing.get_type_hints(NgramSettings)
+    keys |= {f"ngram.{name}" for name, hint in ngram.items() if str in _kinds(hint)}
+    keys |= {f"ngram_{name}" for name in ("init", "fit", "reduction")}  # legacy spellings
+    keys.add("model_kwargs.ngram_reduction")
+    for family in models.FAMILIES:
+        builder = models.registry.BUILDERS[family]
+        for name, parameter in inspect.signature(builder).parameters.items():
+            if isinstance(parameter.default, str):
+                keys.add(f"model_kwargs.{name}")
+    return keys
+
+
+def _expected(key):
+    """The expected type of a dotted key, for error messages."""
+    hints = typing.get_type_hints(TrainConfig)
+    head, _, rest = key.partition(".")
+    if head == "ngram" and rest:
+        hints, head = typing.get_type_hints(NgramSettings), rest
+    return _describe(_kinds(hints[head])) if head in hints else "a JSON value"
+
+
+def parse_overrides(pairs):
+    """``["epochs=3", "model_kwargs.units=32"]`` → a nested dict; values parsed as JSON.
+
+    A value that is not JSON is an error, except a bare word for a string
+    setting (``optimizer=clr``, ``data=/path``, ``model_kwargs.cell=lstm``).
+    """
+    out = {}
+    string_keys = None
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise ValueError(f"Expected --set key=value. Received: {pair!r}")
+        key, raw = pair.split("=", 1)
+        key = key.strip()
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            string_keys = _string_keys() if string_keys is None else string_keys
+            if key not in string_keys:
+                raise ValueError(
+                    f"Expected --set {key}=VALUE to be {_expected(key)} written as JSON. "
+                    f"Received: {key}={raw!r}"
+                ) from None
+            value = raw
+        target = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"Expected {part} to be a section. Received: --set {pair!r}")
+        target[parts[-1]] = value
+    return out
+
+
+def merge_config(base, overrides):
+    """``base`` with ``overrides`` on top; dict values (sections) are merged key by key."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+# === Presets =========================================================================
+
+
+def _preset_files():
+    return {
+        Path(entry.name).stem: entry
+        for entry in resources.files(PRESET_PACKAGE).iterdir()
+        if entry.name.endswith(".json")
+    }
+
+
+PRESETS = tuple(sorted(_preset_files()))
+
+
+def load_preset(name):
+    """The settings of preset ``name`` (``hatt/presets/NAME.json``) as a dict.
+
+    Example:
+
+    >>> hatt.training.load_preset("cnn")["ngram"]["fit"]
+    'separate'
+    """
+    files = _preset_files()
+    if name not in files:
+        raise ValueError(f"Expected preset to be one of {tuple(sorted(files))}. Received: {name!r}")
+    return json.loads(files[name].read_text(encoding="utf-8"))
+
+
+def read_config_file(path):
+    """A JSON file of TrainConfig keys (``hatt train --config``), old flat keys translated."""
+    try:
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"Could not read --config {str(path)!r}: {error}") from error
+    if not isinstance(values, dict):
+        raise ValueError(f"Expected --config {str(path)!r} to hold a JSON object.")
+    return translate_legacy(values)
+
+
+def prepared_settings(prepared_dir):
+    """The TrainConfig values a prepared corpus fixes (:data:`PREPARED_FIELDS`)."""
+    from hatt.data import prepared as prepared_lib
+
+    manifest = prepared_lib.read_manifest(prepared_dir)
+    return {k: v for k, v in manifest["settings"].items() if k in PREPARED_FIELDS}
+
+
+def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(), **values):
+    """A checked :class:`TrainConfig` from its layers, each on top of the last.
+
+    Args:
+        family: the model family (``"cnn"``, ...).
+        preset: ``"default"``: the family's own preset (``hatt/presets/FAMILY.json``)
+            if there is one; a preset's name; ``None`` (or ``"none"``): the bare
+            defaults.
+        config_file: a JSON file of settings.
+        overrides: ``KEY=VALUE`` strings (:func:`parse_overrides`) or a dict.
+        **values: settings of the command line's own options (``None``: not given).
+            With ``prepared``, the corpus's data and vocabulary settings win.
+
+    Returns:
+        A :class:`TrainConfig` whose ``preset`` names the preset used.
+    """
+    _check_choice("family", family, models.FAMILIES)
+    if preset == DEFAULT_PRESET:
+        preset = family if family in PRESETS else None
+    if preset == "none":
+        preset = None
+    config = {"model": family}
+    if preset is not None:
+        settings = translate_legacy(load_preset(preset))
+        if settings.get("model", family) != family:
+            raise ValueError(
+                f"Expected a preset for {family}. Received: preset={preset!r} "
+                f"(for {settings['model']!r})"
+            )
+        config = merge_config(config, {**settings, "preset": preset})
+    if config_file:
+        config = merge_config(config, read_config_file(config_file))
+    if not isinstance(overrides, dict):
+        overrides = parse_overrides(overrides)
+    config = merge_config(config, translate_legacy(overrides))
+    config.update({k: v for k, v in values.items() if v is not None})
+    config["model"] = family
+    if config.get("prepared"):  # the corpus fixes the data and vocabulary settings
+        config = merge_config(config, prepared_settings(config["prepared"]))
+    return TrainConfig.from_dict(config)

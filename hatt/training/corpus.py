@@ -1,0 +1,386 @@
+"""The corpus a run trains on, as ONE object whether it comes from raw text or from shards.
+
+:meth:`Corpus.open` either loads IMDB (or takes a loaded :class:`hatt.data.Imdb`),
+fits the vocabulary on the training split and encodes the three splits, or
+opens the TFRecord shards of ``hatt prepare`` (``config.prepared``) and checks
+them against the configuration. Either way the run reads the same things from
+it: split sizes, labels and review ids, the vectorizer, the bucketed training /
+validation / test datasets, and in-order prediction datasets.
+"""
+
+import numpy as np
+
+import hatt
+from hatt.data import prepared as prepared_lib
+from hatt.training import distribute
+from hatt.training.config import FLAT_FAMILIES, PREPARED_FIELDS
+
+SPLITS = ("train", "validation", "test")
+
+
+# === Dataset options shared by both sources ==========================================
+
+
+def packed(config):
+    """Whether the run feeds the packed HAN layout."""
+    return config.model == "han" and config.packed
+
+
+def sentence_groups(config):
+    """Widths of the packed sentence groups (the configured ones, or hatt.data's default)."""
+    groups = config.sentence_groups or hatt.data.pipeline.default_sentence_groups(config.max_words)
+    return tuple(int(g) for g in groups)
+
+
+def create_vectorizer(config):
+    """A new (not yet fitted) :class:`hatt.data.Vectorizer` with the config's settings."""
+    return hatt.data.Vectorizer(
+        max_tokens=config.max_tokens,
+        min_count=config.min_count,
+        output_mode="flat" if config.model in FLAT_FAMILIES else "nested",
+        sequence_length=config.sequence_length,
+        max_sentences=config.max_sentences,
+        max_words=config.max_words,
+        truncation=config.truncation,
+    )
+
+
+def _dataset_options(config, vectorizer):
+    return {
+        "vectorizer": vectorizer,
+        "batch_size": config.batch_size,
+        "packed": packed(config),
+        "sentence_groups": sentence_groups(config) if packed(config) else None,
+    }
+
+
+def _split_dataset(config, vectorizer, name, ids, labels, *, epochs, initial_epoch, replicas):
+    """The dataset of one encoded split: train shuffled by ``(seed, epoch)``, others in buckets.
+
+    With several replicas, validation and test keep every review, in order, in
+    batches of :func:`hatt.training.distribute.evaluation_batch_size`.
+    """
+    options = {**_dataset_options(config, vectorizer), "num_buckets": config.num_buckets}
+    if name != "train" and replicas > 1:
+        batch_size = distribute.evaluation_batch_size(config.batch_size, len(labels), replicas)
+        return hatt.data.make_dataset(
+            None, labels, ids=ids, bucketing=False, **{**options, "batch_size": batch_size}
+        )
+    return hatt.data.make_dataset(
+        None,
+        labels,
+        ids=ids,
+        shuffle=name == "train",
+        seed=config.seed,
+        epochs=epochs if name == "train" else None,
+        initial_epoch=initial_epoch,
+        min_batch_size=replicas,
+        **options,
+    )
+
+
+def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0, replicas=1):
+    """Encode every split of ``imdb`` once; return its ids and its (bucketed) dataset.
+
+    Args:
+        config: a :class:`hatt.training.TrainConfig`.
+        imdb: a :class:`hatt.data.Imdb`.
+        vectorizer: the fitted vectorizer.
+        epochs, initial_epoch: the training dataset holds the batches of
+            epochs ``initial_epoch..epochs-1``, epoch ``e`` shuffled by
+            ``(seed, e)`` (``fit`` then needs ``steps_per_epoch``); ``None``:
+            one epoch, reshuffled on every iteration.
+        replicas: the replicas each batch is split across. With more than
+            one, no batch is smaller than ``replicas`` (an empty replica batch
+            breaks some CPU kernels): the training set drops such partial
+            batches, validation and test keep every review, in order.
+
+    Returns:
+        ``{split: (ids, dataset)}`` for train (shuffled, seeded), validation
+        and test.
+    """
+    out = {}
+    for name in SPLITS:
+        split = getattr(imdb, name)
+        ids = hatt.data.encode(split.texts, vectorizer, progress=True)
+        out[name] = (
+            ids,
+            _split_dataset(
+                config,
+                vectorizer,
+                name,
+                ids,
+                split.labels,
+                epochs=epochs,
+                initial_epoch=initial_epoch,
+                replicas=replicas,
+            ),
+        )
+    return out
+
+
+def steps_per_epoch(config, ids, replicas=1):
+    """Training batches per epoch (bucketing leaves one partial batch per bucket at most)."""
+    lengths = hatt.data.pipeline.document_lengths(ids)
+    boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
+    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
+
+
+# === Checks ==========================================================================
+
+
+def check_classes(counts, class_names):
+    """Refuse a corpus with fewer than two classes, or a split without every class.
+
+    Args:
+        counts: ``{split: reviews per class}``.
+        class_names: the classes' names, in label order.
+    """
+    present = np.sum([np.asarray(c) for c in counts.values()], axis=0) > 0
+    missing = [name for name, c in counts.items() if np.min(c) == 0]
+    if present.sum() >= 2 and not missing:
+        return
+    table = "; ".join(
+        f"{split} " + ", ".join(f"{n} {int(k)}" for n, k in zip(class_names, c, strict=True))
+        for split, c in counts.items()
+    )
+    problem = (
+        "fewer than two classes" if present.sum() < 2 else f"no reviews of some class in {missing}"
+    )
+    raise ValueError(
+        f"Expected every split (train, validation, test) to hold reviews of each of the "
+        f"{len(class_names)} classes; the corpus has {problem}. Received: {table}"
+    )
+
+
+def _class_counts(labels, num_classes):
+    return np.bincount(np.asarray(labels, np.int64), minlength=num_classes)[:num_classes]
+
+
+def check_prepared(config, manifest):
+    """ONE check of a prepared corpus against ``config``: layout, settings, the channel's fit."""
+    where = repr(config.prepared)
+    layout = "flat" if config.model in FLAT_FAMILIES else "nested"
+    if manifest["layout"] != layout:
+        raise prepared_lib.PreparedDataError(
+            f"The corpus in {where} was prepared in the {manifest['layout']} layout "
+            f"(for {manifest.get('model')!r}); {config.model!r} needs the {layout} layout. Run "
+            f"`hatt prepare --model {config.model} ...` for it."
+        )
+    differ = {
+        k: (v, getattr(config, k))
+        for k, v in manifest["settings"].items()
+        if k in PREPARED_FIELDS[3:] and getattr(config, k) != v  # the vocabulary's settings
+    }
+    if differ:
+        raise prepared_lib.PreparedDataError(
+            f"The corpus in {where} was prepared with other settings "
+            f"({', '.join(f'{k}: {a!r} != {b!r}' for k, (a, b) in differ.items())}); prepare it "
+            "again with these settings or leave them at the prepared values."
+        )
+    if config.ngram is not None and config.ngram.needs_counts:
+        raise prepared_lib.PreparedDataError(
+            f"The n-gram channel's fit (ngram.init={config.ngram.init!r}, "
+            f"ngram.fit={config.ngram.fit!r}) counts n-grams in the tokenized splits, which a "
+            "prepared corpus does not hold in memory. Use --set ngram.init=zeros with "
+            "--prepared (ngram.fit='joint'), or train from raw text."
+        )
+
+
+# === The corpus =====================================================================
+
+
+class Corpus:
+    """The three splits a run reads, from raw text or from prepared shards.
+
+    Build it with :meth:`open`. ``ids[split]`` holds the encoded reviews (a
+    ``tf.RaggedTensor``) when they are in memory (raw text), ``None`` for a
+    prepared corpus (:attr:`in_memory`).
+    """
+
+    def __init__(self, config, vectorizer, sizes, source, *, splits=None, ids=None, manifest=None):
+        self.config = config
+        self.vectorizer = vectorizer
+        self.sizes = dict(sizes)
+        self.source = source
+        self.ids = ids or dict.fromkeys(SPLITS)
+        self._splits = splits  # raw text: {name: hatt.data.Split}
+        self._manifest = manifest  # prepared: the manifest
+        self._labels_and_ids = {}
+        self.class_names = ("negative", "positive")  # IMDB: label 1 = positive
+
+    @property
+    def num_classes(self):
+        return len(self.class_names)
+
+    @property
+    def in_memory(self):
+        return self.ids["train"] is not None
+
+    @classmethod
+    def open(cls, config, imdb=None):
+        """Load and check the corpus of ``config``; see the module docstring.
+
+        Args:
+            config: a :class:`hatt.training.TrainConfig`.
+            imdb: an already loaded :class:`hatt.data.Imdb` (else
+                ``hatt.data.load_imdb`` with the config's settings); not used
+                with ``config.prepared``.
+
+        Raises:
+            ValueError: a class is missing from a split;
+                ``hatt.data.prepared.PreparedDataError``: the shards do not fit
+                the configuration.
+        """
+        if config.prepared:
+            return cls._from_shards(config)
+        return cls._from_text(config, imdb)
+
+    @classmethod
+    def _from_text(cls, config, imdb):
+        if imdb is None:
+            imdb = hatt.data.load_imdb(
+                config.data,
+                validation_size=config.validation_size,
+                validation_split=config.validation_split,
+                seed=config.seed,
+                limit=config.limit,
+            )
+        splits = {name: getattr(imdb, name) for name in SPLITS}
+        corpus = cls(
+            config, None, {n: len(s) for n, s in splits.items()}, imdb.source, splits=splits
+        )
+        corpus.check_classes()
+        print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
+        corpus.vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
+        print("Tokenizing train / validation / test")
+        corpus.ids = {
+            name: hatt.data.encode(split.texts, corpus.vectorizer, progress=True)
+            for name, split in splits.items()
+        }
+        return corpus
+
+    @classmethod
+    def _from_shards(cls, config):
+        manifest = prepared_lib.read_manifest(config.prepared)
+        check_prepared(config, manifest)
+        sizes = {name: int(manifest["splits"][name]["reviews"]) for name in SPLITS}
+        source = f"{manifest['source']} (prepared: {config.prepared})"
+        vectorizer = prepared_lib.load_vectorizer(config.prepared)
+        corpus = cls(config, vectorizer, sizes, source, manifest=manifest)
+        corpus.check_classes()
+        return corpus
+
+    # --- what the run reads -----------------------------------------------------------
+
+    def class_counts(self, split):
+        """Reviews per class in ``split``."""
+        if self._manifest is not None:  # counted when the shards were written
+            info = self._manifest["splits"][split]
+            return np.array([info["reviews"] - info["positive"], info["positive"]])
+        return _class_counts(self._splits[split].labels, self.num_classes)
+
+    def check_classes(self):
+        check_classes({name: self.class_counts(name) for name in SPLITS}, self.class_names)
+
+    def labels(self, split):
+        """The labels of ``split`` in its order."""
+        if self._splits is not None:
+            return np.asarray(self._splits[split].labels)
+        return self._read_labels_and_ids(split)[0]
+
+    def review_ids(self, split):
+        """The review ids of ``split`` in its order."""
+        if self._splits is not None:
+            return self._splits[split].ids
+        return self._read_labels_and_ids(split)[1]
+
+    def _read_labels_and_ids(self, split):
+        if split not in self._labels_and_ids:
+            self._labels_and_ids[split] = prepared_lib.split_labels_and_ids(
+                self.config.prepared, split, self._manifest
+            )
+        return self._labels_and_ids[split]
+
+    def in_memory_split(self, split):
+        """``(ids, labels)`` of ``split`` for the n-gram channel's fit; ``None`` from shards."""
+        return (self.ids[split], self.labels(split)) if self.in_memory else None
+
+    def datasets(self, *, epochs=None, initial_epoch=0, replicas=1):
+        """``{split: dataset}``: train shuffled by ``(seed, epoch)``, validation and test.
+
+        ``epochs``, ``initial_epoch`` and ``replicas`` as in :func:`create_datasets`.
+        """
+        if self.in_memory:
+            return {
+                name: _split_dataset(
+                    self.config,
+                    self.vectorizer,
+                    name,
+                    self.ids[name],
+                    self.labels(name),
+                    epochs=epochs,
+                    initial_epoch=initial_epoch,
+                    replicas=replicas,
+                )
+                for name in SPLITS
+            }
+        return {
+            name: self._shard_dataset(
+                name, epochs=epochs, initial_epoch=initial_epoch, replicas=replicas
+            )
+            for name in SPLITS
+        }
+
+    def _shard_dataset(self, name, *, epochs, initial_epoch, replicas):
+        config = self.config
+        evaluation = name != "train" and replicas > 1
+        batch_size = config.batch_size
+        if evaluation:
+            batch_size = distribute.evaluation_batch_size(batch_size, self.sizes[name], replicas)
+        return prepared_lib.prepared_dataset(
+            config.prepared,
+            name,
+            batch_size=batch_size,
+            shuffle=name == "train",
+            seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer,
+            bucketing=not evaluation,
+            num_buckets=config.num_buckets,
+            packed=sentence_groups(config) if packed(config) else None,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            manifest=self._manifest,
+            min_batch_size=replicas if name == "train" else 1,
+        )
+
+    def steps_per_epoch(self, replicas=1):
+        """Training batches per epoch (from the ids, or the shards' length histogram)."""
+        if self.in_memory:
+            return steps_per_epoch(self.config, self.ids["train"], replicas)
+        lengths = prepared_lib.split_lengths(self._manifest, "train")
+        boundaries = hatt.data.pipeline.bucket_boundaries(lengths, self.config.num_buckets)
+        return hatt.data.pipeline.count_batches(
+            lengths, boundaries, self.config.batch_size, replicas
+        )
+
+    def prediction_dataset(self, split, replicas=1):
+        """``split`` in its order, inputs only (no bucketing), for ``model.predict``."""
+        config = self.config
+        batch_size = distribute.evaluation_batch_size(
+            config.batch_size, self.sizes[split], replicas
+        )
+        if not self.in_memory:
+            return prepared_lib.prepared_dataset(
+                config.prepared,
+                split,
+                batch_size=batch_size,
+                bucketing=False,
+                packed=sentence_groups(config) if packed(config) else None,
+            ).map(lambda x, y: x)
+        return hatt.data.make_dataset(
+            None,
+            ids=self.ids[split],
+            bucketing=False,
+            **{**_dataset_options(config, self.vectorizer), "batch_size": batch_size},
+        )

@@ -1,0 +1,431 @@
+"""Train a model family: check → corpus → model → fit → evaluate → run directory.
+
+:func:`train` is what ``hatt train`` runs, as a page of named steps, each a
+function of its own: check the configuration and the run directory (nothing is
+written yet), open the corpus (:class:`hatt.training.corpus.Corpus`: vocabulary
+fitted on the training split only), create the run directory, build and compile
+the model, start the n-gram channel (joint fit), fit with Keras (progress bars,
+early stopping on the validation split, best epoch restored, a backup every
+epoch), fit and mix the channel (separate fit), evaluate **once** on the test
+split, save the in-order probabilities, and write the metrics. The run
+directory gets ``config.json``, ``history.csv``, ``metrics.json``,
+``model.keras``, ``vectorizer.json`` and TensorBoard logs.
+"""
+
+import csv
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+import hatt
+from hatt import models
+from hatt.models import head as head_lib
+from hatt.training import distribute, ngram, resume
+from hatt.training.config import TrainConfig
+from hatt.training.corpus import Corpus, packed, sentence_groups
+from hatt.training.optimizers import create_optimizer
+
+# Keys every results file has (neural runs and the baselines alike), so the
+# results table and the ensemble can read any of them.
+METRIC_KEYS = (
+    "model",
+    "test_accuracy",
+    "test_loss",
+    "validation_accuracy",
+    "epochs",
+    "train_seconds",
+    "examples_per_second",
+    "parameters",
+    "seed",
+    "command",
+    "hatt_version",
+    "test_probabilities",
+    "validation_probabilities",
+)
+TRIAL_VOCABULARY = 8  # the vocabulary of the model built once to check the settings
+
+
+# === The model ========================================================================
+
+
+def model_arguments(config, vocabulary_size):
+    """``hatt.models.build`` keyword arguments of ``config`` (the channel included)."""
+    kwargs = dict(config.model_kwargs)
+    kwargs["vocabulary_size"] = vocabulary_size
+    if packed(config):
+        kwargs.setdefault("packed_groups", len(sentence_groups(config)))
+    if config.model == "transformer":
+        kwargs.setdefault("sequence_length", config.sequence_length)
+    channel = config.ngram.channel() if config.ngram is not None else None
+    return {"ngram": channel, **kwargs}
+
+
+def create_model(config, vectorizer, steps_per_epoch, num_classes=2):
+    """The compiled model of ``config`` (the cyclical schedule is set in optimizer steps)."""
+    model = models.build(
+        config.model,
+        num_classes=num_classes,
+        **model_arguments(config, vectorizer.vocabulary_size),
+    )
+    if config.ngram is not None and config.ngram.frozen:
+        model.get_layer("ngram_logit").trainable = False
+    model.compile(
+        optimizer=create_optimizer(config, steps_per_epoch),
+        loss=head_lib.loss_for(num_classes),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def check_buildable(config):
+    """Build the model once on a tiny vocabulary: bad argument values fail before any data.
+
+    Raises:
+        ValueError: the family's builder (or the head) refuses a setting.
+    """
+    try:
+        models.build(config.model, **model_arguments(config, TRIAL_VOCABULARY))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"The settings do not build a {config.model} model: {error}") from error
+
+
+def set_seed(config):
+    """Seed Python, NumPy and Keras (and TensorFlow); turn on op determinism if asked."""
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+
+
+# === Steps ============================================================================
+
+
+class _Run:
+    """What the steps of one run share: where it writes, its strategy, its resume state."""
+
+    def __init__(self, config, run_dir, strategy, state):
+        self.config, self.run_dir, self.strategy, self.state = config, run_dir, strategy, state
+        self.replicas = int(strategy.num_replicas_in_sync)
+        self.initial_epoch = int(state["epoch"]) if state else 0
+        # An interrupted run that had finished its epochs (or stopped early) only
+        # evaluates and writes its results.
+        done = state and state.get("training_done")
+        self.fit_epochs = self.initial_epoch if done else config.epochs
+
+    def write_json(self, name, value):
+        (self.run_dir / name).write_text(json.dumps(value, indent=2) + "\n")
+
+    def local(self, dataset):
+        return distribute.distribute_options(dataset, self.strategy)
+
+
+def check_run(config, run_dir, strategy, *, restart=False):
+    """Step 1: every check that needs no data; nothing is written. Returns the :class:`_Run`."""
+    replicas = int(strategy.num_replicas_in_sync)
+    if replicas > 1 and packed(config):
+        raise ValueError(
+            "The packed HAN layout cannot be split across replicas (its sentence groups "
+            f"differ in size). Received: packed=True with {replicas} replicas; pass --set "
+            "packed=false."
+        )
+    check_buildable(config)
+    run_dir = distribute.worker_run_dir(run_dir, strategy)
+    state = resume.check_run_dir(
+        run_dir,
+        config.to_dict(),
+        restart=restart,
+        normalize=lambda saved: TrainConfig.from_dict(saved).to_dict(),
+    )
+    if state:
+        print(f"Resuming {run_dir} after epoch {state['epoch']} of {config.epochs}")
+    return _Run(config, Path(run_dir), strategy, state)
+
+
+def start_run_dir(run, corpus, *, restart=False):
+    """Step 3: create the run directory (the data is ready) with its config and vocabulary."""
+    resume.create_run_dir(run.run_dir, restart=restart)
+    run.write_json("config.json", run.config.to_dict())
+    corpus.vectorizer.save(run.run_dir / "vectorizer.json")
+
+
+def build_model(run, corpus, steps):
+    """Step 4: the compiled model, under the run's strategy."""
+    with run.strategy.scope():
+        return create_model(run.config, corpus.vectorizer, steps, corpus.num_classes)
+
+
+def start_channel(run, model, corpus):
+    """Step 5 (``ngram.fit="joint"``): set the n-gram channel's start before training."""
+    if run.state or run.config.ngram is None:
+        return  # a resumed run restores the channel's trained weights
+    train_ids, labels = corpus.in_memory_split("train") or (None, None)
+    with run.strategy.scope():
+        info = ngram.init_ngram_channel(
+            model, run.config, train_ids, labels, corpus.in_memory_split("validation")
+        )
+    if info is not None:
+        run.write_json("ngram_channel.json", info)
+
+
+def fit(run, model, datasets, steps, *, verbose="auto"):
+    """Step 6: Keras ``fit`` with early stopping and the per-epoch backup.
+
+    Returns:
+        ``(history, train_seconds)``: every epoch's logs (the interrupted
+        sessions' included) and the training time.
+    """
+    config = run.config
+    timer = _Timer()
+    stop_on_nan = resume.StopOnNaN()
+    early_stopping = keras.callbacks.EarlyStopping(
+        monitor=config.monitor,
+        mode="max" if "accuracy" in config.monitor else "min",
+        patience=config.patience,
+        restore_best_weights=True,
+    )
+    # The backup follows early stopping (it saves and restores its state) and
+    # writes history.csv, every epoch once, from its records.
+    backup = resume.RunBackup(run.run_dir, config.to_dict(), early_stopping, run.state)
+    with run.strategy.scope():
+        backup.restore_model(model)
+    distribute.build_under_strategy(model, datasets["validation"], run.strategy)
+    distribute.rank_one_logs_for_multiworker(model, run.strategy)
+    callbacks = [
+        stop_on_nan,
+        early_stopping,
+        backup,
+        keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
+        timer,
+    ]
+    model.fit(
+        datasets["train"],
+        validation_data=datasets["validation"],
+        epochs=run.fit_epochs,
+        initial_epoch=run.initial_epoch,
+        steps_per_epoch=steps,
+        callbacks=callbacks,
+        shuffle=False,  # the dataset shuffles itself, seeded by (seed, epoch)
+        verbose=verbose,
+    )
+    if stop_on_nan.where:
+        _stop_on_nan(run.run_dir, stop_on_nan.where, backup)
+    run.backup = backup  # removed once the results are written
+    return backup.history(), backup.previous_seconds + timer.seconds
+
+
+def mix_channel(run, model, corpus):
+    """Step 7 (``ngram.fit="separate"``): fit the channel now and weigh it against the deep part.
+
+    Returns:
+        ``{split: {"deep_logits", "channel_logits"}}`` to save beside the
+        probabilities (empty without a separate fit).
+    """
+    settings = run.config.ngram
+    if settings is None or settings.fit != "separate":
+        return {}
+    deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+
+    def deep_logits(split):
+        dataset = run.local(corpus.prediction_dataset(split, run.replicas))
+        return deep_model.predict(dataset, verbose=0)
+
+    info, logits = ngram.mix_ngram_channel(
+        model,
+        run.config,
+        *corpus.in_memory_split("train"),
+        corpus.in_memory_split("validation"),
+        corpus.in_memory_split("test"),
+        deep_logits,
+    )
+    run.write_json("ngram_channel.json", info)
+    return logits
+
+
+def evaluate(model, datasets):
+    """Step 8: loss and accuracy on validation and, once, on test."""
+    validation_loss, validation_accuracy = model.evaluate(datasets["validation"], verbose=0)
+    test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)
+    return {
+        "test_accuracy": float(test_accuracy),
+        "test_loss": float(test_loss),
+        "validation_accuracy": float(validation_accuracy),
+        "validation_loss": float(validation_loss),
+    }
+
+
+def save_predictions(run, model, corpus, channel_logits):
+    """Step 9: ``model.keras`` and each split's probabilities in its own order (for ensembles)."""
+    model.save(run.run_dir / "model.keras")
+    for split in ("validation", "test"):
+        probabilities = model.predict(
+            run.local(corpus.prediction_dataset(split, run.replicas)), verbose=0
+        )
+        if corpus.num_classes == 2:
+            probabilities = probabilities.reshape(-1)
+        parts = channel_logits.get(split, {})
+        np.savez_compressed(
+            run.run_dir / f"{split}_probabilities.npz",
+            probabilities=probabilities.astype(np.float32),
+            labels=corpus.labels(split).astype(np.int8),
+            ids=np.array(corpus.review_ids(split)),
+            **{key: value.astype(np.float32) for key, value in parts.items()},
+        )
+
+
+def write_metrics(run, model, corpus, scores, history, train_seconds, command):
+    """Step 10: ``metrics.json`` (and the backup goes: the run is finished)."""
+    config, run_dir = run.config, run.run_dir
+    epochs_run = len(history.get("loss", []))
+    train_examples = corpus.sizes["train"] * epochs_run
+    metrics = {
+        "model": config.model,
+        **scores,
+        "epochs": epochs_run,
+        "best_epoch": _best_epoch(history, config.monitor),
+        "train_seconds": round(train_seconds, 2),
+        "examples_per_second": round(train_examples / max(train_seconds, 1e-9), 1),
+        "parameters": int(model.count_params()),
+        "seed": config.seed,
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "hatt_version": hatt.__version__,
+        "train_size": corpus.sizes["train"],
+        "validation_size": corpus.sizes["validation"],
+        "test_size": corpus.sizes["test"],
+        "limit": config.limit,
+        "test_probabilities": str(run_dir / "test_probabilities.npz"),
+        "validation_probabilities": str(run_dir / "validation_probabilities.npz"),
+        "data_source": corpus.source,
+        "keras_version": keras.__version__,
+        "backend": keras.backend.backend(),
+        "strategy": config.strategy,
+        "replicas": run.replicas,
+        "resumed_from_epoch": run.initial_epoch,
+        "deterministic": config.deterministic,
+        "prepared": config.prepared,
+    }
+    channel_file = run_dir / "ngram_channel.json"
+    if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
+        metrics["ngram_channel"] = json.loads(channel_file.read_text())
+    run.write_json("metrics.json", metrics)
+    run.backup.remove()  # the run is finished; metrics.json marks it
+    return metrics
+
+
+# === The page =========================================================================
+
+
+def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=False):
+    """Train ``config.model`` on its corpus and write the run directory.
+
+    Everything that can be checked without data is checked first, and the run
+    directory is created only once the corpus is ready: a run that fails
+    before training leaves nothing behind. A run directory with a backup of
+    an interrupted run of the same settings resumes from its last finished
+    epoch (see :mod:`hatt.training.resume`).
+
+    Args:
+        config: a :class:`hatt.training.TrainConfig`.
+        run_dir: the run directory (created).
+        imdb: an already loaded :class:`hatt.data.Imdb` (else ``load_imdb``,
+            or the shards of ``config.prepared``).
+        command: the command line recorded in ``metrics.json``.
+        verbose: Keras ``fit`` verbosity.
+        restart: remove an earlier run's files from ``run_dir`` first.
+
+    Returns:
+        The metrics dict also written to ``metrics.json``.
+
+    Raises:
+        ValueError: a setting, the corpus (e.g. a split without every class)
+            or the run directory does not fit.
+        hatt.training.resume.RunError: ``run_dir`` holds a finished run, a
+            backup of other settings or a corrupted backup.
+        hatt.training.resume.NaNLossError: the loss became NaN (``status.json``
+            says where).
+    """
+    strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
+    run = check_run(config, run_dir, strategy, restart=restart)
+    set_seed(config)
+    corpus = Corpus.open(config, imdb)
+    start_run_dir(run, corpus, restart=restart)
+    steps = corpus.steps_per_epoch(run.replicas)
+    datasets = corpus.datasets(
+        epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
+    )
+    datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
+    model = build_model(run, corpus, steps)
+    start_channel(run, model, corpus)
+    history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
+    channel_logits = mix_channel(run, model, corpus)
+    scores = evaluate(model, datasets)
+    save_predictions(run, model, corpus, channel_logits)
+    return write_metrics(run, model, corpus, scores, history, train_seconds, command)
+
+
+# === Helpers ==========================================================================
+
+
+class _Timer(keras.callbacks.Callback):
+    """Wall time of ``fit`` (training and per-epoch validation)."""
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+    def on_train_end(self, logs=None):
+        self.seconds = time.perf_counter() - self.start
+
+
+def _stop_on_nan(run_dir, where, backup):
+    status = {"status": "nan_loss", **where, "last_good_epoch": len(backup.records)}
+    resume.write_json_atomic(Path(run_dir) / resume.STATUS_FILE, status)
+    raise resume.NaNLossError(
+        f"The training loss became {where['loss']} at epoch {where['epoch']}, batch "
+        f"{where['batch']}; training stopped (written to {Path(run_dir) / resume.STATUS_FILE}). "
+        "Lower the learning rate (--set learning_rate=...) and run again with --restart, or "
+        f"resume from the last good epoch ({len(backup.records)}) by running the same command."
+    )
+
+
+def _best_epoch(history, monitor):
+    values = history.get(monitor)
+    if not values:
+        return None
+    best = np.argmax(values) if "accuracy" in monitor else np.argmin(values)
+    return int(best) + 1
+
+
+def read_history(run_dir):
+    """The rows of a run directory's ``history.csv`` (dicts of strings)."""
+    with open(Path(run_dir) / "history.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _evaluated(metrics):
+    """What the test figures were computed on, in words."""
+    if metrics.get("limit"):
+        return f"test split limited to {metrics['test_size']} reviews by --limit"
+    return f"full test split, {metrics['test_size']} reviews"
+
+
+def summary(metrics, run_dir):
+    """A one-screen summary of a finished run."""
+    minutes = metrics["train_seconds"] / 60
+    lines = [
+        "",
+        f"hatt train {metrics['model']} — finished",
+        f"  test accuracy        {metrics['test_accuracy']:.4f}   ({_evaluated(metrics)}; "
+        f"loss {metrics['test_loss']:.4f})",
+        f"  validation accuracy  {metrics['validation_accuracy']:.4f}   "
+        f"(best epoch {metrics['best_epoch']} of {metrics['epochs']})",
+        f"  training             {minutes:.1f} min, "
+        f"{metrics['examples_per_second']:.0f} reviews/s, {metrics['parameters']:,} parameters",
+        f"  seed                 {metrics['seed']}",
+        f"  run directory        {run_dir}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,126 @@
+"""Optimizers: Adam, or the cyclical learning rate with cyclical momentum.
+
+The cyclical policy of Smith (2017, 2018) — triangular, SGD with Nesterov
+momentum — is computed in the graph from the optimizer's step counter. The
+classes keep their registered names (``hatt>TriangularSchedule``,
+``hatt>CyclicalSGD``) so saved models load.
+"""
+
+import keras
+
+OPTIMIZERS = ("adam", "clr")
+
+
+# === Cyclical learning rate and momentum ============================================
+
+
+def _triangle(step, step_size):
+    """0 → 1 → 0 over ``2 * step_size`` steps (Smith's triangular policy)."""
+    step = keras.ops.cast(step, "float32")
+    cycle = keras.ops.floor(1.0 + step / (2.0 * step_size))
+    return keras.ops.maximum(0.0, 1.0 - keras.ops.abs(step / step_size - 2.0 * cycle + 1.0))
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class TriangularSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Cyclical value between ``low`` and ``high`` (triangular policy).
+
+    With ``inverse=True`` the cycle goes from ``high`` down to ``low`` and
+    back (cyclical momentum falls while the learning rate rises).
+
+    Args:
+        low: smallest value.
+        high: largest value.
+        step_size: optimizer steps from ``low`` to ``high`` (half a cycle).
+        inverse: start at ``high`` instead of ``low``.
+
+    References:
+        Smith, "Cyclical Learning Rates for Training Neural Networks", 2017;
+        Smith, "A disciplined approach to neural network hyper-parameters", 2018.
+    """
+
+    def __init__(self, low, high, step_size, inverse=False):
+        if not 0 <= low <= high:
+            raise ValueError(f"Expected 0 <= low <= high. Received: low={low!r}, high={high!r}")
+        if step_size <= 0:
+            raise ValueError(f"Expected step_size > 0. Received: step_size={step_size!r}")
+        self.low = float(low)
+        self.high = float(high)
+        self.step_size = float(step_size)
+        self.inverse = bool(inverse)
+
+    def __call__(self, step):
+        phase = _triangle(step, self.step_size)
+        if self.inverse:
+            return self.high - (self.high - self.low) * phase
+        return self.low + (self.high - self.low) * phase
+
+    def get_config(self):
+        return {
+            "low": self.low,
+            "high": self.high,
+            "step_size": self.step_size,
+            "inverse": self.inverse,
+        }
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class CyclicalSGD(keras.optimizers.SGD):
+    """SGD with Nesterov momentum whose momentum follows a schedule.
+
+    The learning rate can be any schedule (e.g. :class:`TriangularSchedule`);
+    the momentum is ``momentum_schedule(iterations)``, evaluated in the graph
+    at every step (Keras' ``SGD`` takes momentum as a constant).
+
+    Args:
+        learning_rate: float or schedule.
+        momentum_schedule: a :class:`TriangularSchedule` (or any serializable
+            schedule) giving the momentum at each step.
+        nesterov: Nesterov momentum.
+        **kwargs: other ``keras.optimizers.SGD`` arguments.
+    """
+
+    def __init__(self, learning_rate=0.01, momentum_schedule=None, nesterov=True, **kwargs):
+        kwargs.pop("momentum", None)
+        # A non-zero constant makes SGD create its momentum slots; the value used
+        # at each step comes from momentum_schedule.
+        super().__init__(learning_rate=learning_rate, momentum=0.9, nesterov=nesterov, **kwargs)
+        if isinstance(momentum_schedule, dict):
+            momentum_schedule = keras.saving.deserialize_keras_object(momentum_schedule)
+        self.momentum_schedule = momentum_schedule or TriangularSchedule(0.85, 0.95, 1000, True)
+
+    def current_momentum(self):
+        return self.momentum_schedule(self.iterations)
+
+    def update_step(self, gradient, variable, learning_rate):
+        learning_rate = keras.ops.cast(learning_rate, variable.dtype)
+        gradient = keras.ops.cast(gradient, variable.dtype)
+        momentum = keras.ops.cast(self.current_momentum(), variable.dtype)
+        m = self.momentums[self._get_variable_index(variable)]
+        scaled = keras.ops.multiply(gradient, learning_rate)
+        self.assign(m, keras.ops.subtract(keras.ops.multiply(m, momentum), scaled))
+        if self.nesterov:  # look ahead along the updated velocity
+            self.assign_add(variable, keras.ops.subtract(keras.ops.multiply(m, momentum), scaled))
+        else:
+            self.assign_add(variable, m)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("momentum", None)
+        config["momentum_schedule"] = keras.saving.serialize_keras_object(self.momentum_schedule)
+        return config
+
+
+def create_optimizer(config, steps_per_epoch):
+    if config.optimizer == "adam":
+        return keras.optimizers.Adam(learning_rate=config.learning_rate)
+    step_size = max(1.0, config.clr_step_epochs * steps_per_epoch)
+    return CyclicalSGD(
+        learning_rate=TriangularSchedule(
+            config.clr_min_learning_rate, config.clr_max_learning_rate, step_size
+        ),
+        momentum_schedule=TriangularSchedule(
+            config.clr_min_momentum, config.clr_max_momentum, step_size, inverse=True
+        ),
+        nesterov=True,
+    )

@@ -1,0 +1,170 @@
+"""hatt.training.config: the ngram section, legacy translation, presets, strict --set, checks."""
+
+import json
+
+import pytest
+
+from hatt import training
+from hatt.training import config as config_lib
+
+# A config.json written before the ngram section existed (as in a run directory of
+# `hatt train cnn --config experiments/configs/cnn.json`).
+LEGACY = {
+    "model": "cnn",
+    "model_kwargs": {
+        "embedding_dim": 128,
+        "kernel_sizes": [3, 4, 5],
+        "filters": 100,
+        "dropout": 0.5,
+        "ngram_buckets": 4194304,
+        "ngram": 3,
+        "ngram_binary": True,
+        "ngram_reduction": "sum",
+    },
+    "seed": 1337,
+    "max_tokens": 30000,
+    "min_count": 2,
+    "sequence_length": 800,
+    "batch_size": 32,
+    "optimizer": "adam",
+    "learning_rate": 0.001,
+    "epochs": 5,
+    "patience": 2,
+    "monitor": "val_loss",
+    "ngram_init": "nblr",
+    "ngram_init_scale": 1.0,
+    "ngram_alpha": 1.0,
+    "ngram_C": [0.01, 0.03, 0.1, 0.3],
+    "ngram_trainable": True,
+    "ngram_fit": "separate",
+    "ngram_min_df": 1,
+}
+
+
+def test_legacy_flat_keys_become_the_ngram_section():
+    config = training.TrainConfig.from_dict(LEGACY)
+    assert config.model_kwargs == {
+        "embedding_dim": 128,
+        "kernel_sizes": [3, 4, 5],
+        "filters": 100,
+        "dropout": 0.5,
+    }
+    section = config.to_dict()["ngram"]
+    assert section["buckets"] == 4194304 and section["order"] == 3
+    assert section["binary"] is True and section["reduction"] == "sum"
+    assert section["init"] == "nblr" and section["fit"] == "separate"
+    assert section["C"] == [0.01, 0.03, 0.1, 0.3]
+    # the old config is the CNN preset, field for field
+    assert {**config.to_dict(), "preset": "cnn"} == training.assemble_config("cnn").to_dict()
+    # written and read back in the new form
+    again = training.TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config
+
+
+def test_legacy_config_without_buckets_has_no_channel():
+    values = {k: v for k, v in LEGACY.items() if k != "model_kwargs"}
+    values["model_kwargs"] = {"filters": 8}
+    assert training.TrainConfig.from_dict(values).ngram is None
+    values["model_kwargs"] = {"filters": 8, "ngram_buckets": 0}
+    assert training.TrainConfig.from_dict(values).ngram is None
+    # model_kwargs.ngram_* passed to the constructor still work
+    config = training.TrainConfig(model_kwargs={"filters": 8, "ngram_buckets": 64})
+    assert config.model_kwargs == {"filters": 8} and config.ngram.buckets == 64
+
+
+def test_an_old_run_directory_config_loads(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LEGACY))
+    config = training.TrainConfig.from_dict(json.loads((tmp_path / "config.json").read_text()))
+    assert config.ngram.fit == "separate" and config.preset is None
+
+
+def test_a_legacy_config_file_lays_over_the_preset(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"ngram_C": 0.1, "model_kwargs": {"ngram_binary": False}}))
+    config = training.assemble_config("cnn", config_file=path)
+    assert config.ngram.C == 0.1 and config.ngram.binary is False
+    assert config.ngram.buckets == 4194304  # the rest of the preset's section stays
+
+
+@pytest.mark.parametrize("name", training.PRESETS)
+def test_presets_are_valid_configs_of_their_family(name):
+    values = training.load_preset(name)
+    config = training.TrainConfig.from_dict(values)
+    assert config.model == name and config.ngram is not None
+    assembled = training.assemble_config(name)
+    assert assembled.preset == name and assembled.model_kwargs == values["model_kwargs"]
+    assert set(training.PRESETS) == set(config_lib.models.FAMILIES)
+
+
+def test_preset_none_and_named_presets():
+    bare = training.assemble_config("cnn", preset=None)
+    assert bare.preset is None and bare.ngram is None and bare.model_kwargs == {}
+    assert training.assemble_config("cnn", preset="none") == bare
+    with pytest.raises(ValueError, match="preset for cnn"):
+        training.assemble_config("cnn", preset="han")
+    with pytest.raises(ValueError, match="Expected preset to be one of"):
+        training.assemble_config("cnn", preset="bogus")
+    # layers: preset, then --set, then the command line's own options
+    config = training.assemble_config(
+        "rnn", overrides=["epochs=2", "ngram.C=0.1", "model_kwargs.cell=lstm"], epochs=3
+    )
+    assert config.epochs == 3 and config.ngram.C == 0.1 and config.model_kwargs["cell"] == "lstm"
+    assert config.model_kwargs["units"] == 64  # from the preset
+    assert training.assemble_config("cnn", overrides=["ngram=null"]).ngram is None
+
+
+def test_overrides_and_config_validation():
+    overrides = training.parse_overrides(["epochs=3", "model_kwargs.units=32", "data=/x y"])
+    assert overrides == {"epochs": 3, "model_kwargs": {"units": 32}, "data": "/x y"}
+    with pytest.raises(ValueError, match="key=value"):
+        training.parse_overrides(["epochs"])
+    with pytest.raises(ValueError, match="Unknown configuration keys"):
+        training.TrainConfig.from_dict({"model": "cnn", "epoch": 3})
+    with pytest.raises(ValueError, match="model"):
+        training.TrainConfig(model="bert")
+    with pytest.raises(ValueError, match="optimizer"):
+        training.TrainConfig(optimizer="lion")
+
+
+def test_set_values_must_be_json_except_words_for_text_settings():
+    assert training.parse_overrides(["optimizer=clr", "ngram.init=nb"]) == {
+        "optimizer": "clr",
+        "ngram": {"init": "nb"},
+    }
+    assert training.parse_overrides(["model_kwargs.cell=lstm"]) == {
+        "model_kwargs": {"cell": "lstm"}
+    }
+    with pytest.raises(ValueError, match=r"learning_rate.*a float.*'1e-3x'"):
+        training.parse_overrides(["learning_rate=1e-3x"])
+    with pytest.raises(ValueError, match="ngram.C.*a float or a list"):
+        training.parse_overrides(["ngram.C=big"])
+    with pytest.raises(ValueError, match="epochs"):
+        training.parse_overrides(["epochs=three"])
+
+
+@pytest.mark.parametrize(
+    "values,match",
+    [
+        ({"epochs": "3"}, "Expected epochs to be an int. Received: epochs='3'"),
+        ({"batch_size": 3.5}, "batch_size to be an int"),
+        ({"learning_rate": "fast"}, "learning_rate to be a float"),
+        ({"learning_rate": True}, "learning_rate to be a float"),
+        ({"packed": "yes"}, "packed to be a bool"),
+        ({"sentence_groups": "16"}, "sentence_groups to be a list or None"),
+        ({"limit": 0}, "limit to be an int >= 2"),
+        ({"model_kwargs": []}, "model_kwargs to be a dict"),
+        ({"ngram": {"buckets": "many"}}, "ngram.buckets to be an int"),
+        ({"ngram": {"C": [0.1, -1]}}, "ngram.C"),
+        ({"ngram": {"bucket": 8}}, r"Unknown ngram settings: \['bucket'\]"),
+    ],
+)
+def test_every_field_is_type_checked(values, match):
+    with pytest.raises(ValueError, match=match):
+        training.TrainConfig.from_dict({"model": "cnn", **values})
+
+
+def test_unknown_model_kwargs_name_the_family_and_the_known_ones():
+    with pytest.raises(ValueError, match=r"Unknown model_kwargs for cnn: \['filterz'\]. Known: "):
+        training.assemble_config("cnn", overrides=["model_kwargs.filterz=3"])
+    with pytest.raises(ValueError, match="word_units"):
+        training.TrainConfig(model="rnn", model_kwargs={"word_units": 3})
