@@ -26,10 +26,13 @@ close to movie-disjoint, like the test split.
 import dataclasses
 import hashlib
 import os
+import sys
 import tarfile
 from pathlib import Path
 
 import numpy as np
+
+from hatt.data.files import NotTextError, decode_text
 
 ENV_VAR = "HATT_IMDB"
 CACHE_ENV_VAR = "HATT_CACHE"
@@ -154,15 +157,39 @@ def _read_split(root, split, progress=True):
         paths = sorted(folder.glob("*.txt"), key=lambda p: (_review_id(p), p.name))
         files.extend((p, label) for p in paths)
     bar = keras.utils.Progbar(len(files), unit_name="review") if progress else None
-    texts = []
-    for i, (path, _) in enumerate(files):
-        # IMDB reviews are UTF-8; a few bytes elsewhere may not be: replace them.
-        texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    texts, kept, skipped, repaired = [], [], [], 0
+    for i, (path, label) in enumerate(files):
+        # Reviews are UTF-8; a few bytes elsewhere may not be (replaced, counted); a
+        # file that is not text at all (an image dropped in a class folder) is skipped.
+        try:
+            text, replaced = decode_text(path.read_bytes(), repr(str(path)))
+        except NotTextError:
+            skipped.append(path)
+        else:
+            texts.append(text)
+            kept.append((path, label))
+            repaired += replaced
         if bar is not None and (i % 1000 == 0 or i == len(files) - 1):
             bar.update(i + 1)
-    labels = np.array([label for _, label in files], dtype=np.int64)
-    ids = [f"{split}/{path.parent.name}/{path.stem}" for path, _ in files]
+    _report_files(split, skipped, repaired)
+    labels = np.array([label for _, label in kept], dtype=np.int64)
+    ids = [f"{split}/{path.parent.name}/{path.stem}" for path, _ in kept]
     return Split(texts, labels, ids)
+
+
+def _report_files(split, skipped, repaired):
+    """Say on stderr what reading a split's files skipped or repaired (never silent)."""
+    if skipped:
+        names = ", ".join(str(p) for p in skipped[:3]) + (" ..." if len(skipped) > 3 else "")
+        print(
+            f"Skipped {len(skipped)} file(s) of {split}/ that are not UTF-8 text: {names}",
+            file=sys.stderr,
+        )
+    if repaired:
+        print(
+            f"Replaced invalid UTF-8 bytes in {repaired} review(s) of {split}/ (U+FFFD)",
+            file=sys.stderr,
+        )
 
 
 def _review_id(path):

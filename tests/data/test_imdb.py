@@ -179,3 +179,22 @@ def test_tensorflow_datasets_path_converts_splits(monkeypatch):
     assert len(data.train) == 2 and len(data.validation) == 2 and len(data.test) == 4
     assert "Bad \ufffd film." in data.test.texts and data.test.ids[0] == "test/0"
     assert sorted(data.validation.labels.tolist()) == [0, 1]
+
+
+def test_a_binary_file_in_a_class_folder_is_skipped_and_reported(tmp_path, capsys):
+    """An image dropped into train/pos is not a review; bad bytes in a review are repaired."""
+    from tests._planted import write_planted_imdb
+
+    root = write_planted_imdb(tmp_path, n_train=40, n_test=20)
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    (root / "train" / "pos" / "999_9.txt").write_bytes(png)
+    (root / "test" / "neg" / "998_1.txt").write_bytes(b"Dreadful film \xff\xfe at the end.")
+    imdb = load_imdb(root, validation_size=4, seed=0)
+    err = capsys.readouterr().err
+    assert "Skipped 1 file(s) of train/ that are not UTF-8 text" in err and "999_9.txt" in err
+    assert "Replaced invalid UTF-8 bytes in 1 review(s) of test/" in err
+    ids = imdb.train.ids + imdb.validation.ids
+    assert not any(i.endswith("999_9") for i in ids)
+    assert len(imdb.train) + len(imdb.validation) == 40
+    repaired = imdb.test.texts[imdb.test.ids.index("test/neg/998_1")]
+    assert repaired == "Dreadful film \ufffd\ufffd at the end."
