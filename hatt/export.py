@@ -39,8 +39,9 @@ Public API
   export); :func:`load_run` ``(run_dir) -> TextModel``;
   :func:`dense_model` ``(model)`` (the dense twin of a packed HAN, same
   weights); :func:`normalise` (scores → weights summing to 1 over a mask).
-- Lower level: :func:`save_saved_model` ``(text_model, path)`` and
-  :func:`write_export` ``(text_model, out, metadata)``.
+- Lower level: :func:`save_saved_model` ``(text_model, path)``,
+  :func:`write_export` ``(text_model, out, metadata)`` and
+  :func:`remove_stale_temporaries` ``(out)``.
 
 The serving contract
 --------------------
@@ -79,6 +80,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -397,11 +399,21 @@ def save_saved_model(text_model, path):
 def write_export(text_model, out, metadata=None):
     """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
 
-    ``out/VERSION/`` is written as ``out/.tmp-VERSION-PID/`` first and
-    renamed when complete, so a crash never leaves a half-written version
-    that "latest" would pick. ``out/model.keras`` (the end-to-end
-    :class:`TextModel`), ``out/vectorizer.json`` and ``out/export.json`` are
-    replaced the same way.
+    Everything is written into a temporary folder of its own first
+    (``out/.tmp-export-PID-XXXXXXXX``, unique even for two exports in one
+    process) and moved into place when complete, so a crash never leaves a
+    half-written version that "latest" would pick, and two exports at once
+    never share a file:
+
+    1. remove stale temporaries of killed exports (:func:`remove_stale_temporaries`);
+    2. write the SavedModel and rename it to ``out/VERSION`` (the next free
+       number; if another export took it meanwhile, the one after);
+    3. replace ``out/model.keras`` (the end-to-end :class:`TextModel`) and
+       ``out/vectorizer.json``, unless a newer version is already in place
+       (its export writes them);
+    4. rewrite ``out/export.json`` (atomically) from the newest complete
+       version folder, so it never names an older version than the folders
+       hold.
 
     Args:
         text_model: A :class:`TextModel`.
@@ -414,47 +426,15 @@ def write_export(text_model, out, metadata=None):
     start = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    facts = {
-        "family": text_model.family,
-        "score_kind": text_model.score_kind,
-        "outputs": list(text_model.output_keys),
-        "input": "text: tf.string [None], raw review text",
-        "hatt_version": hatt.__version__,
-        "keras_version": keras.__version__,
-        "tensorflow_version": tf.__version__,
-        **(metadata or {}),
-    }
-    version = _next_version(out)
-    temporary = out / f".tmp-{version}-{os.getpid()}"
-    shutil.rmtree(temporary, ignore_errors=True)
+    remove_stale_temporaries(out)
+    staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
     try:
-        save_saved_model(text_model, temporary)
-        (temporary / "assets.extra").mkdir(exist_ok=True)
-        (temporary / VERSION_METADATA).write_text(
-            json.dumps({**facts, "version": version}, indent=2) + "\n"
-        )
-        while True:  # another export may have taken the number meanwhile
-            try:
-                os.rename(temporary, out / str(version))
-                break
-            except OSError:
-                if not (out / str(version)).exists():
-                    raise
-                version += 1
-                (temporary / VERSION_METADATA).write_text(
-                    json.dumps({**facts, "version": version}, indent=2) + "\n"
-                )
+        facts = _export_facts(text_model, metadata)
+        version = _write_version(text_model, facts, staging, out)
+        keras_file = _write_keras_files(text_model, staging, out, version)
+        _write_index(out, staging)
     finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-    keras_file = out / "model.keras"
-    temporary_keras = out / f".tmp-{os.getpid()}.keras"
-    text_model.save(temporary_keras)
-    os.replace(temporary_keras, keras_file)
-    text_model.vectorizer.save(out / ".tmp-vectorizer.json")
-    os.replace(out / ".tmp-vectorizer.json", out / "vectorizer.json")
-    facts.update({"version": version, "versions": _versions(out)})
-    (out / ".tmp-export.json").write_text(json.dumps(facts, indent=2) + "\n")
-    os.replace(out / ".tmp-export.json", out / EXPORT_FILE)
+        shutil.rmtree(staging, ignore_errors=True)
     return ExportResult(
         path=out,
         version=version,
@@ -464,6 +444,136 @@ def write_export(text_model, out, metadata=None):
         score_kind=text_model.score_kind,
         seconds=round(time.perf_counter() - start, 2),
     )
+
+
+def _export_facts(text_model, metadata):
+    return {
+        "family": text_model.family,
+        "score_kind": text_model.score_kind,
+        "outputs": list(text_model.output_keys),
+        "input": "text: tf.string [None], raw review text",
+        "hatt_version": hatt.__version__,
+        "keras_version": keras.__version__,
+        "tensorflow_version": tf.__version__,
+        **(metadata or {}),
+    }
+
+
+def _write_json(path, value):
+    Path(path).write_text(json.dumps(value, indent=2) + "\n")
+
+
+def _write_version(text_model, facts, staging, out):
+    """Write the SavedModel in ``staging`` and move it to ``out/VERSION``; return VERSION."""
+    saved_model = staging / "saved_model"
+    save_saved_model(text_model, saved_model)
+    (saved_model / "assets.extra").mkdir(exist_ok=True)
+    version = _next_version(out)
+    while True:  # another export may take the number meanwhile: then the next one
+        _write_json(saved_model / VERSION_METADATA, {**facts, "version": version})
+        try:
+            os.rename(saved_model, out / str(version))
+            return version
+        except OSError:
+            if not (out / str(version)).exists():
+                raise
+            version += 1
+
+
+def _write_keras_files(text_model, staging, out, version):
+    """``out/model.keras`` and ``out/vectorizer.json``, when ``version`` is the newest."""
+    keras_file = out / "model.keras"
+    text_model.save(staging / "model.keras")
+    text_model.vectorizer.save(staging / "vectorizer.json")
+    if version >= max(_versions(out), default=0):
+        os.replace(staging / "model.keras", keras_file)
+        os.replace(staging / "vectorizer.json", out / "vectorizer.json")
+    return keras_file
+
+
+def _write_index(out, staging, attempts=5):
+    """``out/export.json``: the newest complete version's facts and every version number.
+
+    Written atomically; rewritten while the version folders change under it
+    (an export running beside this one), so the last writer leaves it true.
+    """
+    for _ in range(attempts):
+        versions = _versions(out)
+        if not versions:
+            return
+        facts = _read_json(out / str(versions[-1]) / VERSION_METADATA)
+        _write_json(staging / EXPORT_FILE, {**facts, "versions": versions})
+        os.replace(staging / EXPORT_FILE, out / EXPORT_FILE)
+        if _versions(out) == versions:
+            return
+
+
+# Temporaries of an export: this prefix, then the writer's process id.
+TEMPORARY_PREFIX = ".tmp-export-"
+# A temporary untouched for this long is stale, whatever its writer (other hosts, old names).
+STALE_SECONDS = 30 * 60
+
+
+def remove_stale_temporaries(out):
+    """Remove what killed exports left in ``out``; return the names removed.
+
+    A ``.tmp-*`` entry is stale when its writer's process (the id in a
+    ``.tmp-export-PID-*`` name) no longer runs on this machine, or when
+    nothing in it has changed for :data:`STALE_SECONDS` (entries from other
+    machines or older hatt versions, whose names carry no usable process
+    id). A running export's temporaries are left alone.
+    """
+    removed = []
+    for entry in sorted(Path(out).glob(".tmp-*")):
+        if not _is_stale(entry):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _is_stale(entry):
+    writer = _writer_pid(entry.name)
+    if writer is not None and not _process_running(writer):
+        return True
+    return time.time() - _last_change(entry) > STALE_SECONDS
+
+
+def _writer_pid(name):
+    if not name.startswith(TEMPORARY_PREFIX):
+        return None
+    pid = name[len(TEMPORARY_PREFIX) :].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _process_running(pid):
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but belongs to someone else
+        return True
+    return True
+
+
+def _last_change(entry):
+    try:
+        newest = entry.lstat().st_mtime
+    except OSError:
+        return time.time()
+    if entry.is_dir():
+        for folder, _, files in os.walk(entry):
+            for name in files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+                except OSError:
+                    continue
+    return newest
 
 
 def _read_json(path):

@@ -1,8 +1,13 @@
 """hatt.export: the SavedModel contract (checked in a process without hatt or Keras), the
 end-to-end .keras file, the loader, version numbering, the packed HAN's dense twin, saliency."""
 
+import concurrent.futures
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 
 import keras
 import numpy as np
@@ -489,6 +494,58 @@ def test_a_damaged_vectorizer_json_is_one_could_not_read_error(tiny, tmp_path, c
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert "Could not read a Vectorizer from" in err and "Traceback" not in err
+
+
+def _dead_pid():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_export_is_cleaned_up_and_export_json_follows_the_versions(
+    exported, tiny, tmp_path
+):
+    out = tmp_path / "rnn"
+    shutil.copytree(exported["rnn"].path, out)
+    # killed after its version folder was in place, before export.json named it
+    shutil.copytree(out / "1", out / "2")
+    inside = json.loads((out / "2" / export.VERSION_METADATA).read_text())
+    (out / "2" / export.VERSION_METADATA).write_text(json.dumps({**inside, "version": 2}))
+    assert json.loads((out / export.EXPORT_FILE).read_text())["version"] == 1  # stale
+    # killed while writing: a half SavedModel, a 0-byte .keras; an old leftover of an
+    # older hatt; and the temporaries of an export still running (this process)
+    dead = _dead_pid()
+    (out / f".tmp-export-{dead}-a1b2c3" / "saved_model" / "variables").mkdir(parents=True)
+    (out / f".tmp-export-{dead}-d4e5f6.keras").write_bytes(b"")
+    (out / ".tmp-7-4242").mkdir()
+    old = time.time() - 2 * 24 * 3600  # two days
+    os.utime(out / ".tmp-7-4242", (old, old))
+    running = out / f".tmp-export-{os.getpid()}-running"
+    running.mkdir()
+
+    latest = export.load(out)  # the highest complete version, whatever export.json says
+    assert (latest.version, latest.family) == (2, "rnn")
+    result = export.export(tiny["rnn"].run_dir, out)
+    assert result.version == 3
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [running.name]
+    facts = json.loads((out / export.EXPORT_FILE).read_text())
+    assert (facts["version"], facts["versions"]) == (3, [1, 2, 3])
+    assert export.load(out).version == 3
+
+
+def test_two_exports_at_once_take_two_versions(tiny, tmp_path):
+    out = tmp_path / "rnn"
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: export.export(tiny["rnn"].run_dir, out), range(2)))
+    assert sorted(r.version for r in results) == [1, 2]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".tmp-")]
+    facts = json.loads((out / export.EXPORT_FILE).read_text())
+    assert (facts["version"], facts["versions"]) == (2, [1, 2])
+    for version in (1, 2):
+        inside = json.loads((out / str(version) / export.VERSION_METADATA).read_text())
+        assert inside["version"] == version
+    assert export.load(out).version == 2
+    assert export.load(out / "model.keras").family == "rnn"
 
 
 def test_a_saved_model_serves_text_but_not_edited_ids(exported):
