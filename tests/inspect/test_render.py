@@ -2,6 +2,7 @@
 
 import html.parser
 import io
+import re
 import struct
 
 import numpy as np
@@ -14,6 +15,7 @@ from hatt.inspect import (
     to_html,
     to_png,
     to_terminal,
+    write_html,
     write_pngs,
 )
 from hatt.inspect import png as png_module
@@ -144,6 +146,31 @@ def test_terminal_prints_every_token(explained):
     coloured = io.StringIO()
     to_terminal(explained, file=coloured, color=True, width=100)
     assert "\x1b[" in coloured.getvalue()
+
+
+def test_write_html_splits_many_reviews_into_linked_pages(explained, tmp_path):
+    many = explained * 3  # 9 reviews, 4 a page: out.html, out-2.html, out-3.html
+    first = write_html(many, tmp_path / "out.html", max_reviews=4)
+    assert first == tmp_path / "out.html"
+    pages = [tmp_path / name for name in ("out.html", "out-2.html", "out-3.html")]
+    assert sorted(tmp_path.iterdir()) == sorted(pages)
+    words, numbers = [], []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        parser = _Page()
+        parser.feed(text)
+        parser.close()
+        words += parser.words
+        numbers += [int(n) for n in re.findall(r'<section class="review" id="review-(\d+)"', text)]
+        assert all(f'href="{other.name}"' in text for other in pages if other != page)
+    assert words == [t for e in many for t in e.tokens]  # every review once, in order
+    assert numbers == list(range(1, 10))
+    assert "Reviews 5–8 of 9, page 2 of 3" in pages[1].read_text(encoding="utf-8")
+    # one page when they fit (the default cap is 200), without page links
+    single = write_html(many, tmp_path / "one" / "all.html")
+    assert list(single.parent.iterdir()) == [single] and "<nav" not in single.read_text()
+    with pytest.raises(ValueError, match="max_reviews=0"):
+        write_html(many, tmp_path / "bad.html", max_reviews=0)
 
 
 def test_explain_shows_progress_on_stderr_unless_told_not_to(tiny, capsys):
