@@ -7,7 +7,9 @@ share of the document) versus k % tokens drawn at random (averaged over
 several draws), and report the mean drop of the predicted class's
 probability (ERASER "comprehensiveness", DeYoung et al. 2020) for
 k = 5, 10, 20. Tokens are removed from the model's own ids (see
-`hatt.inspect.deletion`).
+`hatt.inspect.deletion`); each run directory is loaded by `hatt.export.load`,
+the loader `hatt predict` and `hatt inspect` use, so the ranking scores are
+the ones those show.
 
     python experiments/faithfulness.py [--runs runs/experiments] [--reviews 1000]
 
@@ -22,9 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hatt import export
 from hatt.data import load_imdb
-from hatt.inspect.deletion import DEFAULT_KS, deletion_test
-from hatt.inspect.explain import balanced_sample, load_run
+from hatt.inspect import balanced_sample, deletion_test
+from hatt.inspect.deletion import DEFAULT_KS
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
@@ -112,10 +115,10 @@ def main(argv=None):
     for family in args.families:
         run_dir = Path(args.runs) / family
         print(f"{family}: {run_dir}")
-        explainer = load_run(run_dir)
+        predictor = export.load(run_dir)
         start = time.time()
         result = deletion_test(
-            explainer, texts, ks=args.ks, random_draws=args.draws, seed=args.seed
+            predictor, texts, ks=args.ks, random_draws=args.draws, seed=args.seed
         )
         result["run_dir"] = str(run_dir)
         result["seconds"] = round(time.time() - start, 1)

@@ -16,21 +16,32 @@ Public API
   free version) and ``saved_models/NAME/{model.keras, vectorizer.json,
   export.json}``. ``hatt export RUN_DIR [--out DIR]`` and ``hatt train``
   run it.
-- :func:`load` ``(path) -> Predictor``: a SavedModel folder, a
-  ``saved_models/NAME`` folder (latest version), a ``.keras`` file (an
-  end-to-end :class:`TextModel`, or an id model with ``vectorizer.json``
-  beside it) or a run directory. A :class:`Predictor` has ``.family``,
-  ``.score_kind``, ``.source``, ``__call__(texts, batch_size=None) -> dict``
-  of NumPy arrays (the signature's keys below) and
-  ``predict_proba(texts, batch_size=64) -> [N]``. Failures raise
+- :func:`load` ``(path) -> Predictor``: THE loader, for prediction and for
+  explanation (``hatt.inspect`` and ``hatt predict`` call it): a SavedModel
+  folder, a ``saved_models/NAME`` folder (its highest complete version), a
+  ``.keras`` file (an end-to-end :class:`TextModel`, or an id model with
+  ``vectorizer.json`` beside it) or a run directory. Failures raise
   :class:`ExportError` (a ``ValueError``) with the path in the message.
+- :class:`Predictor`: ``.family``, ``.score_kind``, ``.source``, ``.kind``
+  (``"saved_model"`` or ``"keras"``), ``__call__(texts, batch_size=None) ->
+  dict`` of NumPy arrays (the signature's keys below),
+  ``predict_proba(texts, batch_size=64) -> [N]``; with a Keras model
+  (``kind="keras"``) also the id-level entry points of the deletion test:
+  ``ragged_ids(texts)``, ``outputs_from_ids(ragged)``,
+  ``probability_from_ids(ragged)`` (a SavedModel-backed Predictor raises a
+  clear :class:`ExportError` there: load ``saved_models/NAME/model.keras``
+  or the run directory instead).
+- :func:`as_predictor` ``(model, vectorizer=None) -> Predictor``: a
+  Predictor as is, a :class:`TextModel`, an in-memory ``keras.Model`` with
+  its vectorizer, or a path (:func:`load`).
 - :class:`TextModel` ``(model, vectorizer)``: the function itself, in
   memory (``Predictor.from_text_model(text_model)`` wraps it like a loaded
   export); :func:`load_run` ``(run_dir) -> TextModel``;
   :func:`dense_model` ``(model)`` (the dense twin of a packed HAN, same
   weights); :func:`normalise` (scores → weights summing to 1 over a mask).
-- Lower level: :func:`save_saved_model` ``(text_model, path)`` and
-  :func:`write_export` ``(text_model, out, metadata)``.
+- Lower level: :func:`save_saved_model` ``(text_model, path)``,
+  :func:`write_export` ``(text_model, out, metadata)`` and
+  :func:`remove_stale_temporaries` ``(out)``.
 
 The serving contract
 --------------------
@@ -45,7 +56,8 @@ The SavedModel's ``serving_default`` signature takes ``text``
   review; every axis at least 1 long);
 - ``word_attention``: float32, shaped like ``tokens``: over the real tokens
   of a review (HAN: of a sentence) it sums to 1; 0 on padding; all zeros
-  for a review (sentence) without tokens;
+  for a review (sentence) without tokens (saliency: also for a review
+  none of whose tokens moves the logit, see below);
 - ``sentence_attention`` (HAN only): float32 ``[None, S]``, sums to 1 over
   the review's sentences, 0 on padding.
 
@@ -54,18 +66,21 @@ built with ``pooling="attention"`` gives its attention): under
 ``word_attention`` it gives *gradient × input saliency* instead, per token
 ``|Σ_d ∂z/∂e_td · e_td|`` where ``e`` is the embedding output and ``z`` the
 logit of the positive class, normalised to sum to 1 over the review's
-tokens (uniform if every product is exactly 0). With the optional n-gram
-channel (``ngram_buckets > 0``) the logit is the sum of the deep logit and the
-n-gram logit; only the deep part depends on ``e``, so the saliency explains
-that part (the n-gram channel's weights are not in it). The export records which
-(``score_kind``: ``"attention"`` or ``"saliency"``) in ``export.json`` and
-in the version's ``assets.extra/hatt_export.json``.
+tokens. When every product of a review is exactly 0 (no token moves the
+logit) its weights are all zeros, as for a review without tokens: no token
+carries evidence, and uniform weights would claim that each one does.
+With the optional n-gram channel the logit is the sum of the deep logit and
+the n-gram logit; only the deep part depends on ``e``, so the saliency
+explains that part (the n-gram channel's weights are not in it). The export
+records which (``score_kind``: ``"attention"`` or ``"saliency"``) in
+``export.json`` and in the version's ``assets.extra/hatt_export.json``.
 """
 
 import dataclasses
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,7 +116,13 @@ class TextModel(keras.Model):
     replaced by its dense twin (:func:`dense_model`). For a model without
     attention (the CNN with max-over-time pooling) ``word_attention`` holds
     normalised gradient × input saliency on the embedding output (see the
-    module docstring); ``score_kind`` says which.
+    module docstring; a review none of whose tokens moves the logit gets
+    all zeros); ``score_kind`` says which. This is hatt's one saliency:
+    ``hatt.inspect`` and the deletion test read it from here.
+
+    The id-level methods :meth:`ragged_ids`, :meth:`outputs_from_ids` and
+    :meth:`probability_from_ids` are the same function on ids that may have
+    been edited (the deletion test removes tokens and runs the model again).
 
     Saving it as ``.keras`` keeps the vocabulary and the weights;
     ``keras.saving.load_model`` reloads it after ``import hatt``.
@@ -136,19 +157,8 @@ class TextModel(keras.Model):
             model = keras.saving.deserialize_keras_object(model)
         if isinstance(vectorizer, dict):
             vectorizer = keras.saving.deserialize_keras_object(vectorizer)
-        if not isinstance(vectorizer, Vectorizer):
-            raise ValueError(
-                f"Expected vectorizer to be a hatt.data.Vectorizer. Received: {vectorizer!r}"
-            )
-        vectorizer._check_adapted()
         model = dense_model(model)
-        nested = len(model.inputs[0].shape) == 3
-        mode = "nested" if nested else "flat"
-        if vectorizer.output_mode != mode:
-            raise ValueError(
-                f"Expected a vectorizer with output_mode={mode!r} for the model {model.name!r}. "
-                f"Received: output_mode={vectorizer.output_mode!r}"
-            )
+        self.nested = _check_pair(model, vectorizer)
         self.family = family or models.family_of(model)
         if self.family not in models.FAMILIES:
             raise ValueError(
@@ -157,13 +167,11 @@ class TextModel(keras.Model):
         # Attention where the model pools with ContextAttention; the CNN's max-over-time
         # pooling (its default) has none, so it gets gradient x input saliency.
         self.score_kind = models.score_kind(model)
-        self.nested = nested
         self.classifier = model
         self.vectorizer = vectorizer
-        # Serialized before the views exist: a view whose input is an inner tensor
-        # (the saliency tail) adds nodes the model's own serialization cannot place.
+        # Serialized before the views exist (they add nodes to the model's layers).
         self._model_config = keras.saving.serialize_keras_object(model)
-        self._views = models.explanation_view(model)
+        self._views = _explanation_view(model)
         self.built = True
 
     @property
@@ -186,8 +194,13 @@ class TextModel(keras.Model):
         tokens = self.vectorizer.tokens(inputs)
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(tokens))
         outputs = {"tokens": self.vectorizer.densify(tokens, pad_value=PAD_TOKEN)}
+        outputs.update(self._scores(ids))
+        return outputs
+
+    def _scores(self, ids):
+        """Dense ids → ``probability``, ``word_attention`` [, ``sentence_attention``]."""
         views = self._views.attention(ids, training=False)
-        outputs["probability"] = ops.reshape(ops.cast(views["probability"], "float32"), (-1,))
+        outputs = {"probability": ops.reshape(ops.cast(views["probability"], "float32"), (-1,))}
         if self.score_kind == "saliency":
             word = self._saliency(ids)
         else:
@@ -198,7 +211,12 @@ class TextModel(keras.Model):
         return outputs
 
     def _saliency(self, ids):
-        """Normalised ``|Σ_d ∂z/∂e · e|`` per token (``z``: the positive-class logit)."""
+        """Normalised ``|Σ_d ∂z/∂e · e|`` per token (``z``: the positive-class logit).
+
+        THE saliency of hatt (export, ``hatt.inspect`` and the deletion test
+        all read it from here). A review whose products are all 0 gets all
+        zeros (:func:`normalise`), like a review without tokens.
+        """
         views = self._views
         embedded = tf.convert_to_tensor(views.embed(ids, training=False))
         with tf.GradientTape() as tape:
@@ -209,6 +227,28 @@ class TextModel(keras.Model):
         if self.nested:  # the HAN's word embeddings are folded to [batch * S, W]
             scores = ops.reshape(scores, ops.shape(ids))
         return normalise(scores, ops.not_equal(ids, PAD_ID))
+
+    # --- ids: the deletion test edits them and runs the model again ----------------------
+
+    def ragged_ids(self, texts):
+        """Raw reviews → the ragged ``int32`` ids the model sees (truncation included).
+
+        ``[batch, (T)]`` for flat models, ``[batch, (S), (W)]`` for the HAN.
+        """
+        return self.vectorizer.ragged_ids(text_batch(texts))
+
+    def outputs_from_ids(self, ragged):
+        """Ragged ids → ``probability`` and the word (and sentence) scores of :meth:`call`.
+
+        The same attention / saliency as for raw text, on ids that may have
+        been edited (tokens deleted). Padded to the batch's longest review.
+        """
+        return self._scores(self.vectorizer.densify(ragged))
+
+    def probability_from_ids(self, ragged):
+        """Ragged ids → probability of the positive class, ``[batch]`` NumPy (no scores)."""
+        ids = self.vectorizer.densify(ragged)
+        return np.asarray(self.classifier.predict_on_batch(ids), np.float32).reshape(-1)
 
     def compute_output_spec(self, inputs, training=False):
         dims = (None,) * (3 if self.nested else 2)
@@ -238,18 +278,58 @@ class TextModel(keras.Model):
         return cls(**config)
 
 
+def _check_pair(model, vectorizer):
+    """Check that ``vectorizer`` feeds ``model`` (a dense two-class classifier); return nested."""
+    if not isinstance(vectorizer, Vectorizer):
+        raise ValueError(
+            f"Expected vectorizer to be a hatt.data.Vectorizer. Received: {vectorizer!r}"
+        )
+    vectorizer._check_adapted()
+    nested = len(model.inputs[0].shape) == 3
+    mode = "nested" if nested else "flat"
+    if vectorizer.output_mode != mode:
+        raise ValueError(
+            f"Expected a vectorizer with output_mode={mode!r} for the model {model.name!r}. "
+            f"Received: output_mode={vectorizer.output_mode!r}"
+        )
+    classes = models.head.num_classes_of(model)
+    if classes != 2:
+        raise ValueError(
+            "Expected a two-class model (TextModel returns the probability of the positive "
+            f"class). Received: a model {model.name!r} with num_classes={classes}"
+        )
+    return nested
+
+
+def _explanation_view(model):
+    """:func:`hatt.models.explanation_view` of ``model``, leaving ``model`` as it was.
+
+    A view whose inputs include an inner tensor (the saliency tail, from the
+    embedding output on) makes Keras clone the graph's nodes
+    (``clone_graph_nodes``), which re-points the model's own ``Input``
+    tensors at the clones: the model could then neither be saved nor wrapped
+    in a second :class:`TextModel` (a second ``hatt.inspect.explain`` call on
+    the same in-memory model). Their history is put back.
+    """
+    inputs = keras.tree.flatten(model.inputs)
+    history = [tensor._keras_history for tensor in inputs]
+    views = models.explanation_view(model)
+    for tensor, origin in zip(inputs, history, strict=True):
+        tensor._keras_history = origin
+    return views
+
+
 def normalise(scores, mask):
     """Scores ``>= 0`` → weights summing to 1 over ``mask`` along the last axis.
 
-    Masked steps get 0; a row without a kept step gets all zeros; a row whose
-    kept scores are all 0 gets uniform weights over its kept steps.
+    Masked steps get 0. A row whose kept scores are all 0 (or that keeps no
+    step) gets all zeros: nothing in it carries weight, and spreading 1 over
+    its steps would claim that each does.
     """
     mask = ops.cast(mask, "float32")
     scores = ops.cast(scores, "float32") * mask
     total = ops.sum(scores, axis=-1, keepdims=True)
-    count = ops.sum(mask, axis=-1, keepdims=True)
-    uniform = mask / ops.maximum(count, 1.0)
-    return ops.where(total > 0, scores / ops.where(total > 0, total, 1.0), uniform)
+    return scores / ops.where(total > 0, total, 1.0)
 
 
 # === Writing an export ================================================================
@@ -319,11 +399,21 @@ def save_saved_model(text_model, path):
 def write_export(text_model, out, metadata=None):
     """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
 
-    ``out/VERSION/`` is written as ``out/.tmp-VERSION-PID/`` first and
-    renamed when complete, so a crash never leaves a half-written version
-    that "latest" would pick. ``out/model.keras`` (the end-to-end
-    :class:`TextModel`), ``out/vectorizer.json`` and ``out/export.json`` are
-    replaced the same way.
+    Everything is written into a temporary folder of its own first
+    (``out/.tmp-export-PID-XXXXXXXX``, unique even for two exports in one
+    process) and moved into place when complete, so a crash never leaves a
+    half-written version that "latest" would pick, and two exports at once
+    never share a file:
+
+    1. remove stale temporaries of killed exports (:func:`remove_stale_temporaries`);
+    2. write the SavedModel and rename it to ``out/VERSION`` (the next free
+       number; if another export took it meanwhile, the one after);
+    3. replace ``out/model.keras`` (the end-to-end :class:`TextModel`) and
+       ``out/vectorizer.json``, unless a newer version is already in place
+       (its export writes them);
+    4. rewrite ``out/export.json`` (atomically) from the newest complete
+       version folder, so it never names an older version than the folders
+       hold.
 
     Args:
         text_model: A :class:`TextModel`.
@@ -336,47 +426,15 @@ def write_export(text_model, out, metadata=None):
     start = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    facts = {
-        "family": text_model.family,
-        "score_kind": text_model.score_kind,
-        "outputs": list(text_model.output_keys),
-        "input": "text: tf.string [None], raw review text",
-        "hatt_version": hatt.__version__,
-        "keras_version": keras.__version__,
-        "tensorflow_version": tf.__version__,
-        **(metadata or {}),
-    }
-    version = _next_version(out)
-    temporary = out / f".tmp-{version}-{os.getpid()}"
-    shutil.rmtree(temporary, ignore_errors=True)
+    remove_stale_temporaries(out)
+    staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
     try:
-        save_saved_model(text_model, temporary)
-        (temporary / "assets.extra").mkdir(exist_ok=True)
-        (temporary / VERSION_METADATA).write_text(
-            json.dumps({**facts, "version": version}, indent=2) + "\n"
-        )
-        while True:  # another export may have taken the number meanwhile
-            try:
-                os.rename(temporary, out / str(version))
-                break
-            except OSError:
-                if not (out / str(version)).exists():
-                    raise
-                version += 1
-                (temporary / VERSION_METADATA).write_text(
-                    json.dumps({**facts, "version": version}, indent=2) + "\n"
-                )
+        facts = _export_facts(text_model, metadata)
+        version = _write_version(text_model, facts, staging, out)
+        keras_file = _write_keras_files(text_model, staging, out, version)
+        _write_index(out, staging)
     finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-    keras_file = out / "model.keras"
-    temporary_keras = out / f".tmp-{os.getpid()}.keras"
-    text_model.save(temporary_keras)
-    os.replace(temporary_keras, keras_file)
-    text_model.vectorizer.save(out / ".tmp-vectorizer.json")
-    os.replace(out / ".tmp-vectorizer.json", out / "vectorizer.json")
-    facts.update({"version": version, "versions": _versions(out)})
-    (out / ".tmp-export.json").write_text(json.dumps(facts, indent=2) + "\n")
-    os.replace(out / ".tmp-export.json", out / EXPORT_FILE)
+        shutil.rmtree(staging, ignore_errors=True)
     return ExportResult(
         path=out,
         version=version,
@@ -388,11 +446,147 @@ def write_export(text_model, out, metadata=None):
     )
 
 
-def _read_json(path):
+def _export_facts(text_model, metadata):
+    return {
+        "family": text_model.family,
+        "score_kind": text_model.score_kind,
+        "outputs": list(text_model.output_keys),
+        "input": "text: tf.string [None], raw review text",
+        "hatt_version": hatt.__version__,
+        "keras_version": keras.__version__,
+        "tensorflow_version": tf.__version__,
+        **(metadata or {}),
+    }
+
+
+def _write_json(path, value):
+    Path(path).write_text(json.dumps(value, indent=2) + "\n")
+
+
+def _write_version(text_model, facts, staging, out):
+    """Write the SavedModel in ``staging`` and move it to ``out/VERSION``; return VERSION."""
+    saved_model = staging / "saved_model"
+    save_saved_model(text_model, saved_model)
+    (saved_model / "assets.extra").mkdir(exist_ok=True)
+    version = _next_version(out)
+    while True:  # another export may take the number meanwhile: then the next one
+        _write_json(saved_model / VERSION_METADATA, {**facts, "version": version})
+        try:
+            os.rename(saved_model, out / str(version))
+            return version
+        except OSError:
+            if not (out / str(version)).exists():
+                raise
+            version += 1
+
+
+def _write_keras_files(text_model, staging, out, version):
+    """``out/model.keras`` and ``out/vectorizer.json``, when ``version`` is the newest."""
+    keras_file = out / "model.keras"
+    text_model.save(staging / "model.keras")
+    text_model.vectorizer.save(staging / "vectorizer.json")
+    if version >= max(_versions(out), default=0):
+        os.replace(staging / "model.keras", keras_file)
+        os.replace(staging / "vectorizer.json", out / "vectorizer.json")
+    return keras_file
+
+
+def _write_index(out, staging, attempts=5):
+    """``out/export.json``: the newest complete version's facts and every version number.
+
+    Written atomically; rewritten while the version folders change under it
+    (an export running beside this one), so the last writer leaves it true.
+    """
+    for _ in range(attempts):
+        versions = _versions(out)
+        if not versions:
+            return
+        facts = _read_json(out / str(versions[-1]) / VERSION_METADATA)
+        _write_json(staging / EXPORT_FILE, {**facts, "versions": versions})
+        os.replace(staging / EXPORT_FILE, out / EXPORT_FILE)
+        if _versions(out) == versions:
+            return
+
+
+# Temporaries of an export: this prefix, then the writer's process id.
+TEMPORARY_PREFIX = ".tmp-export-"
+# A temporary untouched for this long is stale, whatever its writer (other hosts, old names).
+STALE_SECONDS = 30 * 60
+
+
+def remove_stale_temporaries(out):
+    """Remove what killed exports left in ``out``; return the names removed.
+
+    A ``.tmp-*`` entry is stale when its writer's process (the id in a
+    ``.tmp-export-PID-*`` name) no longer runs on this machine, or when
+    nothing in it has changed for :data:`STALE_SECONDS` (entries from other
+    machines or older hatt versions, whose names carry no usable process
+    id). A running export's temporaries are left alone.
+    """
+    removed = []
+    for entry in sorted(Path(out).glob(".tmp-*")):
+        if not _is_stale(entry):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _is_stale(entry):
+    writer = _writer_pid(entry.name)
+    if writer is not None and not _process_running(writer):
+        return True
+    return time.time() - _last_change(entry) > STALE_SECONDS
+
+
+def _writer_pid(name):
+    if not name.startswith(TEMPORARY_PREFIX):
+        return None
+    pid = name[len(TEMPORARY_PREFIX) :].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _process_running(pid):
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but belongs to someone else
+        return True
+    return True
+
+
+def _last_change(entry):
+    try:
+        newest = entry.lstat().st_mtime
+    except OSError:
+        return time.time()
+    if entry.is_dir():
+        for folder, _, files in os.walk(entry):
+            for name in files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+                except OSError:
+                    continue
+    return newest
+
+
+def _read_json(path):
+    """A JSON object from ``path``; :class:`ExportError` naming the file if it is not one."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ExportError(f"Could not read {str(path)!r}: {error}") from error
+    if not isinstance(value, dict):
+        raise ExportError(
+            f"Could not read {str(path)!r}: expected a JSON object. Received: {type(value).__name__}"
+        )
+    return value
 
 
 def load_run(run_dir):
@@ -478,6 +672,16 @@ def _as_text_batch(texts):
     return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
 
 
+def _check_batch_size(batch_size):
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int | np.integer)
+        or batch_size < 1
+    ):
+        raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+    return int(batch_size)
+
+
 def _pad_to(array, shape, value):
     pads = [(0, target - size) for size, target in zip(array.shape, shape, strict=True)]
     return np.pad(array, pads, constant_values=value) if any(p for _, p in pads) else array
@@ -509,8 +713,20 @@ class Predictor:
     # in all (a tiny HAN: 6 s to trace, then ~100x faster a batch than eagerly).
     GRAPH_FROM_BATCHES = 4
 
-    def __init__(self, run, *, family, score_kind, source, kind, version=None, metadata=None):
+    def __init__(
+        self,
+        run,
+        *,
+        family,
+        score_kind,
+        source,
+        kind,
+        version=None,
+        metadata=None,
+        text_model=None,
+    ):
         self._run = self._eager = run
+        self._text_model = text_model
         self._graph = None
         self._batches = 0
         self.family = family
@@ -542,9 +758,7 @@ class Predictor:
         """
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
-        if batch_size is not None and int(batch_size) < 1:
-            raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
-        size = int(batch_size) if batch_size else max(total, 1)
+        size = _check_batch_size(batch_size) if batch_size is not None else max(total, 1)
         parts = []
         run = self._runner(-(-total // size))
         for start in range(0, total, size):
@@ -582,12 +796,63 @@ class Predictor:
             score_kind=text_model.score_kind,
             source=source or ".",
             kind="keras",
+            text_model=text_model,
         )
+
+    # --- ids (the deletion test): Keras models only -----------------------------------
+
+    @property
+    def text_model(self):
+        """The :class:`TextModel` behind this Predictor.
+
+        Raises:
+            ExportError: the Predictor serves a SavedModel, whose signature
+                takes raw text only.
+        """
+        if self._text_model is None:
+            raise ExportError(
+                f"{str(self.source)!r} is a SavedModel: its signature takes raw text only, so "
+                "ids-level calls (ragged_ids, outputs_from_ids, probability_from_ids; the "
+                "deletion test) need the Keras model. Load saved_models/NAME/model.keras or "
+                "the run directory instead."
+            )
+        return self._text_model
+
+    def ragged_ids(self, texts):
+        """Raw reviews → the ragged ids the model sees (:meth:`TextModel.ragged_ids`)."""
+        return self.text_model.ragged_ids(_as_text_batch(texts))
+
+    def outputs_from_ids(self, ragged, batch_size=64):
+        """Ragged ids → NumPy ``probability``, ``word_attention`` [, ``sentence_attention``].
+
+        :meth:`TextModel.outputs_from_ids`, ``batch_size`` reviews at a time;
+        the batches are padded to a common width when joined (0).
+        """
+        size = _check_batch_size(batch_size)
+        parts = [
+            {
+                k: np.asarray(v)
+                for k, v in self.text_model.outputs_from_ids(ragged[s : s + size]).items()
+            }
+            for s in range(0, int(ragged.nrows()), size)
+        ]
+        if not parts:
+            empty = self.text_model.outputs_from_ids(self.text_model.ragged_ids([""]))
+            return {k: np.asarray(v)[:0] for k, v in empty.items()}
+        return parts[0] if len(parts) == 1 else _concatenate(parts)
+
+    def probability_from_ids(self, ragged, batch_size=64):
+        """Ragged ids → probability of the positive class, ``[N]`` float32."""
+        size = _check_batch_size(batch_size)
+        out = [
+            self.text_model.probability_from_ids(ragged[s : s + size])
+            for s in range(0, int(ragged.nrows()), size)
+        ]
+        return np.concatenate(out) if out else np.zeros([0], np.float32)
 
     def predict_proba(self, texts, batch_size=64):
         """Probabilities of the positive class, ``[N]`` float32, ``batch_size`` at a time."""
-        if int(batch_size) < 1:
-            raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+        batch_size = _check_batch_size(batch_size)
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
         run = self._runner(-(-total // batch_size))
@@ -598,7 +863,7 @@ class Predictor:
         return np.concatenate(out) if out else np.zeros([0], np.float32)
 
 
-def _load_saved_model(path, version=None, metadata=None):
+def _load_saved_model(path):
     path = Path(path)
     try:
         loaded = tf.saved_model.load(str(path))
@@ -614,45 +879,52 @@ def _load_saved_model(path, version=None, metadata=None):
             f"{str(path)!r} is a SavedModel but not a hatt export: its serving_default "
             f"signature takes {sorted(inputs)} and returns {sorted(signature.structured_outputs)}."
         )
-    facts = dict(metadata or {})
-    if (path / VERSION_METADATA).is_file():
-        facts.update(_read_json(path / VERSION_METADATA))
-    family = facts.get("family")
-    score_kind = facts.get("score_kind")
+    facts = _read_json(path / VERSION_METADATA) if (path / VERSION_METADATA).is_file() else {}
+    version = facts.get("version", int(path.name) if path.name.isdigit() else None)
 
     def run(batch):  # holds `loaded`: its variables live as long as the Predictor
         return loaded.signatures["serving_default"](text=batch)
 
     return Predictor(
         run,
-        family=family,
-        score_kind=score_kind,
+        family=facts.get("family"),
+        score_kind=facts.get("score_kind"),
         source=path,
         kind="saved_model",
-        version=facts.get("version", version),
+        version=version,
         metadata=facts,
     )
 
 
 def load(path):
-    """Load a hatt model for prediction from any of the places hatt writes one.
+    """Load a hatt model for prediction and explanation from any place hatt writes one.
+
+    THE loader: ``hatt predict``, ``hatt inspect``, :func:`hatt.inspect.explain`
+    and the deletion test all go through it.
 
     Args:
         path: One of
 
             - a SavedModel folder (``saved_models/NAME/3``);
-            - a ``saved_models/NAME`` folder: its latest numeric version;
+            - a ``saved_models/NAME`` folder: its highest complete version
+              (a numeric folder with a ``saved_model.pb``), whatever
+              ``export.json`` says (each version carries its own facts in
+              ``assets.extra/hatt_export.json``);
             - a ``.keras`` file: an end-to-end :class:`TextModel` (as in
               ``saved_models/NAME/model.keras``), or an id model with
               ``vectorizer.json`` beside it (as in a run directory);
-            - a run directory of ``hatt train``.
+            - a run directory of ``hatt train`` (``model.keras``,
+              ``vectorizer.json``, ``config.json``).
 
     Returns:
-        A :class:`Predictor`.
+        A :class:`Predictor` (``kind="saved_model"`` for the first two,
+        ``"keras"`` for the others, which also serve the ids-level calls of
+        the deletion test).
 
     Raises:
-        ExportError: the path is missing, holds no model, or the model is
-            corrupted (the message names the path).
+        ExportError: the path is missing, holds no model, or the model or
+            its ``vectorizer.json`` is corrupted (the message names the
+            path).
 
     Example:
 
@@ -676,12 +948,48 @@ def load(path):
         return _load_saved_model(path)
     versions = _versions(path)
     if versions:
-        metadata = _read_json(path / EXPORT_FILE) if (path / EXPORT_FILE).is_file() else {}
-        return _load_saved_model(path / str(versions[-1]), versions[-1], metadata)
-    if (path / "model.keras").is_file() and (path / "config.json").is_file():
+        return _load_saved_model(path / str(versions[-1]))
+    if (path / "model.keras").is_file():
         return Predictor.from_text_model(load_run(path), path)
     raise ExportError(
         f"{str(path)!r} holds no hatt model: no SavedModel (saved_model.pb), no numeric "
         "version folder (1/, 2/, ...) with one, and no run directory files "
         "(config.json, model.keras, vectorizer.json). Export one with `hatt export RUN_DIR`."
+    )
+
+
+def as_predictor(model, vectorizer=None):
+    """A :class:`Predictor` for whatever names a model: THE way in for ``hatt.inspect``.
+
+    Args:
+        model: A :class:`Predictor` (returned as is), a :class:`TextModel`,
+            an in-memory id ``keras.Model`` from :func:`hatt.models.build`
+            (with ``vectorizer``), or a path for :func:`load`.
+        vectorizer: The adapted :class:`hatt.data.Vectorizer` of an id
+            ``keras.Model``; ignored otherwise.
+
+    Returns:
+        A :class:`Predictor`.
+
+    Example:
+
+    >>> predictor = hatt.export.as_predictor(model, vectorizer)
+    >>> predictor(["A fine film."])["word_attention"]
+    """
+    if isinstance(model, Predictor):
+        return model
+    if isinstance(model, TextModel):
+        return Predictor.from_text_model(model)
+    if isinstance(model, keras.Model):
+        if vectorizer is None:
+            raise ValueError(
+                "Expected vectorizer= (a hatt.data.Vectorizer) with an in-memory keras.Model. "
+                f"Received: model={model.name!r}, vectorizer=None"
+            )
+        return Predictor.from_text_model(TextModel(model, vectorizer))
+    if isinstance(model, str | os.PathLike):
+        return load(model)
+    raise ValueError(
+        "Expected model to be a path, a hatt.export.Predictor, a hatt.export.TextModel or a "
+        f"keras.Model with vectorizer=. Received: model={model!r}"
     )

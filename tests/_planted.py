@@ -1,8 +1,12 @@
-"""A planted-signal corpus in the aclImdb layout, big enough for multi-epoch CLI runs.
+"""THE planted-signal corpus of the tests: label 1 iff a review holds "superb" (else "dreadful").
 
-Label 1 iff a review contains "superb" (else "dreadful"), among random filler
-words, in two or three sentences: any model learns it in a few epochs, and
-runs can be compared exactly.
+Every review is random filler words (``w0``, ``w1``, ...) with the label's
+cue word planted once, cut into sentences: any model learns it in a few
+epochs, and runs can be compared exactly. :func:`planted_corpus` is the one
+generator; :func:`planted_texts`, :func:`planted_split` and
+:func:`write_planted_imdb` are fixed settings of it (their outputs are
+unchanged from when they were separate generators, so the tests that tuned
+thresholds on them keep their data).
 """
 
 from pathlib import Path
@@ -10,18 +14,75 @@ from pathlib import Path
 import numpy as np
 
 
-def planted_texts(n, seed):
+def planted_corpus(
+    n,
+    seed,
+    *,
+    filler=40,
+    words=(6, 24),
+    sentences=3,
+    split_at=None,
+    capitalize=True,
+    html_breaks=False,
+    cue_rate=1.0,
+    lean=None,
+):
+    """``n`` planted reviews and their labels (alternating 0, 1, 0, ...).
+
+    Args:
+        n: Number of reviews.
+        seed: Seed of the draw.
+        filler: Filler words are ``w0`` .. ``w{filler - 1}``.
+        words: ``(low, high)``: filler words a review, drawn in ``[low, high)``.
+        sentences: Sentences a review: an int, or ``(low, high)`` drawn per
+            review in ``[low, high]`` (at most one a word); cut at random
+            places.
+        split_at: An int instead of random cuts: two sentences, the first
+            ``split_at`` words and the rest.
+        capitalize: Capitalise each sentence.
+        html_breaks: Join the sentences of every third review with
+            ``<br /><br />`` (IMDB's paragraph breaks) instead of a space.
+        cue_rate: Share of reviews that get the cue word (below 1 some get none).
+        lean: If given, also plant a weaker word: ``"fine"`` on the label's
+            side with this probability (else ``"poor"``), so that no single
+            word decides every review.
+
+    Returns:
+        ``(texts, labels)``: a list of str and a list of int.
+    """
     rng = np.random.default_rng(seed)
     texts, labels = [], []
     for i in range(n):
         label = i % 2
-        words = [f"w{rng.integers(40)}" for _ in range(rng.integers(6, 24))]
-        words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
-        cut = sorted(rng.choice(np.arange(1, len(words)), size=2, replace=False))
-        sentences = [words[: cut[0]], words[cut[0] : cut[1]], words[cut[1] :]]
-        texts.append(" ".join(" ".join(s).capitalize() + "." for s in sentences))
+        review = [f"w{rng.integers(filler)}" for _ in range(rng.integers(*words))]
+        if lean is not None:
+            word = "fine" if (rng.random() < lean) == bool(label) else "poor"
+            review.insert(int(rng.integers(len(review))), word)
+        if cue_rate >= 1 or rng.random() < cue_rate:
+            review.insert(int(rng.integers(len(review))), "superb" if label else "dreadful")
+        parts = _sentences(rng, review, sentences, split_at)
+        rendered = [" ".join(p).capitalize() if capitalize else " ".join(p) for p in parts]
+        joiner = "<br /><br />" if html_breaks and i % 3 == 0 else " "
+        texts.append(joiner.join(f"{sentence}." for sentence in rendered))
         labels.append(label)
     return texts, labels
+
+
+def _sentences(rng, review, sentences, split_at):
+    if split_at is not None:
+        return [review[:split_at], review[split_at:]]
+    count = (
+        sentences if isinstance(sentences, int) else int(rng.integers(*sentences, endpoint=True))
+    )
+    count = max(1, min(count, len(review)))
+    cuts = sorted(rng.choice(np.arange(1, len(review)), size=count - 1, replace=False))
+    bounds = [0, *(int(c) for c in cuts), len(review)]
+    return [review[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def planted_texts(n, seed):
+    """Three capitalised sentences of 6-23 filler words (40 of them) and the cue."""
+    return planted_corpus(n, seed)
 
 
 def planted_split(n, seed, cue_rate=1.0, lean=None):
@@ -34,18 +95,16 @@ def planted_split(n, seed, cue_rate=1.0, lean=None):
     """
     from hatt.data import Split
 
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for i in range(n):
-        label = i % 2
-        words = [f"w{rng.integers(30)}" for _ in range(rng.integers(5, 15))]
-        if lean is not None:
-            word = "fine" if (rng.random() < lean) == bool(label) else "poor"
-            words.insert(int(rng.integers(len(words))), word)
-        if cue_rate >= 1 or rng.random() < cue_rate:
-            words.insert(int(rng.integers(len(words))), "superb" if label else "dreadful")
-        texts.append(" ".join(words[:6]) + ". " + " ".join(words[6:]) + ".")
-        labels.append(label)
+    texts, labels = planted_corpus(
+        n,
+        seed,
+        filler=30,
+        words=(5, 15),
+        split_at=6,
+        capitalize=False,
+        cue_rate=cue_rate,
+        lean=lean,
+    )
     return Split(texts, np.array(labels))
 
 

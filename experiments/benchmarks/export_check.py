@@ -28,8 +28,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import hatt
 from hatt import export, training
 from hatt.data import Imdb, Split, Vectorizer, load_imdb, pack_sentences
+from hatt.data.pipeline import default_sentence_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results"
@@ -82,18 +84,31 @@ def tiny_runs(root):
 
 
 def in_memory(run_dir, texts, batch_size=50):
-    config = training.TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    """The trained id model's probabilities, fed as training fed it (the packed HAN packed)."""
     model = keras.saving.load_model(run_dir / "model.keras")
     vectorizer = Vectorizer.load(run_dir / "vectorizer.json")
+    groups = sentence_groups(run_dir, model, vectorizer) if hatt.models.is_packed(model) else None
     out = []
     for start in range(0, len(texts), batch_size):
         batch = texts[start : start + batch_size]
-        if config.model == "han" and config.packed:
-            inputs = pack_sentences(vectorizer.ragged_ids(batch), training._sentence_groups(config))
+        if groups:
+            inputs = pack_sentences(vectorizer.ragged_ids(batch), groups)
         else:
             inputs = vectorizer(batch)
         out.append(np.asarray(model(inputs, training=False)).reshape(-1))
     return np.concatenate(out)
+
+
+def sentence_groups(run_dir, model, vectorizer):
+    """The packed layout's group widths: the run's config.json, else hatt.data's default."""
+    config = json.loads((run_dir / "config.json").read_text())
+    groups = config.get("sentence_groups") or default_sentence_groups(vectorizer.max_words)
+    count = sum(name.startswith("words_") for name in model.input)
+    if len(groups) != count:
+        raise SystemExit(
+            f"{run_dir}: the packed model has {count} sentence groups, config.json {groups}"
+        )
+    return tuple(groups)
 
 
 def contract_violations(outputs):

@@ -345,12 +345,43 @@ class Vectorizer(keras.layers.Layer):
 
     @classmethod
     def load(cls, path):
-        """Read a :class:`Vectorizer` written by :meth:`save`."""
+        """Read a :class:`Vectorizer` written by :meth:`save`.
+
+        Raises:
+            ValueError: ``Could not read a Vectorizer from PATH: REASON`` for a
+                missing, truncated or damaged file (not JSON, no top-level
+                ``class_name`` or ``config``, another class, no
+                ``config.vocabulary`` list of words, a setting out of range).
+        """
         try:
             with open(path, encoding="utf-8") as f:
-                return keras.saving.deserialize_keras_object(json.load(f))
+                saved = json.load(f)
+            _check_saved(saved)
+            vectorizer = keras.saving.deserialize_keras_object(saved)
+            if not isinstance(vectorizer, cls):
+                raise ValueError(f"it holds a {type(vectorizer).__name__}, not a Vectorizer")
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise ValueError(f"Could not read a Vectorizer from {str(path)!r}: {error}") from error
+        return vectorizer
+
+
+def _check_saved(saved):
+    """What :meth:`Vectorizer.save` writes: ``{"class_name": "Vectorizer", "config": {...}}``."""
+    if not isinstance(saved, dict):
+        raise ValueError(f"expected a JSON object, found a {type(saved).__name__}")
+    if saved.get("class_name") != "Vectorizer":
+        raise ValueError(
+            f"expected class_name 'Vectorizer' at the top level, found {saved.get('class_name')!r}"
+        )
+    config = saved.get("config")
+    if not isinstance(config, dict):
+        raise ValueError("expected a 'config' object at the top level")
+    vocabulary = config.get("vocabulary")
+    if not isinstance(vocabulary, list) or not all(isinstance(w, str) for w in vocabulary):
+        raise ValueError(
+            "expected config.vocabulary to be a list of words (the file of an adapted "
+            f"Vectorizer), found {type(vocabulary).__name__}"
+        )
 
 
 def at_least_one(dense, pad_value=PAD_ID):

@@ -7,12 +7,21 @@ self-contained page), `to_png` / `write_pngs` (matplotlib heat maps) and
 `to_terminal` (rich). `deletion_test` checks whether the weights point at
 the words the prediction depends on.
 
+Models are reached through `hatt.export` (`load`, `as_predictor`): the one
+path from raw text to probabilities, tokens and scores, shared with
+`hatt predict` and the SavedModel.
+
 Renderers are imported on first use, so `import hatt.inspect` does not load
 matplotlib.
 """
 
 from hatt.inspect.deletion import deletion_test
-from hatt.inspect.explain import Explanation, KerasExplainer, explain, load
+from hatt.inspect.explain import (
+    Explanation,
+    balanced_sample,
+    explain,
+    explanations_from_result,
+)
 
 _RENDERERS = {
     "to_html": "html",
@@ -25,10 +34,10 @@ _RENDERERS = {
 
 __all__ = [
     "Explanation",
-    "KerasExplainer",
+    "balanced_sample",
     "deletion_test",
     "explain",
-    "load",
+    "explanations_from_result",
     *_RENDERERS,
 ]
 

@@ -15,11 +15,19 @@ the edited ids. For the HAN a
 word's rank is its share of the document, word attention × sentence
 attention; a sentence whose words are all deleted disappears, as it would
 from a review that never had them.
+
+The model is reached through the one path from text to explanations
+(:func:`hatt.export.as_predictor`): the scores that rank the tokens are the
+ones :func:`hatt.inspect.explain` shows, and the edited ids run through the
+same :class:`hatt.export.TextModel`. A SavedModel takes raw text only, so it
+cannot be given edited ids: pass the `.keras` file or the run directory.
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
+
+from hatt import export
+from hatt.inspect._progress import Progress
 
 DEFAULT_KS = (5, 10, 20)
 NEGLIGIBLE = 1e-3  # a probability change too small to count (saturated predictions)
@@ -79,19 +87,33 @@ def _delete(flat, lengths, positions):
 
 
 def deletion_test(
-    explainer, texts, ks=DEFAULT_KS, random_draws=5, seed=0, progress=True, chunk_size=64
+    model,
+    texts,
+    ks=DEFAULT_KS,
+    random_draws=5,
+    seed=0,
+    progress=True,
+    chunk_size=64,
+    vectorizer=None,
+    batch_size=64,
 ):
     """Delete each review's top-scored tokens versus random ones; measure the drop.
 
     Args:
-        explainer: A `hatt.inspect.KerasExplainer` (model + vectorizer).
+        model: A Keras-backed model for :func:`hatt.export.as_predictor`: a
+            run directory or `.keras` path, a `hatt.export.Predictor` from
+            one, a `hatt.export.TextModel`, or an in-memory `keras.Model`
+            with `vectorizer`. (A SavedModel raises a clear error: its
+            signature takes raw text, not edited ids.)
         texts: List of raw reviews.
         ks: Percentages of each review's tokens to delete (of the tokens
             the model sees, at least one).
         random_draws: Random deletions per review and `k` (averaged).
         seed: Seed of the random deletions.
-        progress: Show a progress bar.
+        progress: Show a progress bar (on stderr).
         chunk_size: Reviews whose variants are built and run together.
+        vectorizer: The `hatt.data.Vectorizer` of an in-memory `keras.Model`.
+        batch_size: Reviews (or edited variants) per model call.
 
     Returns:
         A dict: `"reviews"` (count), `"ks"`, `"random_draws"`, `"seed"`,
@@ -108,8 +130,8 @@ def deletion_test(
 
     Example:
 
-    >>> explainer = hatt.inspect.explain.load_run("runs/han-...")
-    >>> hatt.inspect.deletion_test(explainer, test_texts[:100])["by_k"]["10"]
+    >>> predictor = hatt.export.load("runs/han-...")
+    >>> hatt.inspect.deletion_test(predictor, test_texts[:100])["by_k"]["10"]
     """
     ks = tuple(int(k) for k in ks)
     for k in ks:
@@ -117,85 +139,89 @@ def deletion_test(
             raise ValueError(f"Expected every k in (0, 100]. Received: ks={ks!r}")
     if not isinstance(random_draws, int) or random_draws < 1:
         raise ValueError(f"Expected random_draws >= 1. Received: random_draws={random_draws!r}")
+    predictor = export.as_predictor(model, vectorizer)
+    predictor.text_model  # noqa: B018  (a SavedModel fails here, before any work)
     texts = list(texts)
-    nested = explainer.nested
     rng = np.random.default_rng(seed)
-    ranked = {k: [] for k in ks}
-    random = {k: [] for k in ks}
-    ranked_flips = {k: [] for k in ks}
-    random_flips = {k: [] for k in ks}
+    drops = {(k, kind): [] for k in ks for kind in ("ranked", "random")}
+    flips = {(k, kind): [] for k in ks for kind in ("ranked", "random")}
     token_counts = []
-    bar = keras.utils.Progbar(len(texts), unit_name="review") if progress else None
+    bar = Progress(len(texts), enabled=progress)
     for start in range(0, len(texts), chunk_size):
-        chunk = texts[start : start + chunk_size]
-        ragged = explainer.ragged_ids(chunk)
-        reviews = _review_arrays(ragged, nested)
-        scored = explainer.scores(ragged)
-        base = np.concatenate([b[0] for b in scored])
-        variants = []  # (review index in chunk, k, "ranked" | "random")
-        edited = []
-        row = 0
-        for probability, word, sentence in scored:
-            for j in range(len(probability)):
-                flat, lengths = reviews[row]
-                n = len(flat)
-                token_counts.append(n)
-                order = np.argsort(-_ranking(word, sentence, lengths, j, n), kind="stable")
-                for k in ks:
-                    count = deletion_count(k, n)
-                    edited.append(_delete(flat, lengths, order[:count]))
-                    variants.append((row, k, "ranked"))
-                    for _ in range(random_draws):
-                        positions = rng.choice(n, size=count, replace=False) if n else []
-                        edited.append(_delete(flat, lengths, positions))
-                        variants.append((row, k, "random"))
-                row += 1
-        after = explainer.probability(_rebuild(edited, nested))
-        predicted = base >= 0.5
-        drops = {}
-        for (i, k, kind), p in zip(variants, after, strict=True):
-            before_c = base[i] if predicted[i] else 1 - base[i]
-            after_c = p if predicted[i] else 1 - p
-            flip = (p >= 0.5) != predicted[i]
-            drops.setdefault((i, k, kind), []).append((before_c - after_c, flip))
-        for (_, k, kind), values in drops.items():
-            drop = float(np.mean([d for d, _ in values]))
-            flip = float(np.mean([f for _, f in values]))
-            if kind == "ranked":
-                ranked[k].append(drop)
-                ranked_flips[k].append(flip)
-            else:
-                random[k].append(drop)
-                random_flips[k].append(flip)
-        if bar is not None:
-            bar.update(min(start + chunk_size, len(texts)))
-    by_k = {}
-    for k in ks:
-        r, b = np.asarray(ranked[k]), np.asarray(random[k])
-        ranked_mean = float(r.mean()) if r.size else 0.0
-        random_mean = float(b.mean()) if b.size else 0.0
-        by_k[str(k)] = {
-            "ranked_drop": ranked_mean,
-            "random_drop": random_mean,
-            "ratio": ranked_mean / random_mean if random_mean > 0 else None,
-            "ranked_drop_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
-            "random_drop_sem": float(b.std(ddof=1) / np.sqrt(b.size)) if b.size > 1 else 0.0,
-            # reviews where the ranked deletion did worse than the random ones, and
-            # reviews where neither moved the probability (saturated predictions)
-            "ranked_below_random": float(np.mean(r < b)) if r.size else 0.0,
-            "both_negligible": float(np.mean((np.abs(r) < NEGLIGIBLE) & (np.abs(b) < NEGLIGIBLE)))
-            if r.size
-            else 0.0,
-            "ranked_flip_rate": float(np.mean(ranked_flips[k])) if r.size else 0.0,
-            "random_flip_rate": float(np.mean(random_flips[k])) if b.size else 0.0,
-        }
+        ragged = predictor.ragged_ids(texts[start : start + chunk_size])
+        scores = predictor.outputs_from_ids(ragged, batch_size)
+        reviews = _review_arrays(ragged, nested=ragged.ragged_rank == 2)
+        token_counts.extend(len(flat) for flat, _ in reviews)
+        variants, edited = _variants(reviews, scores, ks, random_draws, rng)
+        after = predictor.probability_from_ids(
+            _rebuild(edited, ragged.ragged_rank == 2), batch_size
+        )
+        _collect(variants, scores["probability"], after, drops, flips)
+        bar.update(min(start + chunk_size, len(texts)))
     return {
-        "family": explainer.family,
-        "score_kind": explainer.score_kind,
+        "family": predictor.family,
+        "score_kind": predictor.score_kind,
         "reviews": len(texts),
         "mean_tokens": float(np.mean(token_counts)) if token_counts else 0.0,
         "ks": list(ks),
         "random_draws": random_draws,
         "seed": seed,
-        "by_k": by_k,
+        "by_k": {str(k): _summary(k, drops, flips) for k in ks},
+    }
+
+
+def _variants(reviews, scores, ks, random_draws, rng):
+    """Every review's edited copies: top-k % ranked, then `random_draws` random, per k.
+
+    Returns `(variants, edited)`: `(review index, k, "ranked" | "random")`
+    per copy, and the copies as `(flat ids, sentence lengths)`.
+    """
+    word, sentence = scores["word_attention"], scores.get("sentence_attention")
+    variants, edited = [], []
+    for i, (flat, lengths) in enumerate(reviews):
+        n = len(flat)
+        order = np.argsort(-_ranking(word, sentence, lengths, i, n), kind="stable")
+        for k in ks:
+            count = deletion_count(k, n)
+            edited.append(_delete(flat, lengths, order[:count]))
+            variants.append((i, k, "ranked"))
+            for _ in range(random_draws):
+                positions = rng.choice(n, size=count, replace=False) if n else []
+                edited.append(_delete(flat, lengths, positions))
+                variants.append((i, k, "random"))
+    return variants, edited
+
+
+def _collect(variants, base, after, drops, flips):
+    """Per review and (k, kind): the mean drop of the predicted class's probability."""
+    predicted = base >= 0.5
+    per_review = {}
+    for (i, k, kind), p in zip(variants, after, strict=True):
+        before_c = base[i] if predicted[i] else 1 - base[i]
+        after_c = p if predicted[i] else 1 - p
+        flip = (p >= 0.5) != predicted[i]
+        per_review.setdefault((i, k, kind), []).append((before_c - after_c, flip))
+    for (_, k, kind), values in per_review.items():
+        drops[k, kind].append(float(np.mean([d for d, _ in values])))
+        flips[k, kind].append(float(np.mean([f for _, f in values])))
+
+
+def _summary(k, drops, flips):
+    r, b = np.asarray(drops[k, "ranked"]), np.asarray(drops[k, "random"])
+    ranked_mean = float(r.mean()) if r.size else 0.0
+    random_mean = float(b.mean()) if b.size else 0.0
+    return {
+        "ranked_drop": ranked_mean,
+        "random_drop": random_mean,
+        "ratio": ranked_mean / random_mean if random_mean > 0 else None,
+        "ranked_drop_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
+        "random_drop_sem": float(b.std(ddof=1) / np.sqrt(b.size)) if b.size > 1 else 0.0,
+        # reviews where the ranked deletion did worse than the random ones, and
+        # reviews where neither moved the probability (saturated predictions)
+        "ranked_below_random": float(np.mean(r < b)) if r.size else 0.0,
+        "both_negligible": float(np.mean((np.abs(r) < NEGLIGIBLE) & (np.abs(b) < NEGLIGIBLE)))
+        if r.size
+        else 0.0,
+        "ranked_flip_rate": float(np.mean(flips[k, "ranked"])) if r.size else 0.0,
+        "random_flip_rate": float(np.mean(flips[k, "random"])) if b.size else 0.0,
     }

@@ -5,29 +5,24 @@
 (:mod:`hatt.inspect.html`, :mod:`hatt.inspect.png`,
 :mod:`hatt.inspect.terminal`).
 
-The model can be an exported model (`hatt.export.load(path)`), a path, or an
-in-memory `keras.Model` with its `hatt.data.Vectorizer`. For the in-memory
-case :class:`KerasExplainer` computes what the exported endpoint returns:
-the attention weights of `hatt.models.attention_model` for the RNN,
-Transformer and HAN, and gradient × input saliency for the CNN (its max
-pooling has no attention of its own).
+There is one path from text to explanations: :func:`hatt.export.as_predictor`
+turns what it is given (a path for :func:`hatt.export.load`, a loaded
+:class:`hatt.export.Predictor`, or an in-memory `keras.Model` with its
+`hatt.data.Vectorizer`, wrapped in :class:`hatt.export.TextModel`) into a
+Predictor, and its output (the exported signature's dict: tokens, attention
+or gradient × input saliency) becomes explanations here. The scores are
+therefore those of the exported model, computed once, in
+:class:`hatt.export.TextModel`.
 """
 
-import contextlib
 import dataclasses
-import json
-import warnings
-from pathlib import Path
 
-import keras
 import numpy as np
 import tensorflow as tf
 
-from hatt.data import pipeline as pipeline_lib
+from hatt import export
 from hatt.data import text as text_lib
-from hatt.data.vectorize import PAD_ID, at_least_one
-from hatt.layers import ContextAttention
-from hatt.models.registry import FAMILIES, attention_model
+from hatt.inspect._progress import Progress
 
 SCORE_KINDS = ("attention", "saliency")
 
@@ -131,258 +126,6 @@ class Explanation:
         values = dataclasses.asdict(self)
         values["prediction"] = self.prediction
         return values
-
-
-# --- the in-memory backend -------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _quiet_one_step_softmax():
-    """Silence Keras' warning about a softmax over an axis of size 1.
-
-    A sentence (or a packed group's padding row) of one word gives the
-    attention a one-step axis; its single weight of 1 (0 when masked) is
-    right, not the mistake the warning guesses at.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="You are using a softmax over axis")
-        yield
-
-
-def _family_of(model):
-    if isinstance(model.input, dict) or len(model.inputs[0].shape) == 3:
-        return "han"
-    if model.name in FAMILIES:
-        return model.name
-    names = {layer.name for layer in model.layers}
-    if any(n.startswith("conv_") for n in names):
-        return "cnn"
-    if any(n.startswith("transformer_block") for n in names):
-        return "transformer"
-    return "rnn"
-
-
-class KerasExplainer:
-    """A trained `keras.Model` + its `Vectorizer`, called like an exported model.
-
-    Calling it on raw texts returns the dict of numpy arrays that the
-    exported endpoint returns (`hatt.export.load(path)(texts)`):
-    `"probability"` `[N]`, `"tokens"` (str, `""` on padding) and
-    `"word_attention"` (`[N, T]`, or `[N, S, W]` for the HAN) and, for the
-    HAN, `"sentence_attention"` `[N, S]`. The id-level methods
-    (:meth:`ragged_ids`, :meth:`probability`, :meth:`scores`) serve the
-    deletion test, which edits ids and runs the model again.
-
-    For the CNN with max pooling the word scores are gradient × input saliency:
-    `|Σ_d ∂z/∂e_td · e_td|` for the token embeddings `e` and the predicted
-    class's logit `z`, divided by its sum over the review's tokens (0 on
-    padding). The other families give their attention weights
-    (`hatt.models.attention_model`).
-
-    Args:
-        model: A model built by `hatt.models.build` (or reloaded), dense or
-            packed HAN.
-        vectorizer: The adapted `hatt.data.Vectorizer` the model was trained
-            with.
-        family: The model family, or `None` to infer it from the model.
-        batch_size: Reviews run through the model at a time.
-    """
-
-    def __init__(self, model, vectorizer, family=None, batch_size=32):
-        if family is None:
-            family = _family_of(model)
-        if family not in FAMILIES:
-            raise ValueError(
-                f"Expected family to be one of {FAMILIES}. Received: family={family!r}"
-            )
-        self.model = model
-        self.vectorizer = vectorizer
-        self.family = family
-        # Attention where the words are pooled by a ContextAttention (also a CNN with
-        # pooling="attention"); gradient x input saliency for max pooling.
-        pooling = model.get_layer("word_attention")
-        self.score_kind = "attention" if isinstance(pooling, ContextAttention) else "saliency"
-        self.batch_size = int(batch_size)
-        self.packed = isinstance(model.input, dict)
-        self.nested = family == "han"
-        if self.nested != (vectorizer.output_mode == "nested"):
-            raise ValueError(
-                f"The {family} model needs a vectorizer with output_mode="
-                f"{'nested' if self.nested else 'flat'!r}. "
-                f"Received: output_mode={vectorizer.output_mode!r}"
-            )
-        if self.packed:
-            groups = sum(k.startswith("words_") for k in model.input)
-            widths = pipeline_lib.default_sentence_groups(vectorizer.max_words)
-            if len(widths) != groups:  # any non-decreasing widths ending at max_words work
-                top = vectorizer.max_words
-                widths = tuple(max(1, round(top * (k + 1) / groups)) for k in range(groups))
-            self.sentence_groups = widths
-        if self.score_kind == "attention":
-            self._views = attention_model(model)
-        else:
-            head = model.get_layer("probability")
-            self._features = keras.Model(model.input, head.input)
-            self._head = head
-            self._embedding = model.get_layer("embedding")
-
-    # --- ids -------------------------------------------------------------------------
-
-    def ragged_ids(self, texts):
-        """Raw texts → ragged ids, as the vectorizer makes them."""
-        return self.vectorizer.ragged_ids(tf.constant(list(texts), dtype=tf.string))
-
-    def _inputs(self, ragged):
-        if self.packed:
-            return pipeline_lib.pack_sentences(ragged, self.sentence_groups)
-        return at_least_one(tf.cast(ragged.to_tensor(default_value=PAD_ID), tf.int32))
-
-    def probability(self, ragged):
-        """Probability of the positive class `[N]` for ragged ids."""
-        out = []
-        for start in range(0, int(ragged.nrows()), self.batch_size):
-            batch = self._inputs(ragged[start : start + self.batch_size])
-            with _quiet_one_step_softmax():
-                probability = self.model.predict_on_batch(batch)
-            out.append(np.asarray(probability).reshape(-1))
-        return np.concatenate(out) if out else np.zeros([0], np.float32)
-
-    def _saliency(self, inputs):
-        variable = self._embedding.embeddings
-        with tf.GradientTape() as tape:
-            features = self._features(inputs, training=False)
-            if isinstance(self._head, keras.layers.Dense):
-                logit = tf.matmul(features, self._head.kernel) + self._head.bias
-            else:  # the n-gram channel: a sigmoid Activation over the summed logits
-                logit = features
-            logit = tf.reshape(logit, [-1])
-            # The predicted class's logit: z for positive, -z for negative predictions.
-            target = tf.reduce_sum(tf.where(logit >= 0, logit, -logit))
-        gradient = tape.gradient(target, variable)
-        ids = tf.cast(inputs, tf.int32)
-        if not isinstance(gradient, tf.IndexedSlices):
-            raise ValueError("Expected the embedding gradient as per-token IndexedSlices.")
-        # The embedding is one gather over the ids, so its gradient holds one row
-        # per position (in the ids' order): the gradient w.r.t. that token's embedding.
-        per_token = tf.reshape(gradient.values, [*ids.shape, -1])
-        embedded = tf.gather(tf.convert_to_tensor(variable), ids)
-        scores = tf.abs(tf.reduce_sum(per_token * embedded, -1))
-        scores = tf.where(ids != PAD_ID, scores, 0.0).numpy()
-        total = scores.sum(-1, keepdims=True)
-        scores = np.divide(scores, total, out=np.zeros_like(scores), where=total > 0)
-        probability = tf.sigmoid(logit).numpy()
-        return probability, scores
-
-    def scores(self, ragged):
-        """Probability and word scores for ragged ids, one batch at a time.
-
-        Returns:
-            A list with one `(probability [B], word [B, T] or [B, S, W],
-            sentence [B, S] or None)` tuple per batch of `batch_size`.
-        """
-        out = []
-        for start in range(0, int(ragged.nrows()), self.batch_size):
-            part = ragged[start : start + self.batch_size]
-            inputs = self._inputs(part)
-            if self.score_kind == "saliency":
-                probability, word = self._saliency(inputs)
-                out.append((probability, word, None))
-                continue
-            with _quiet_one_step_softmax():
-                views = self._views.predict_on_batch(inputs)
-            word = np.asarray(views["word_attention"])
-            if self.nested:  # packed: W is the widest group's; align to the dense layout
-                dense = at_least_one(part.to_tensor(default_value=PAD_ID))
-                word = _fit(word, tuple(dense.shape[1:]))
-            sentence = views.get("sentence_attention")
-            sentence = None if sentence is None else np.asarray(sentence)
-            out.append((np.asarray(views["probability"]).reshape(-1), word, sentence))
-        return out
-
-    # --- texts, like an exported model ----------------------------------------------------
-
-    def __call__(self, texts):
-        """Raw texts → the exported endpoint's dict of numpy arrays."""
-        texts = _check_texts(texts)
-        tokens = self.vectorizer.tokens(tf.constant(texts, dtype=tf.string))
-        ragged = self.vectorizer.lookup_ids(tokens)
-        batches = self.scores(ragged)
-        probability = np.concatenate([b[0] for b in batches])
-        # The batches differ in shape: pad all to the largest.
-        shape = tuple(np.max([b[1].shape[1:] for b in batches], axis=0))
-        token_array = at_least_one(tokens.to_tensor(default_value=""), "").numpy()
-        token_array = _fit(token_array, shape, fill=b"")
-        result = {
-            "probability": probability.astype(np.float32),
-            "tokens": np.char.decode(token_array.astype(bytes), "utf-8").astype(object),
-            "word_attention": np.concatenate([_fit(b[1], shape) for b in batches]),
-        }
-        if self.nested:
-            result["sentence_attention"] = np.concatenate([_fit(b[2], shape[:1]) for b in batches])
-        return result
-
-
-def _fit(array, shape, fill=0):
-    """Crop or pad `array`'s trailing axes to `shape` (the first axis stays)."""
-    array = np.asarray(array)
-    slices = (slice(None), *(slice(0, n) for n in shape))
-    array = array[slices]
-    pad = [(0, 0)] + [(0, n - m) for n, m in zip(shape, array.shape[1:], strict=True)]
-    return np.pad(array, pad, constant_values=fill)
-
-
-# --- loading -----------------------------------------------------------------------------
-
-
-def load_run(path, batch_size=32):
-    """A :class:`KerasExplainer` for a run directory or a `.keras` file.
-
-    A run directory (`hatt train`) holds `model.keras`, `vectorizer.json` and
-    `config.json`; a `.keras` file needs `vectorizer.json` next to it.
-    """
-    path = Path(path)
-    model_path = path / "model.keras" if path.is_dir() else path
-    folder = model_path.parent
-    if not model_path.is_file():
-        raise ValueError(f"Expected a run directory or a .keras file. Received: path={str(path)!r}")
-    vectorizer_path = folder / "vectorizer.json"
-    if not vectorizer_path.is_file():
-        raise ValueError(
-            f"Expected vectorizer.json next to {str(model_path)!r} (as hatt train writes it)."
-        )
-    from hatt.data.vectorize import Vectorizer
-
-    vectorizer = Vectorizer.load(vectorizer_path)
-    try:
-        model = keras.saving.load_model(model_path)
-    except Exception as error:  # corrupted or foreign files
-        raise ValueError(
-            f"Could not load a Keras model from {str(model_path)!r}: {error}"
-        ) from error
-    family = None
-    config = folder / "config.json"
-    if config.is_file():
-        try:
-            family = json.loads(config.read_text()).get("model")
-        except (OSError, ValueError):
-            family = None
-    return KerasExplainer(model, vectorizer, family=family, batch_size=batch_size)
-
-
-def load(path):
-    """An explainable model from `path`: `hatt.export.load` when it is available
-    (SavedModel folder, `saved_models/NAME`, `.keras` file, run directory),
-    else a run directory or `.keras` file with `vectorizer.json` next to it."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"Expected an existing model path. Received: path={str(path)!r}")
-    try:
-        from hatt import export
-    except ImportError:
-        export = None
-    if export is not None and hasattr(export, "load"):
-        return export.load(path)
-    return load_run(path)
 
 
 def _check_texts(texts):
@@ -542,20 +285,23 @@ def explanations_from_result(result, texts, family, score_kind, labels=None):
     return out
 
 
-def explain(model, texts, labels=None, vectorizer=None, batch_size=32):
+def explain(model, texts, labels=None, vectorizer=None, batch_size=32, progress=True):
     """Run `model` on raw reviews and explain each prediction.
 
     Args:
-        model: What to explain: an object from `hatt.export.load` (or a
-            :class:`KerasExplainer`), a path (SavedModel folder,
-            `saved_models/NAME`, `.keras` file or run directory), or an
-            in-memory `keras.Model` together with `vectorizer`.
+        model: What to explain: a path (SavedModel folder,
+            `saved_models/NAME`, `.keras` file or run directory, loaded by
+            `hatt.export.load`), a loaded `hatt.export.Predictor`, a
+            `hatt.export.TextModel`, or an in-memory `keras.Model` together
+            with `vectorizer` (see `hatt.export.as_predictor`).
         texts: List of raw reviews (str). Empty or word-less reviews give an
             explanation with no tokens and the model's probability for an
             empty review.
         labels: Optional list of true labels (1 = positive), one per text.
         vectorizer: The `hatt.data.Vectorizer` of an in-memory `keras.Model`.
-        batch_size: Reviews per model call (in-memory models).
+        batch_size: Reviews per model call.
+        progress: Show a progress bar (on stderr) when there is more than
+            one batch.
 
     Returns:
         A list of :class:`Explanation`, one per text.
@@ -566,43 +312,37 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32):
     >>> explained[0].probability, explained[0].sentences, explained[0].word_weights
     """
     texts = _check_texts(texts)
-    if labels is not None:
-        labels = list(labels)
-        if len(labels) != len(texts):
-            raise ValueError(
-                f"Expected one label per text ({len(texts)}). Received: {len(labels)} labels"
-            )
-        for label in labels:
-            if label not in (0, 1):
-                raise ValueError(f"Expected labels of 0 or 1. Received: label={label!r}")
-    if isinstance(model, str | Path):
-        model = load(model)
-    elif isinstance(model, keras.Model):
-        if vectorizer is None:
-            raise ValueError(
-                "Expected vectorizer= (a hatt.data.Vectorizer) with an in-memory keras.Model."
-            )
-        model = KerasExplainer(model, vectorizer, batch_size=batch_size)
-    for attribute in ("family", "score_kind"):
-        if not hasattr(model, attribute) or not callable(model):
-            raise ValueError(
-                "Expected model to be a path, a keras.Model with vectorizer=, or a loaded "
-                f"hatt model (callable, with .family and .score_kind). Received: {model!r}"
-            )
+    labels = _check_labels(labels, len(texts))
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+    predictor = export.as_predictor(model, vectorizer)
+    bar = Progress(len(texts), enabled=progress and len(texts) > batch_size)
     out = []
-    for start in range(0, len(texts), max(batch_size, 1)):
+    for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]
-        result = model(chunk)
         out.extend(
             explanations_from_result(
-                result,
+                predictor(chunk),
                 chunk,
-                model.family,
-                model.score_kind,
+                predictor.family,
+                predictor.score_kind,
                 None if labels is None else labels[start : start + batch_size],
-            )  # fmt: skip
+            )
         )
+        bar.update(start + len(chunk))
     return out
+
+
+def _check_labels(labels, count):
+    if labels is None:
+        return None
+    labels = list(labels)
+    if len(labels) != count:
+        raise ValueError(f"Expected one label per text ({count}). Received: {len(labels)} labels")
+    for label in labels:
+        if label not in (0, 1):
+            raise ValueError(f"Expected labels of 0 or 1. Received: label={label!r}")
+    return labels
 
 
 def balanced_sample(labels, n, seed=1337):

@@ -6,6 +6,10 @@ with a red band whose strength is the sentence's weight and its words
 highlighted in blue by their weight (Yang et al. 2016, figure 5). Hovering
 a word or a band shows its weights (`title` attributes). The page has inline
 CSS only: no scripts, no fonts, no images, no network.
+
+`write_html` keeps pages usable for thousands of reviews: at most
+`max_reviews` reviews (200 by default, about 4 MB) a page, in several
+linked pages (`out.html`, `out-2.html`, `out-3.html`, ...).
 """
 
 import html
@@ -32,6 +36,8 @@ h1 { font-size: 1.4em; margin-bottom: .2em; }
 .words { flex: 1; }
 .words span { padding: 1px 2px; border-radius: 3px; }
 .gap { color: #57606a; font-style: italic; margin: .3em 0 .3em 3.8em; }
+nav.pages { margin: 1em 0; padding: .4em .8em; background: #f6f8fa; border-radius: 6px; }
+nav.pages a { margin: 0 .3em; }
 details { margin-top: .6em; font-size: .85em; color: #57606a; }
 details div { white-space: pre-wrap; }
 """
@@ -105,11 +111,15 @@ def _review(number, e):
     return "\n".join(parts)
 
 
+MAX_REVIEWS = 200  # reviews a page of write_html (200 IMDB reviews: about 4 MB)
+
+
 def to_html(explanations, title="hatt: what the model looked at"):
     """Render explanations as one self-contained HTML page (a str).
 
     Args:
-        explanations: List of `hatt.inspect.Explanation` (any number).
+        explanations: List of `hatt.inspect.Explanation` (any number; for
+            many, `write_html` splits them into pages).
         title: The page title.
 
     Returns:
@@ -118,8 +128,25 @@ def to_html(explanations, title="hatt: what the model looked at"):
         full blue highlight (HAN words: `sqrt(sentence weight) × word
         weight`, as in Yang et al. 2016). Hover shows the weights.
     """
+    return _page(explanations, title, first=1, navigation="")
+
+
+def _page(explanations, title, first, navigation):
+    """One page: the header, `navigation` (HTML), reviews numbered from `first`."""
     esc = html.escape
-    han = any(e.sentence_weights is not None for e in explanations)
+    body = "\n".join(_review(i, e) for i, e in enumerate(explanations, first))
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>\n"
+        f"<h1>{esc(title)}</h1>\n"
+        f'<p class="meta">{_summary(explanations)} · hatt {esc(hatt.__version__)}</p>\n'
+        f"{_legend(explanations)}\n{navigation}\n{body}\n{navigation}\n</body></html>\n"
+    )
+
+
+def _summary(explanations):
+    esc = html.escape
     families = sorted({e.family for e in explanations})
     kinds = sorted({e.score_kind for e in explanations})
     known = [e for e in explanations if e.label is not None]
@@ -130,16 +157,23 @@ def to_html(explanations, title="hatt: what the model looked at"):
         summary += f" · {correct} of {len(known)} predicted correctly"
     if "saliency" in kinds:
         summary += (
-            " · saliency = |gradient × input| of the predicted class's logit per word "
-            "(the CNN has no attention)"
+            " · saliency = |gradient × input| of the logit per word, as a share of the "
+            "review's total (the CNN has no attention)"
         )
+    return summary
+
+
+def _legend(explanations):
+    esc = html.escape
+    han = any(e.sentence_weights is not None for e in explanations)
+    kinds = sorted({e.score_kind for e in explanations})
     band = "sentence attention" if han else "the sentence's share of the word weights"
     word = (
         "sqrt(sentence attention) × word attention"
         if han
         else "word " + (" / ".join(kinds) or "weight")
     )
-    legend = (
+    return (
         f'<p class="legend">Band<span class="swatch" style="background:linear-gradient(90deg,'
         f'{_rgba(SENTENCE_RGB, 0)},{_rgba(SENTENCE_RGB, 0.8)})"></span>{esc(band)}; '
         f'words<span class="swatch" style="background:linear-gradient(90deg,'
@@ -148,20 +182,68 @@ def to_html(explanations, title="hatt: what the model looked at"):
         "Hover for the weights. Words are the model's tokens (lower-cased, punctuation "
         "dropped).</p>"
     )
-    body = "\n".join(_review(i, e) for i, e in enumerate(explanations, 1))
+
+
+def _navigation(page, paths, total, per_page):
+    """Links to the other pages of a split page (empty for a single page)."""
+    if len(paths) == 1:
+        return ""
+    first = (page - 1) * per_page + 1
+    last = min(page * per_page, total)
+    links = [
+        f"<b>{k}</b>" if k == page else f'<a href="{html.escape(p.name)}">{k}</a>'
+        for k, p in enumerate(paths, 1)
+    ]
+    around = []
+    if page > 1:
+        around.append(f'<a href="{html.escape(paths[page - 2].name)}">‹ previous</a>')
+    if page < len(paths):
+        around.append(f'<a href="{html.escape(paths[page].name)}">next ›</a>')
     return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>\n"
-        f"<h1>{esc(title)}</h1>\n"
-        f'<p class="meta">{summary} · hatt {esc(hatt.__version__)}</p>\n{legend}\n'
-        f"{body}\n</body></html>\n"
+        f'<nav class="pages">Reviews {first}–{last} of {total}, page {page} of {len(paths)} '
+        f"({per_page} a page) · pages: {' '.join(links)} · {' '.join(around)}</nav>"
     )
 
 
-def write_html(explanations, path, title="hatt: what the model looked at"):
-    """Write :func:`to_html` to `path` (UTF-8); return the path."""
+def page_paths(path, pages):
+    """The files of a `pages`-page `write_html` to `path`: `path`, then `STEM-2.SUFFIX`, ..."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_html(explanations, title=title), encoding="utf-8")
-    return path
+    return [path] + [path.with_name(f"{path.stem}-{k}{path.suffix}") for k in range(2, pages + 1)]
+
+
+def write_html(explanations, path, title="hatt: what the model looked at", max_reviews=MAX_REVIEWS):
+    """Write the explanations as linked HTML pages of at most `max_reviews` reviews each.
+
+    One page (`path`) when they fit; otherwise `path` holds reviews 1 to
+    `max_reviews`, `STEM-2.html` the next ones, and so on (see
+    `page_paths`), each page with links to the others at its top and its
+    bottom. Reviews keep their numbers across pages.
+
+    Args:
+        explanations: List of `hatt.inspect.Explanation`.
+        path: The first page (UTF-8); its folder is created.
+        title: The page title.
+        max_reviews: Reviews a page (a positive int), or `None` for one
+            page however long.
+
+    Returns:
+        The path of the first page (the others are linked from it).
+    """
+    if max_reviews is not None and (
+        isinstance(max_reviews, bool) or not isinstance(max_reviews, int) or max_reviews < 1
+    ):
+        raise ValueError(
+            f"Expected max_reviews to be a positive int or None. Received: max_reviews={max_reviews!r}"
+        )
+    explanations = list(explanations)
+    per_page = max_reviews or max(len(explanations), 1)
+    chunks = [explanations[i : i + per_page] for i in range(0, len(explanations), per_page)]
+    paths = page_paths(path, max(len(chunks), 1))
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    for page, (chunk, out) in enumerate(zip(chunks or [[]], paths, strict=True), 1):
+        navigation = _navigation(page, paths, len(explanations), per_page)
+        out.write_text(
+            _page(chunk, title, first=(page - 1) * per_page + 1, navigation=navigation),
+            encoding="utf-8",
+        )
+    return paths[0]

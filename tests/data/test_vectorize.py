@@ -1,3 +1,5 @@
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -92,6 +94,43 @@ def test_json_round_trip_keeps_the_vocabulary(flat, tmp_path):
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="Could not read a Vectorizer"):
         Vectorizer.load(tmp_path / "broken.json")
+
+
+def _without(mapping, key):
+    return {k: v for k, v in mapping.items() if k != key}
+
+
+DAMAGES = {
+    "truncated": lambda saved: json.dumps(saved)[:40],
+    "not an object": lambda saved: json.dumps([saved]),
+    "no class_name": lambda saved: json.dumps(_without(saved, "class_name")),
+    "another class": lambda saved: json.dumps(
+        {**saved, "class_name": "Dense", "registered_name": "Dense", "module": "keras.layers"}
+    ),
+    "no config": lambda saved: json.dumps(_without(saved, "config")),
+    "no vocabulary": lambda saved: json.dumps(
+        {**saved, "config": _without(saved["config"], "vocabulary")}
+    ),
+    "vocabulary null": lambda saved: json.dumps(
+        {**saved, "config": {**saved["config"], "vocabulary": None}}
+    ),
+    "vocabulary a string": lambda saved: json.dumps(
+        {**saved, "config": {**saved["config"], "vocabulary": "the film"}}
+    ),
+    "bad setting": lambda saved: json.dumps(
+        {**saved, "config": {**saved["config"], "max_tokens": -1}}
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_file_is_one_could_not_read_error_naming_it(flat, tmp_path, damage):
+    """Not a parse TypeError, a dict, or an unadapted Vectorizer asking for adapt()."""
+    flat.save(tmp_path / "vectorizer.json")
+    saved = json.loads((tmp_path / "vectorizer.json").read_text())
+    (tmp_path / "vectorizer.json").write_text(DAMAGES[damage](saved))
+    with pytest.raises(ValueError, match="Could not read a Vectorizer from .*vectorizer.json"):
+        Vectorizer.load(tmp_path / "vectorizer.json")
 
 
 def test_keras_file_round_trip_in_a_fresh_process(flat, tmp_path):

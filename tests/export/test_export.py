@@ -1,8 +1,13 @@
 """hatt.export: the SavedModel contract (checked in a process without hatt or Keras), the
 end-to-end .keras file, the loader, version numbering, the packed HAN's dense twin, saliency."""
 
+import concurrent.futures
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 
 import keras
 import numpy as np
@@ -10,12 +15,12 @@ import pytest
 import tensorflow as tf
 
 import hatt
-from hatt import cli, export, training
+from hatt import cli, export
 from hatt.data import Vectorizer, pack_sentences
 from tests._fresh_process import run_json_script
 from tests._planted import write_planted_imdb
 from tests._scripts import load_experiment
-from tests.export.conftest import FAMILIES, LIMITS
+from tests.conftest import EPOCHS, FAMILIES
 
 LONG_REVIEW = " ".join(f"w{i % 40}" for i in range(50_000)) + " superb"
 BAD_INPUTS = [
@@ -90,28 +95,11 @@ def _texts(tiny_corpus):
     return {"batch": list(tiny_corpus.test.texts) + BAD_INPUTS, "bad": BAD_INPUTS}
 
 
-@pytest.fixture(scope="module")
-def trained(trained_runs):
-    """``{family: (id model, vectorizer, config)}`` as training left them."""
-    loaded = {}
-    for family, run_dir in trained_runs.items():
-        config = training.TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
-        model = keras.saving.load_model(run_dir / "model.keras")
-        loaded[family] = (model, Vectorizer.load(run_dir / "vectorizer.json"), config)
-    return loaded
-
-
-def _in_memory(trained, texts):
+def _in_memory(tiny, texts):
     """Probabilities and ids of the trained id model, fed the way training fed it."""
-    model, vectorizer, config = trained
-    ids = vectorizer(texts)
-    if config.model == "han" and config.packed:  # the packed model, as trained
-        inputs = pack_sentences(vectorizer.ragged_ids(texts), training._sentence_groups(config))
-        assert isinstance(model.input, dict)
-    else:
-        inputs = ids
-    probability = np.asarray(model(inputs, training=False)).reshape(-1)
-    return probability, ids.numpy(), vectorizer
+    assert hatt.models.is_packed(tiny.model) == (tiny.family == "han")  # the HAN as trained
+    probability = np.asarray(tiny.model(tiny.inputs(texts), training=False)).reshape(-1)
+    return probability, tiny.vectorizer(texts).numpy(), tiny.vectorizer
 
 
 def _check_weights(tokens, weights):
@@ -145,9 +133,7 @@ def _check_contract(family, out, reference_ids, vectorizer):
         _check_weights(np.where(sentences, "s", ""), out["sentence_attention"])
 
 
-def test_saved_models_serve_raw_text_without_hatt_or_keras(
-    exported, trained, tiny_corpus, tmp_path
-):
+def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_corpus, tmp_path):
     texts = _texts(tiny_corpus)
     (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     paths = {f: str(exported[f].saved_model) for f in FAMILIES}
@@ -172,13 +158,12 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(
 
         saved = dict(np.load(tmp_path / f"{family}.npz"))
         batch = {k: v for k, v in saved.items() if not k.startswith("single")}
-        probability, ids, vectorizer = _in_memory(trained[family], texts["batch"])
+        probability, ids, vectorizer = _in_memory(tiny[family], texts["batch"])
         np.testing.assert_allclose(batch["probability"], probability, atol=1e-5, rtol=0)
         _check_contract(family, batch, ids, vectorizer)
 
         # the in-process TextModel is the same function as the SavedModel
-        model, vectorizer, _ = trained[family]
-        local = export.Predictor.from_text_model(export.TextModel(model, vectorizer))(
+        local = export.Predictor.from_text_model(export.TextModel(tiny[family].model, vectorizer))(
             texts["batch"]
         )
         np.testing.assert_array_equal(local["tokens"].astype(str), batch["tokens"])
@@ -190,7 +175,7 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(
         if family != "han":
             row = batch["tokens"][len(tiny_corpus.test.texts) + BAD_INPUTS.index(LONG_REVIEW)]
             words = LONG_REVIEW.split()
-            half = LIMITS["sequence_length"] // 2
+            half = vectorizer.sequence_length // 2
             assert list(row) == words[:half] + words[-half:]
 
         # every bad input alone: finite, and no token means no weight
@@ -222,14 +207,14 @@ def test_keras_file_is_the_same_model_after_import_hatt_alone(exported, tiny_cor
             np.testing.assert_allclose(from_keras[key], served[key], atol=1e-5, rtol=0)
 
 
-def test_load_accepts_every_form_and_batches_consistently(exported, trained_runs, tiny_corpus):
+def test_load_accepts_every_form_and_batches_consistently(exported, tiny, tiny_corpus):
     texts = list(tiny_corpus.test.texts) + ["", "🎬", b"\xff\xfe invalid bytes superb"]
     result = exported["han"]
     latest = export.load(result.path)
     assert (latest.kind, latest.version, latest.family) == ("saved_model", 1, "han")
     whole = latest(texts)
     # (result.keras_file is loaded in a fresh process above and by hatt predict)
-    for form in (result.saved_model, trained_runs["han"]):
+    for form in (result.saved_model, tiny["han"].run_dir):
         predictor = export.load(form)
         assert (predictor.family, predictor.score_kind) == ("han", "attention")
         np.testing.assert_allclose(
@@ -249,34 +234,36 @@ def test_load_accepts_every_form_and_batches_consistently(exported, trained_runs
         latest.predict_proba(texts, batch_size=0)
 
 
-def test_export_metadata_names_family_and_score_kind(exported, trained_runs):
-    for family, result in exported.items():
+def test_export_metadata_names_family_and_score_kind(exported, tiny):
+    for family in FAMILIES:
+        result = exported[family]
         facts = json.loads((result.path / export.EXPORT_FILE).read_text())
         inside = json.loads((result.saved_model / export.VERSION_METADATA).read_text())
         kind = "saliency" if family == "cnn" else "attention"
         for record in (facts, inside):
             assert (record["family"], record["score_kind"], record["version"]) == (family, kind, 1)
-        assert facts["source_run"] == str(trained_runs[family].resolve())
-        assert facts["metrics"] == {"epochs": 2}  # from the run's metrics.json
+        assert facts["source_run"] == str(tiny[family].run_dir.resolve())
+        assert facts["metrics"] == {"epochs": EPOCHS}  # from the run's metrics.json
+        assert facts["versions"] == [1]
         assert Vectorizer.load(result.path / "vectorizer.json").get_vocabulary() == (
-            Vectorizer.load(trained_runs[family] / "vectorizer.json").get_vocabulary()
+            tiny[family].vectorizer.get_vocabulary()
         )
 
 
-def test_reexport_takes_the_next_free_version(trained_runs, tmp_path, capsys):
+def test_reexport_takes_the_next_free_version(tiny, tmp_path, capsys):
     out = tmp_path / "cnn"
-    assert cli.main(["export", str(trained_runs["cnn"]), "--out", str(out)]) == 0
+    assert cli.main(["export", str(tiny["cnn"].run_dir), "--out", str(out)]) == 0
     assert "(version 1)" in capsys.readouterr().out
     (out / "3").mkdir()  # an incomplete version: its number is taken, but never loaded
     (out / ".tmp-4-99").mkdir()  # a crashed export's leftovers
     assert export.load(out).version == 1
-    assert export.export(trained_runs["cnn"], out).version == 4
+    assert export.export(tiny["cnn"].run_dir, out).version == 4
     assert export.load(out).version == 4
     assert json.loads((out / export.EXPORT_FILE).read_text())["versions"] == [1, 4]
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [".tmp-4-99"]
 
 
-def test_loader_errors_name_the_path(exported, trained_runs, tmp_path):
+def test_loader_errors_name_the_path(exported, tiny, tmp_path):
     with pytest.raises(export.ExportError, match="No model at .*missing"):
         export.load(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
@@ -311,7 +298,7 @@ def test_loader_errors_name_the_path(exported, trained_runs, tmp_path):
     # an id model without its vocabulary
     lonely = tmp_path / "lonely"
     lonely.mkdir()
-    (lonely / "model.keras").write_bytes((trained_runs["rnn"] / "model.keras").read_bytes())
+    (lonely / "model.keras").write_bytes((tiny["rnn"].run_dir / "model.keras").read_bytes())
     with pytest.raises(export.ExportError, match="no vectorizer.json beside it"):
         export.load(lonely / "model.keras")
     with pytest.raises(export.ExportError, match="No run directory"):
@@ -437,7 +424,7 @@ def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(tmp_pa
     """experiments/evaluate_exports.py: TensorFlow alone, the aclImdb test folder, a JSON file."""
     module = load_experiment("evaluate_exports")
     root = write_planted_imdb(tmp_path, n_train=8, n_test=16)
-    saved_models = next(iter(exported.values())).path.parent
+    saved_models = [exported[family] for family in FAMILIES][0].path.parent  # all four
     rows = module.main(
         ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
     )
@@ -449,3 +436,121 @@ def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(tmp_pa
         expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))
         assert row["test_accuracy"] == pytest.approx(expected) and row["finite"]
         assert row["saved_model"].endswith(f"{row['family']}/{exported[row['family']].version}")
+
+
+def test_saliency_is_all_zeros_when_every_product_is_zero():
+    """No token moves the logit: no token carries evidence (as for an empty review)."""
+    vectorizer = Vectorizer(max_tokens=50, min_count=1, sequence_length=12)
+    vectorizer.adapt(["one two three four five six seven eight nine ten"])
+    model = hatt.models.build(
+        "cnn", vocabulary_size=vectorizer.vocabulary_size, embedding_dim=8, filters=4
+    )
+    logit = model.get_layer("logit")
+    logit.set_weights([np.zeros_like(w) for w in logit.get_weights()])  # z = 0 for every input
+    text_model = export.TextModel(model, vectorizer)
+    out = text_model(["two seven four nine one", "", "three"])
+    np.testing.assert_array_equal(out["word_attention"], 0.0)
+    np.testing.assert_allclose(out["probability"], 0.5)
+    (explained,) = hatt.inspect.explain(model, ["two seven four"], vectorizer=vectorizer)
+    assert explained.weights == [0.0, 0.0, 0.0] and explained.display_weights() == [[0, 0, 0]]
+    # the rule itself: shares of the kept total; a row without weight stays at zeros
+    weights = export.normalise(np.array([[1.0, 3.0, 5.0], [0.0, 0.0, 2.0]]), [[1, 1, 0], [1, 1, 0]])
+    np.testing.assert_allclose(weights, [[0.25, 0.75, 0.0], [0.0, 0.0, 0.0]])
+
+
+def _copy_run(run_dir, folder):
+    shutil.copytree(run_dir, folder)
+    return folder
+
+
+DAMAGED_VECTORIZERS = {
+    "truncated": lambda text: text[: len(text) // 2],
+    "no class_name": lambda text: json.dumps(
+        {k: v for k, v in json.loads(text).items() if k != "class_name"}
+    ),
+    "no vocabulary": lambda text: json.dumps(
+        {**json.loads(text), "config": {**json.loads(text)["config"], "vocabulary": None}}
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED_VECTORIZERS))
+def test_a_damaged_vectorizer_json_is_one_could_not_read_error(tiny, tmp_path, capsys, damage):
+    run = _copy_run(tiny["rnn"].run_dir, tmp_path / "run")
+    vectorizer_file = run / "vectorizer.json"
+    vectorizer_file.write_text(DAMAGED_VECTORIZERS[damage](vectorizer_file.read_text()))
+    message = "Could not read a Vectorizer from .*run/vectorizer.json"
+    with pytest.raises(export.ExportError, match=message):
+        export.load(run)  # hatt predict and hatt.inspect load through here
+    if damage != "no class_name":
+        return
+    with pytest.raises(export.ExportError, match=message):
+        export.load(run / "model.keras")
+    with pytest.raises(export.ExportError, match=message):
+        export.export(run, tmp_path / "out")
+    with pytest.raises(export.ExportError, match=message):
+        hatt.inspect.explain(run, ["a review"])
+    for argv in (["predict", str(run), "a review"], ["inspect", str(run), "--text", "a review"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Could not read a Vectorizer from" in err and "Traceback" not in err
+
+
+def _dead_pid():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_export_is_cleaned_up_and_export_json_follows_the_versions(
+    exported, tiny, tmp_path
+):
+    out = tmp_path / "rnn"
+    shutil.copytree(exported["rnn"].path, out)
+    # killed after its version folder was in place, before export.json named it
+    shutil.copytree(out / "1", out / "2")
+    inside = json.loads((out / "2" / export.VERSION_METADATA).read_text())
+    (out / "2" / export.VERSION_METADATA).write_text(json.dumps({**inside, "version": 2}))
+    assert json.loads((out / export.EXPORT_FILE).read_text())["version"] == 1  # stale
+    # killed while writing: a half SavedModel, a 0-byte .keras; an old leftover of an
+    # older hatt; and the temporaries of an export still running (this process)
+    dead = _dead_pid()
+    (out / f".tmp-export-{dead}-a1b2c3" / "saved_model" / "variables").mkdir(parents=True)
+    (out / f".tmp-export-{dead}-d4e5f6.keras").write_bytes(b"")
+    (out / ".tmp-7-4242").mkdir()
+    old = time.time() - 2 * 24 * 3600  # two days
+    os.utime(out / ".tmp-7-4242", (old, old))
+    running = out / f".tmp-export-{os.getpid()}-running"
+    running.mkdir()
+
+    latest = export.load(out)  # the highest complete version, whatever export.json says
+    assert (latest.version, latest.family) == (2, "rnn")
+    result = export.export(tiny["rnn"].run_dir, out)
+    assert result.version == 3
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [running.name]
+    facts = json.loads((out / export.EXPORT_FILE).read_text())
+    assert (facts["version"], facts["versions"]) == (3, [1, 2, 3])
+    assert export.load(out).version == 3
+
+
+def test_two_exports_at_once_take_two_versions(tiny, tmp_path):
+    out = tmp_path / "rnn"
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: export.export(tiny["rnn"].run_dir, out), range(2)))
+    assert sorted(r.version for r in results) == [1, 2]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".tmp-")]
+    facts = json.loads((out / export.EXPORT_FILE).read_text())
+    assert (facts["version"], facts["versions"]) == (2, [1, 2])
+    for version in (1, 2):
+        inside = json.loads((out / str(version) / export.VERSION_METADATA).read_text())
+        assert inside["version"] == version
+    assert export.load(out).version == 2
+    assert export.load(out / "model.keras").family == "rnn"
+
+
+def test_a_saved_model_serves_text_but_not_edited_ids(exported):
+    predictor = export.load(exported["rnn"].path)
+    with pytest.raises(export.ExportError, match="SavedModel: its signature takes raw text"):
+        predictor.ragged_ids(["a review"])
+    with pytest.raises(export.ExportError, match="model.keras or the run directory"):
+        hatt.inspect.deletion_test(predictor, ["a review"], progress=False)

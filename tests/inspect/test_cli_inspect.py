@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from hatt import cli
+from hatt import cli, export
 from hatt.inspect import explain, png_size
 from tests.data.conftest import write_tiny_imdb
 
@@ -33,15 +33,16 @@ class _Words(html.parser.HTMLParser):
 
 
 @pytest.mark.parametrize("family", ["han", "rnn"])
-def test_inspect_writes_terminal_html_and_png(run_dirs, tmp_path, capsys, family):
+def test_inspect_writes_terminal_html_and_png(tiny, tmp_path, capsys, family):
+    run_dir = tiny[family].run_dir
     out = tmp_path / "out"
     argv = [
-        "inspect", str(run_dirs[family]), "--text", REVIEW, "--html", str(out / "page.html"),
+        "inspect", str(run_dir), "--text", REVIEW, "--html", str(out / "page.html"),
         "--png", str(out / "review.png"), "--json", str(tmp_path / "e.json"),
     ]  # fmt: skip
     assert cli.main(argv) == 0
     captured = capsys.readouterr()
-    expected = explain(run_dirs[family], [REVIEW])[0]
+    expected = explain(run_dir, [REVIEW])[0]
     assert expected.tokens == ["the", "plot", "was", "superb", "the", "actor", "was", "it",
                                "😀", "watch", "it"]  # fmt: skip
     for token in expected.tokens:
@@ -60,17 +61,17 @@ def test_inspect_writes_terminal_html_and_png(run_dirs, tmp_path, capsys, family
     assert saved[0]["sentences"] == expected.sentences and saved[0]["family"] == family
 
 
-def test_inspect_reads_files_and_imdb_test_reviews(run_dirs, tmp_path, monkeypatch, capsys):
+def test_inspect_reads_files_and_imdb_test_reviews(tiny, tmp_path, monkeypatch, capsys):
     reviews = tmp_path / "reviews.txt"
     reviews.write_bytes(b"A superb film.\n\nDreadful \xff\xfe plot.\n")  # invalid UTF-8
-    assert cli.main(["inspect", str(run_dirs["cnn"]), "--file", str(reviews), "--quiet"]) == 0
+    assert cli.main(["inspect", str(tiny["cnn"].run_dir), "--file", str(reviews), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert "2 review(s) explained with saliency scores" in captured.err
     assert captured.out == ""
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path / "corpus")
     pages = tmp_path / "imdb.html"
-    argv = ["inspect", str(run_dirs["han"]), "--imdb-test", "4", "--data", str(root),
+    argv = ["inspect", str(tiny["han"].run_dir), "--imdb-test", "4", "--data", str(root),
             "--html", str(pages), "--no-color"]  # fmt: skip
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
@@ -82,25 +83,33 @@ def test_inspect_reads_files_and_imdb_test_reviews(run_dirs, tmp_path, monkeypat
         assert word in page
 
 
-def test_inspect_errors_are_one_line(run_dirs, tmp_path, capsys):
+def test_inspect_errors_are_one_line(tiny, tmp_path, capsys):
+    run_dir = tiny["rnn"].run_dir
     assert cli.main(["inspect", str(tmp_path / "missing"), "--text", "a"]) == 2
     assert "hatt inspect: error:" in capsys.readouterr().err
-    assert cli.main(["inspect", str(run_dirs["rnn"]), "--file", str(tmp_path / "no.txt")]) == 2
+    assert cli.main(["inspect", str(run_dir), "--file", str(tmp_path / "no.txt")]) == 2
     assert "No such file" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: one source is required
-        cli.main(["inspect", str(run_dirs["rnn"])])
+        cli.main(["inspect", str(run_dir)])
 
 
 @pytest.mark.parametrize("family", ["cnn", "han"])
-def test_the_export_loader_and_the_in_memory_model_agree(tiny_models, run_dirs, family):
+def test_explain_on_a_loaded_predictor_equals_the_text_model_in_memory(tiny, family):
     texts = [REVIEW, "Dreadful. The plot was it.", ""]
-    model, vectorizer = tiny_models[family]
-    in_memory = explain(model, texts, vectorizer=vectorizer)
-    loaded = explain(run_dirs[family], texts)
-    for a, b in zip(in_memory, loaded, strict=True):
-        assert (a.family, a.score_kind) == (b.family, b.score_kind)
-        assert a.sentences == b.sentences
-        assert a.probability == pytest.approx(b.probability, abs=1e-5)
-        np.testing.assert_allclose(a.weights, b.weights, atol=1e-5)
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
+    served = export.TextModel(model, vectorizer)(texts)
+    loaded = explain(export.load(tiny[family].run_dir), texts)
+    for i, e in enumerate(loaded):
+        assert (
+            e.family == family
+            and e.tokens == explain(model, texts, vectorizer=vectorizer)[i].tokens
+        )
+        assert e.probability == pytest.approx(float(served["probability"][i]), abs=1e-5)
+        word = np.asarray(served["word_attention"])[i]
         if family == "han":
-            np.testing.assert_allclose(a.sentence_weights, b.sentence_weights, atol=1e-5)
+            sentence = np.asarray(served["sentence_attention"])[i]
+            np.testing.assert_allclose(e.sentence_weights, sentence[: len(e.sentences)], atol=1e-5)
+            for s, weights in enumerate(e.word_weights):
+                np.testing.assert_allclose(weights, word[s, : len(weights)], atol=1e-5)
+        else:
+            np.testing.assert_allclose(e.weights, word[: len(e.tokens)], atol=1e-5)

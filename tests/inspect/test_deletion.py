@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from hatt.inspect import KerasExplainer, deletion_test
+from hatt import export
+from hatt.inspect import deletion_test
 from hatt.inspect.deletion import _delete, _rebuild, deletion_count
-from tests.inspect.conftest import planted_reviews
+from tests.conftest import planted
 
 
 def test_deletion_count_rounds_half_up_and_keeps_at_least_one():
@@ -24,11 +25,10 @@ def test_deleting_removes_tokens_and_empty_sentences():
 
 
 @pytest.mark.parametrize("family", ["cnn", "han"])
-def test_ranked_deletion_drops_more_than_random(tiny_models, family):
-    model, vectorizer = tiny_models[family]
-    texts, _ = planted_reviews(24, 7)
-    explainer = KerasExplainer(model, vectorizer)
-    result = deletion_test(explainer, texts, ks=(10,), random_draws=3, seed=0, progress=False)
+def test_ranked_deletion_drops_more_than_random(tiny, family):
+    texts = planted(24, 7).texts
+    predictor = export.load(tiny[family].run_dir)  # the loader hatt inspect uses
+    result = deletion_test(predictor, texts, ks=(10,), random_draws=3, seed=0, progress=False)
     ten = result["by_k"]["10"]
     assert result["reviews"] == 24 and result["family"] == family
     # The top token is the planted word: deleting it flips the prediction most of the time,
@@ -37,12 +37,18 @@ def test_ranked_deletion_drops_more_than_random(tiny_models, family):
     assert ten["ranked_drop"] > 3 * max(ten["random_drop"], 0.01)
     assert ten["ranked_flip_rate"] > ten["random_flip_rate"]
     assert 0.0 <= ten["ranked_below_random"] < 0.5 and 0.0 <= ten["both_negligible"] <= 1.0
-    again = deletion_test(explainer, texts, ks=(10,), random_draws=3, seed=0, progress=False)
-    assert again["by_k"] == result["by_k"]  # seeded
+    # seeded; and the in-memory model, in batches of 5, is the same model
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
+    again = deletion_test(
+        model, texts, ks=(10,), random_draws=3, seed=0, progress=False, vectorizer=vectorizer,
+        batch_size=5, chunk_size=7,
+    )  # fmt: skip
+    for key, value in result["by_k"]["10"].items():
+        assert again["by_k"]["10"][key] == pytest.approx(value, abs=1e-5), key
 
 
-def test_deletion_test_rejects_bad_settings(tiny_models):
-    explainer = KerasExplainer(*tiny_models["rnn"])
+def test_deletion_test_rejects_bad_settings(tiny):
+    explainer = export.load(tiny["rnn"].run_dir)
     with pytest.raises(ValueError, match="ks"):
         deletion_test(explainer, ["a"], ks=(0,), progress=False)
     with pytest.raises(ValueError, match="random_draws"):
@@ -51,7 +57,7 @@ def test_deletion_test_rejects_bad_settings(tiny_models):
     assert np.isfinite(empty["by_k"]["5"]["ranked_drop"])
 
 
-def test_faithfulness_script_writes_json_and_markdown(run_dirs, tmp_path, monkeypatch):
+def test_faithfulness_script_writes_json_and_markdown(tiny, tmp_path, monkeypatch):
     import json
     from pathlib import Path
 
@@ -61,7 +67,8 @@ def test_faithfulness_script_writes_json_and_markdown(run_dirs, tmp_path, monkey
     module = load_experiment("faithfulness")
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path / "corpus")
-    runs = Path(run_dirs["han"]).parent  # holds han/, rnn/, cnn/
+    runs = Path(tiny["han"].run_dir).parent
+    assert tiny["cnn"].run_dir.parent == runs  # holds han/ and cnn/
     argv = ["--runs", str(runs), "--families", "cnn", "han", "--data", str(root),
             "--reviews", "4", "--draws", "2", "--out", str(tmp_path / "results")]  # fmt: skip
     module.main(argv)

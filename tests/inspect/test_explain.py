@@ -1,4 +1,4 @@
-"""hatt.inspect.explain on tiny trained models of all four families."""
+"""hatt.inspect.explain on tiny trained models of all four families (tests/conftest.py)."""
 
 import keras
 import numpy as np
@@ -6,9 +6,8 @@ import pytest
 import tensorflow as tf
 
 import hatt
-from hatt.inspect import explain
-from hatt.inspect.explain import KerasExplainer, balanced_sample, explanations_from_result
-from tests.inspect.conftest import TINY_KWARGS
+from hatt import export
+from hatt.inspect import balanced_sample, explain, explanations_from_result
 
 REVIEWS = [
     "The plot was superb. The actor was good!<br />Watch it.",
@@ -17,10 +16,11 @@ REVIEWS = [
 
 
 @pytest.mark.parametrize("family", ["rnn", "transformer", "han"])
-def test_attention_weights_are_the_models_own(tiny_models, family):
-    model, vectorizer = tiny_models[family]
+def test_attention_weights_are_the_models_own(tiny, family):
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
     explained = explain(model, REVIEWS, vectorizer=vectorizer)
-    views = hatt.models.attention_model(model)(vectorizer(REVIEWS))
+    # the HAN was trained packed: its own attention, unpacked to [batch, S, W]
+    views = hatt.models.attention_model(model)(tiny[family].inputs(REVIEWS))
     words = keras.ops.convert_to_numpy(views["word_attention"])
     probability = keras.ops.convert_to_numpy(views["probability"]).reshape(-1)
     tokens = vectorizer.tokens(tf.constant(REVIEWS)).to_list()
@@ -31,9 +31,9 @@ def test_attention_weights_are_the_models_own(tiny_models, family):
             expected_sentences = [[t.decode() for t in s] for s in tokens[i]]
             assert e.sentences == expected_sentences
             sentence = keras.ops.convert_to_numpy(views["sentence_attention"])[i]
-            np.testing.assert_allclose(e.sentence_weights, sentence[: len(e.sentences)], atol=1e-6)
+            np.testing.assert_allclose(e.sentence_weights, sentence[: len(e.sentences)], atol=1e-5)
             for s, weights in enumerate(e.word_weights):
-                np.testing.assert_allclose(weights, words[i, s, : len(weights)], atol=1e-6)
+                np.testing.assert_allclose(weights, words[i, s, : len(weights)], atol=1e-5)
                 assert sum(weights) == pytest.approx(1.0, abs=1e-5)
             assert sum(e.sentence_weights) == pytest.approx(1.0, abs=1e-5)
             shares = e.document_weights()
@@ -49,54 +49,48 @@ def test_attention_weights_are_the_models_own(tiny_models, family):
     assert len(explained[0].sentences) == 3
 
 
-def test_packed_han_gives_the_dense_models_explanation(tiny_models):
-    model, vectorizer = tiny_models["han"]
-    packed = hatt.models.build(
-        "han", vocabulary_size=vectorizer.vocabulary_size, packed_groups=3, **TINY_KWARGS["han"]
-    )
-    packed.set_weights(model.get_weights())
-    dense = explain(model, REVIEWS, vectorizer=vectorizer)
-    from_packed = explain(packed, REVIEWS, vectorizer=vectorizer)
-    for a, b in zip(dense, from_packed, strict=True):
-        assert a.sentences == b.sentences
-        assert a.probability == pytest.approx(b.probability, abs=1e-5)
-        np.testing.assert_allclose(a.weights, b.weights, atol=1e-5)
-        np.testing.assert_allclose(a.sentence_weights, b.sentence_weights, atol=1e-5)
-
-
-def test_cnn_saliency_is_gradient_times_input(tiny_models):
-    model, vectorizer = tiny_models["cnn"]
-    explained = explain(model, REVIEWS, vectorizer=vectorizer)
-    ids = vectorizer(REVIEWS)
-    # Reference: the CNN's layers re-wired so that the embeddings can be watched.
-    embedding = model.get_layer("embedding")
-    widths = [layer for layer in model.layers if layer.name.startswith("conv_")]
-    head = model.get_layer("logit")
-    embedded = tf.convert_to_tensor(embedding(ids))
-    with tf.GradientTape() as tape:
-        tape.watch(embedded)
-        mask = model.get_layer("padding_mask")(ids)
-        x = model.get_layer("zero_padding")(embedded, mask=mask)
-        x = model.get_layer("concatenate")([conv(x) for conv in widths])
-        pooled, _ = model.get_layer("word_attention")(x, mask=mask, return_attention_scores=True)
-        logit = tf.reshape(tf.matmul(pooled, head.kernel) + head.bias, [-1])
-        target = tf.reduce_sum(tf.abs(logit))  # the predicted class's logit
-    gradient = tape.gradient(target, embedded).numpy()
-    contribution = np.abs((gradient * embedded.numpy()).sum(-1))
-    for i, e in enumerate(explained):
-        assert e.score_kind == "saliency" and e.family == "cnn"
-        n = len(e.tokens)
-        expected = contribution[i, :n] / contribution[i, :n].sum()
-        np.testing.assert_allclose(e.weights, expected, rtol=1e-4, atol=1e-6)
-        assert e.probability == pytest.approx(float(tf.sigmoid(logit[i])), abs=1e-6)
-    # the planted word carries the largest saliency
+def test_cnn_saliency_points_at_the_planted_word(tiny):
+    explained = explain(tiny["cnn"].model, REVIEWS, vectorizer=tiny["cnn"].vectorizer)
+    assert [e.score_kind for e in explained] == ["saliency", "saliency"]
+    for e in explained:
+        assert sum(e.weights) == pytest.approx(1.0, abs=1e-5)
     top = explained[1].tokens[int(np.argmax(explained[1].weights))]
     assert top == "dreadful"
 
 
 @pytest.mark.parametrize("family", ["cnn", "han"])
-def test_empty_and_emoji_reviews_give_a_defined_result(tiny_models, family):
-    model, vectorizer = tiny_models[family]
+def test_a_keras_file_a_saved_model_and_the_model_in_memory_explain_alike(tiny, exported, family):
+    """One path: the same scores from every place a model can be loaded from."""
+    texts = [*REVIEWS, "", "Superb."]
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
+    in_memory = explain(model, texts, vectorizer=vectorizer)
+    text_model = export.TextModel(model, vectorizer)
+    forms = {
+        "TextModel": text_model,
+        "Predictor": export.Predictor.from_text_model(text_model),
+        "run directory": tiny[family].run_dir,
+        "id model .keras": tiny[family].run_dir / "model.keras",
+        "end-to-end .keras": exported[family].keras_file,
+        "SavedModel": exported[family].saved_model,
+        "saved_models/NAME": str(exported[family].path),
+        "loaded SavedModel": export.load(exported[family].path),
+    }
+    for form, source in forms.items():
+        for a, b in zip(in_memory, explain(source, texts, batch_size=3), strict=True):
+            assert (a.family, a.score_kind, a.sentences) == (b.family, b.score_kind, b.sentences)
+            assert a.probability == pytest.approx(b.probability, abs=1e-5), form
+            np.testing.assert_allclose(a.weights, b.weights, atol=1e-5, err_msg=form)
+            if family == "han":
+                np.testing.assert_allclose(a.sentence_weights, b.sentence_weights, atol=1e-5)
+    # and they are TextModel's outputs, review by review
+    served = text_model(texts)
+    for i, e in enumerate(in_memory):
+        assert e.probability == pytest.approx(float(served["probability"][i]), abs=1e-6)
+
+
+@pytest.mark.parametrize("family", ["cnn", "han"])
+def test_empty_and_emoji_reviews_give_a_defined_result(tiny, family):
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
     explained = explain(model, ["", "   ", "!!!", "😀👍🏽"], vectorizer=vectorizer)
     for e in explained[:3]:
         assert e.sentences == [] and e.word_weights == [] and e.tokens == []
@@ -108,8 +102,8 @@ def test_empty_and_emoji_reviews_give_a_defined_result(tiny_models, family):
     assert all(np.isfinite(emoji.weights))
 
 
-def test_truncated_reviews_say_what_the_model_did_not_see(tiny_models):
-    model, vectorizer = tiny_models["rnn"]
+def test_truncated_reviews_say_what_the_model_did_not_see(tiny):
+    model, vectorizer = tiny["rnn"].model, tiny["rnn"].vectorizer
     short = hatt.data.Vectorizer(
         max_tokens=100, min_count=1, sequence_length=6, vocabulary=vectorizer.get_vocabulary(False)
     )
@@ -124,8 +118,8 @@ def test_truncated_reviews_say_what_the_model_did_not_see(tiny_models):
     assert e.omitted_words == 34 and e.gap_before == 1
 
 
-def test_truncated_han_reviews_mark_the_dropped_sentences(tiny_models):
-    model, vectorizer = tiny_models["han"]
+def test_truncated_han_reviews_mark_the_dropped_sentences(tiny):
+    model, vectorizer = tiny["han"].model, tiny["han"].vectorizer
     short = hatt.data.Vectorizer(
         max_tokens=100, min_count=1, output_mode="nested", max_sentences=2,
         vocabulary=vectorizer.get_vocabulary(False),
@@ -166,8 +160,8 @@ def test_an_export_shaped_result_becomes_explanations():
     assert second.to_dict()["prediction"] == 1
 
 
-def test_bad_inputs_are_named(tiny_models, tmp_path):
-    model, vectorizer = tiny_models["rnn"]
+def test_bad_inputs_are_named(tiny, tmp_path):
+    model, vectorizer = tiny["rnn"].model, tiny["rnn"].vectorizer
     with pytest.raises(ValueError, match="not a single string"):
         explain(model, "a review", vectorizer=vectorizer)
     with pytest.raises(ValueError, match="vectorizer="):
@@ -178,15 +172,23 @@ def test_bad_inputs_are_named(tiny_models, tmp_path):
         explain(model, ["a"], labels=[3], vectorizer=vectorizer)
     with pytest.raises(ValueError, match="texts\\[1\\]"):
         explain(model, ["a", 5], vectorizer=vectorizer)
-    with pytest.raises(ValueError, match="existing model path"):
+    with pytest.raises(ValueError, match="batch_size"):
+        explain(model, ["a"], vectorizer=vectorizer, batch_size=0)
+    with pytest.raises(ValueError, match="No model at .*missing"):
         explain(tmp_path / "missing", ["a"])
+    with pytest.raises(ValueError, match="Expected model to be a path"):
+        explain(object(), ["a"])
     with pytest.raises(ValueError, match="output_mode"):
-        KerasExplainer(model, hatt.data.Vectorizer(output_mode="nested", vocabulary=["a"]))
+        explain(
+            model, ["a"], vectorizer=hatt.data.Vectorizer(output_mode="nested", vocabulary=["a"])
+        )
     corrupted = tmp_path / "run"
     corrupted.mkdir()
     (corrupted / "model.keras").write_bytes(b"not a zip file")
     vectorizer.save(corrupted / "vectorizer.json")
-    with pytest.raises(ValueError, match="model"):
+    with pytest.raises(
+        export.ExportError, match="Could not load the Keras model .*run/model.keras"
+    ):
         explain(corrupted, ["a"])
 
 
@@ -200,8 +202,8 @@ def test_balanced_sample_is_seeded_and_balanced():
         balanced_sample(labels, 101)
 
 
-def test_a_cnn_with_attention_pooling_shows_its_attention(tiny_models):
-    _, vectorizer = tiny_models["rnn"]
+def test_a_cnn_with_attention_pooling_shows_its_attention(tiny):
+    vectorizer = tiny["rnn"].vectorizer
     model = hatt.models.build(
         "cnn",
         vocabulary_size=vectorizer.vocabulary_size,
@@ -214,26 +216,3 @@ def test_a_cnn_with_attention_pooling_shows_its_attention(tiny_models):
     views = hatt.models.attention_model(model)(vectorizer(REVIEWS[:1]))
     expected = keras.ops.convert_to_numpy(views["word_attention"])[0, : len(e.tokens)]
     np.testing.assert_allclose(e.weights, expected, atol=1e-6)
-
-
-def test_cnn_with_the_ngram_channel_has_the_exports_saliency(tiny_models):
-    """With the n-gram channel the head is a sigmoid over summed logits (no Dense kernel)."""
-    _, vectorizer = tiny_models["cnn"]
-    keras.utils.set_random_seed(3)
-    model = hatt.models.build(
-        "cnn",
-        vocabulary_size=vectorizer.vocabulary_size,
-        embedding_dim=8,
-        filters=4,
-        ngram={"buckets": 64},
-    )
-    wide = model.get_layer("ngram_logit")
-    wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
-    explained = explain(model, REVIEWS, vectorizer=vectorizer)
-    served = hatt.export.TextModel(model, vectorizer)(REVIEWS)
-    for i, e in enumerate(explained):
-        assert e.score_kind == "saliency"
-        n = len(e.tokens)
-        served_weights = keras.ops.convert_to_numpy(served["word_attention"])[i, :n]
-        np.testing.assert_allclose(e.weights, served_weights, rtol=1e-4, atol=1e-6)
-        assert e.probability == pytest.approx(float(served["probability"][i]), abs=1e-6)

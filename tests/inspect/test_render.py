@@ -2,12 +2,22 @@
 
 import html.parser
 import io
+import re
 import struct
 
 import numpy as np
 import pytest
 
-from hatt.inspect import explain, png_size, to_html, to_png, to_terminal, write_pngs
+import hatt
+from hatt.inspect import (
+    explain,
+    png_size,
+    to_html,
+    to_png,
+    to_terminal,
+    write_html,
+    write_pngs,
+)
 from hatt.inspect import png as png_module
 
 TRICKY = (
@@ -59,8 +69,8 @@ class _Page(html.parser.HTMLParser):
 
 
 @pytest.fixture(scope="module", params=["han", "rnn", "cnn"])
-def explained(request, tiny_models):
-    model, vectorizer = tiny_models[request.param]
+def explained(request, tiny):
+    model, vectorizer = tiny[request.param].model, tiny[request.param].vectorizer
     return explain(model, REVIEWS, labels=[1, 0, 1], vectorizer=vectorizer)
 
 
@@ -102,8 +112,12 @@ def test_png_has_the_documented_size(explained, tmp_path):
     assert write_pngs(explained[:1], tmp_path / "one.png") == [tmp_path / "one.png"]
 
 
-def test_png_caps_long_reviews(tiny_models, tmp_path):
-    model, vectorizer = tiny_models["han"]
+def test_png_caps_long_reviews(tiny, tmp_path):
+    model = tiny["han"].model
+    vectorizer = hatt.data.Vectorizer(  # room for 12 sentences of 45 words
+        min_count=1, output_mode="nested", max_sentences=16, max_words=48,
+        vocabulary=tiny["han"].vectorizer.get_vocabulary(False),
+    )  # fmt: skip
     # 12 sentences of 45 words: each wraps onto 3 rows of at most 20 words; 36 rows > 30
     long_review = " ".join(" ".join(["the plot was superb"] * 11) + f" {i}." for i in range(12))
     (e,) = explain(model, [long_review], vectorizer=vectorizer)
@@ -132,3 +146,38 @@ def test_terminal_prints_every_token(explained):
     coloured = io.StringIO()
     to_terminal(explained, file=coloured, color=True, width=100)
     assert "\x1b[" in coloured.getvalue()
+
+
+def test_write_html_splits_many_reviews_into_linked_pages(explained, tmp_path):
+    many = explained * 3  # 9 reviews, 4 a page: out.html, out-2.html, out-3.html
+    first = write_html(many, tmp_path / "out.html", max_reviews=4)
+    assert first == tmp_path / "out.html"
+    pages = [tmp_path / name for name in ("out.html", "out-2.html", "out-3.html")]
+    assert sorted(tmp_path.iterdir()) == sorted(pages)
+    words, numbers = [], []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        parser = _Page()
+        parser.feed(text)
+        parser.close()
+        words += parser.words
+        numbers += [int(n) for n in re.findall(r'<section class="review" id="review-(\d+)"', text)]
+        assert all(f'href="{other.name}"' in text for other in pages if other != page)
+    assert words == [t for e in many for t in e.tokens]  # every review once, in order
+    assert numbers == list(range(1, 10))
+    assert "Reviews 5–8 of 9, page 2 of 3" in pages[1].read_text(encoding="utf-8")
+    # one page when they fit (the default cap is 200), without page links
+    single = write_html(many, tmp_path / "one" / "all.html")
+    assert list(single.parent.iterdir()) == [single] and "<nav" not in single.read_text()
+    with pytest.raises(ValueError, match="max_reviews=0"):
+        write_html(many, tmp_path / "bad.html", max_reviews=0)
+
+
+def test_explain_shows_progress_on_stderr_unless_told_not_to(tiny, capsys):
+    model, vectorizer = tiny["rnn"].model, tiny["rnn"].vectorizer
+    explain(model, REVIEWS, vectorizer=vectorizer, batch_size=1)
+    captured = capsys.readouterr()
+    assert "3/3" in captured.err and captured.out == ""
+    explain(model, REVIEWS, vectorizer=vectorizer, batch_size=1, progress=False)
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
