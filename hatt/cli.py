@@ -385,13 +385,22 @@ def cmd_inspect(args):
 
     from hatt import inspect as hatt_inspect
 
+    if args.html_per_page < 0:
+        raise ValueError(
+            f"Expected --html-per-page to be >= 0. Received: --html-per-page {args.html_per_page}"
+        )
     texts, labels = _inspect_texts(args)
-    explanations = hatt_inspect.explain(args.model, texts, labels=labels)
+    explanations = hatt_inspect.explain(args.model, texts, labels=labels, progress=not args.quiet)
     if not args.quiet:
         hatt_inspect.to_terminal(explanations, color=False if args.no_color else None)
     written = []
     if args.html:
-        written.append(hatt_inspect.write_html(explanations, args.html))
+        from hatt.inspect.html import page_paths
+
+        per_page = args.html_per_page or None
+        pages = 1 if per_page is None else max(1, -(-len(explanations) // per_page))
+        hatt_inspect.write_html(explanations, args.html, max_reviews=per_page)
+        written.extend(page_paths(args.html, pages))
     if args.png:
         written.extend(hatt_inspect.write_pngs(explanations, args.png))
     if args.json:
@@ -427,7 +436,16 @@ def add_inspect_command(sub):
     )
     _add_data(inspect)
     _add_seed(inspect, "seed of the --imdb-test sample", default=1337)
-    inspect.add_argument("--html", metavar="OUT.html", help="write one page with every review")
+    inspect.add_argument(
+        "--html", metavar="OUT.html", help="write the reviews as HTML (OUT.html, OUT-2.html, ...)"
+    )
+    inspect.add_argument(
+        "--html-per-page",
+        type=int,
+        default=200,
+        metavar="N",
+        help="reviews per HTML page, the pages linked to each other (0: all on one page)",
+    )
     inspect.add_argument(
         "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
     )

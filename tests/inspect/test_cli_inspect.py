@@ -113,3 +113,21 @@ def test_explain_on_a_loaded_predictor_equals_the_text_model_in_memory(tiny, fam
                 np.testing.assert_allclose(weights, word[s, : len(weights)], atol=1e-5)
         else:
             np.testing.assert_allclose(e.weights, word[: len(e.tokens)], atol=1e-5)
+
+
+def test_inspect_splits_a_long_html_report_into_linked_pages(tiny, tmp_path, capsys):
+    """--html-per-page caps each page; every page is written and named on stderr."""
+    run_dir = tiny["rnn"].run_dir
+    reviews = tmp_path / "reviews.txt"
+    reviews.write_text("\n".join(f"review {i} was superb" for i in range(5)) + "\n")
+    page = tmp_path / "page.html"
+    argv = ["inspect", str(run_dir), "--file", str(reviews), "--html", str(page)]
+    assert cli.main([*argv, "--html-per-page", "2", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    pages = [page, tmp_path / "page-2.html", tmp_path / "page-3.html"]
+    for path in pages:
+        assert path.exists() and f"wrote {path}" in err
+    assert not (tmp_path / "page-4.html").exists()
+    assert "page-2.html" in pages[0].read_text(encoding="utf-8")
+    assert cli.main([*argv, "--html-per-page", "-1"]) == 2
+    assert "--html-per-page" in capsys.readouterr().err
