@@ -171,7 +171,7 @@ class TextModel(keras.Model):
         self.vectorizer = vectorizer
         # Serialized before the views exist (they add nodes to the model's layers).
         self._model_config = keras.saving.serialize_keras_object(model)
-        self._views = _explanation_view(model)
+        self._views = models.explanation_view(model)
         self.built = True
 
     @property
@@ -299,24 +299,6 @@ def _check_pair(model, vectorizer):
             f"class). Received: a model {model.name!r} with num_classes={classes}"
         )
     return nested
-
-
-def _explanation_view(model):
-    """:func:`hatt.models.explanation_view` of ``model``, leaving ``model`` as it was.
-
-    A view whose inputs include an inner tensor (the saliency tail, from the
-    embedding output on) makes Keras clone the graph's nodes
-    (``clone_graph_nodes``), which re-points the model's own ``Input``
-    tensors at the clones: the model could then neither be saved nor wrapped
-    in a second :class:`TextModel` (a second ``hatt.inspect.explain`` call on
-    the same in-memory model). Their history is put back.
-    """
-    inputs = keras.tree.flatten(model.inputs)
-    history = [tensor._keras_history for tensor in inputs]
-    views = models.explanation_view(model)
-    for tensor, origin in zip(inputs, history, strict=True):
-        tensor._keras_history = origin
-    return views
 
 
 def normalise(scores, mask):

@@ -258,6 +258,20 @@ def explanation_view(model):
     Returns:
         An `ExplanationView`.
     """
+    # A model whose inputs include an inner tensor (the logits view, from the embedding
+    # output on) makes Keras clone the graph's nodes (clone_graph_nodes), which re-points
+    # the classifier's own Input tensors at the clones: it could then neither be saved
+    # nor viewed a second time. Their history is put back once the views exist.
+    inputs = keras.tree.flatten(model.inputs)
+    history = [tensor._keras_history for tensor in inputs]
+    try:
+        return _explanation_view(model)
+    finally:
+        for tensor, origin in zip(inputs, history, strict=True):
+            tensor._keras_history = origin
+
+
+def _explanation_view(model):
     logits = head_lib.logits_tensor(model)
     attention = attention_model(model)
     views = keras.Model(

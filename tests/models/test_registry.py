@@ -146,3 +146,17 @@ def test_logits_of_a_model_without_the_hatt_head_is_a_clear_error():
     model = keras.Model(ids, keras.layers.Dense(1, activation="sigmoid", name="probability")(x))
     with pytest.raises(ValueError, match="Activation named 'probability'"):
         hatt.models.head.logits_tensor(model)
+
+
+def test_explanation_view_leaves_the_model_viewable_and_savable(tmp_path):
+    """Building the views twice, then saving, works (Keras re-points inputs when cloning)."""
+    model = build_small("han", ngram={"buckets": 16})
+    first = hatt.models.explanation_view(model)
+    second = hatt.models.explanation_view(model)
+    ids = keras.ops.convert_to_tensor(batch_for("han"))
+    np.testing.assert_allclose(
+        to_numpy(first.attention(ids)["logits"]), to_numpy(second.attention(ids)["logits"])
+    )
+    model.save(tmp_path / "han.keras")
+    reloaded = keras.saving.load_model(tmp_path / "han.keras")
+    np.testing.assert_allclose(to_numpy(reloaded(ids)), to_numpy(model(ids)), atol=1e-6)
