@@ -303,13 +303,7 @@ def cmd_prepare(args):
         seed=args.seed,
         limit=args.limit,
     )
-    imdb = hatt.data.load_imdb(
-        config.data,
-        validation_size=config.validation_size,
-        validation_split=config.validation_split,
-        seed=config.seed,
-        limit=config.limit,
-    )
+    imdb = training.corpus.load_texts(config)
     settings = {k: getattr(config, k) for k in training.PREPARED_FIELDS}
     settings["seed"] = config.seed
     manifest = prepared_lib.prepare(

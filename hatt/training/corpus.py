@@ -190,6 +190,17 @@ def check_prepared(config, manifest):
 # === The corpus =====================================================================
 
 
+def load_texts(config):
+    """The raw-text splits `config` asks for (`data`, validation split, seed, `limit`)."""
+    return hatt.data.load_imdb(
+        config.data,
+        validation_size=config.validation_size,
+        validation_split=config.validation_split,
+        seed=config.seed,
+        limit=config.limit,
+    )
+
+
 class Corpus:
     """The three splits a run reads, from raw text or from prepared shards.
 
@@ -239,13 +250,7 @@ class Corpus:
     @classmethod
     def _from_text(cls, config, imdb):
         if imdb is None:
-            imdb = hatt.data.load_imdb(
-                config.data,
-                validation_size=config.validation_size,
-                validation_split=config.validation_split,
-                seed=config.seed,
-                limit=config.limit,
-            )
+            imdb = load_texts(config)
         splits = {name: getattr(imdb, name) for name in SPLITS}
         corpus = cls(
             config, None, {n: len(s) for n, s in splits.items()}, imdb.source, splits=splits

@@ -127,19 +127,6 @@ def test_clr_optimizer_trains(tmp_path, planted):
     assert np.isfinite(metrics["test_loss"])
 
 
-def test_overrides_and_config_validation():
-    overrides = training.parse_overrides(["epochs=3", "model_kwargs.units=32", "data=/x y"])
-    assert overrides == {"epochs": 3, "model_kwargs": {"units": 32}, "data": "/x y"}
-    with pytest.raises(ValueError, match="key=value"):
-        training.parse_overrides(["epochs"])
-    with pytest.raises(ValueError, match="Unknown configuration keys"):
-        training.TrainConfig.from_dict({"model": "cnn", "epoch": 3})
-    with pytest.raises(ValueError, match="model"):
-        training.TrainConfig(model="bert")
-    with pytest.raises(ValueError, match="optimizer"):
-        training.TrainConfig(optimizer="lion")
-
-
 @pytest.mark.slow
 def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
