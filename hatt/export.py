@@ -36,9 +36,7 @@ Public API
   its vectorizer, or a path (:func:`load`).
 - :class:`TextModel` ``(model, vectorizer)``: the function itself, in
   memory (``Predictor.from_text_model(text_model)`` wraps it like a loaded
-  export); :func:`load_run` ``(run_dir) -> TextModel``;
-  :func:`dense_model` ``(model)`` (the dense twin of a packed HAN, same
-  weights); :func:`normalise` (scores → weights summing to 1 over a mask).
+  export); :func:`load_run` ``(run_dir) -> TextModel``; :func:`normalise` (scores → weights summing to 1 over a mask).
 - Lower level: :func:`save_saved_model` ``(text_model, path)``,
   :func:`write_export` ``(text_model, out, metadata)`` and
   :func:`remove_stale_temporaries` ``(out)``.
@@ -91,6 +89,7 @@ from keras import ops
 
 import hatt
 from hatt import models
+from hatt.data.files import read_json_object
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 
 
@@ -101,10 +100,6 @@ class ExportError(ValueError):
 # === Models ===========================================================================
 
 
-# The dense twin of a packed HAN is `hatt.models.dense_twin` (kept here under its old name).
-dense_model = models.dense_twin
-
-
 @keras.saving.register_keras_serializable(package="hatt")
 class TextModel(keras.Model):
     """Raw review text → probability, tokens and attention (or saliency) weights.
@@ -113,7 +108,7 @@ class TextModel(keras.Model):
     ``lookup_ids``, ``densify``) and the trained id model with its attention
     view (:func:`hatt.models.attention_model`), so the tokens align exactly
     with the ids the model sees, truncation included. A packed HAN is
-    replaced by its dense twin (:func:`dense_model`). For a model without
+    replaced by its dense twin (:func:`hatt.models.dense_twin`). For a model without
     attention (the CNN with max-over-time pooling) ``word_attention`` holds
     normalised gradient × input saliency on the embedding output (see the
     module docstring; a review none of whose tokens moves the logit gets
@@ -157,7 +152,7 @@ class TextModel(keras.Model):
             model = keras.saving.deserialize_keras_object(model)
         if isinstance(vectorizer, dict):
             vectorizer = keras.saving.deserialize_keras_object(vectorizer)
-        model = dense_model(model)
+        model = models.dense_twin(model)
         self.nested = _check_pair(model, vectorizer)
         self.family = family or models.family_of(model)
         if self.family not in models.FAMILIES:
@@ -561,14 +556,9 @@ def _last_change(entry):
 def _read_json(path):
     """A JSON object from ``path``; :class:`ExportError` naming the file if it is not one."""
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
+        return read_json_object(path)
     except (OSError, ValueError) as error:
         raise ExportError(f"Could not read {str(path)!r}: {error}") from error
-    if not isinstance(value, dict):
-        raise ExportError(
-            f"Could not read {str(path)!r}: expected a JSON object. Received: {type(value).__name__}"
-        )
-    return value
 
 
 def load_run(run_dir):

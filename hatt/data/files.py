@@ -3,6 +3,7 @@ and the check that tells text from binary data, used for every file hatt reads a
 documents (also the review files of a corpus folder)."""
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -97,3 +98,16 @@ def read_texts(path):
             replaced += 1
         lines.append((index, line))
     return TextFile(str(path), lines, replaced)
+
+
+def read_json_object(path):
+    """The JSON object (a dict) a file holds: hatt's settings, manifests and states.
+
+    Raises:
+        OSError: the file cannot be read (``FileNotFoundError`` when absent).
+        ValueError: it is not JSON, or holds something other than an object.
+    """
+    value = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, found a {type(value).__name__}")
+    return value

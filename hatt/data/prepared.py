@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt.data import pipeline
+from hatt.data.files import read_json_object
 from hatt.data.vectorize import Vectorizer
 
 FORMAT = "hatt.prepared/1"
@@ -186,7 +187,7 @@ def read_manifest(prepared_dir):
     """The manifest of a prepared folder (clear error when absent or broken)."""
     path = Path(prepared_dir) / MANIFEST
     try:
-        manifest = json.loads(path.read_text())
+        manifest = read_json_object(path)
     except FileNotFoundError as error:
         raise PreparedDataError(
             f"No prepared corpus in {str(prepared_dir)!r} (no {MANIFEST}): run "
@@ -194,10 +195,10 @@ def read_manifest(prepared_dir):
         ) from error
     except (OSError, ValueError) as error:
         raise PreparedDataError(f"Could not read {str(path)!r}: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if manifest.get("format") != FORMAT:
         raise PreparedDataError(
             f"Expected {str(path)!r} to be a {FORMAT} manifest. "
-            f"Received: format={manifest.get('format') if isinstance(manifest, dict) else None!r}"
+            f"Received: format={manifest.get('format')!r}"
         )
     for name in SPLITS:
         for shard in manifest["splits"][name]["shards"]:

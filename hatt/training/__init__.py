@@ -53,9 +53,6 @@ from hatt.training.ngram import (
 )
 from hatt.training.optimizers import CyclicalSGD, TriangularSchedule, create_optimizer
 
-# The name tests/export and experiments/benchmarks/export_check.py read.
-_sentence_groups = sentence_groups
-
 __all__ = [
     "FLAT_FAMILIES",
     "METRIC_KEYS",

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from hatt import models
+from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
 from hatt.training.distribute import STRATEGIES
 from hatt.training.optimizers import OPTIMIZERS
@@ -450,11 +451,9 @@ def load_preset(name):
 def read_config_file(path):
     """A JSON file of TrainConfig keys (``hatt train --config``), old flat keys translated."""
     try:
-        values = json.loads(Path(path).read_text(encoding="utf-8"))
+        values = read_json_object(path)
     except (OSError, ValueError) as error:
         raise ValueError(f"Could not read --config {str(path)!r}: {error}") from error
-    if not isinstance(values, dict):
-        raise ValueError(f"Expected --config {str(path)!r} to hold a JSON object.")
     return translate_legacy(values)
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from hatt.data.files import read_json_object
+
 BACKUP_DIR = "backup"
 STATE_FILE = "state.json"
 STATUS_FILE = "status.json"
@@ -133,10 +135,10 @@ def read_state(run_dir):
     if not path.exists():
         return None
     try:
-        state = json.loads(path.read_text())
+        state = read_json_object(path)
         if state.get("format") != STATE_FORMAT or "epoch" not in state:
             raise ValueError(f"unknown format {state.get('format')!r}")
-    except (OSError, ValueError, AttributeError) as error:
+    except (OSError, ValueError) as error:
         raise RunError(
             f"The backup {str(path)!r} is corrupted ({error}). Delete {str(path.parent)!r} or "
             "pass --restart to train from the start."

@@ -340,8 +340,8 @@ def test_dense_twin_of_a_packed_han_gives_the_same_outputs(channel):
     )
     if ngram_buckets:
         _randomise_ngram_channel(packed)
-    twin = export.dense_model(packed)
-    assert not isinstance(twin.input, dict) and export.dense_model(twin) is twin
+    twin = hatt.models.dense_twin(packed)
+    assert not isinstance(twin.input, dict) and hatt.models.dense_twin(twin) is twin
     if ngram_buckets:  # the twin's channel is the packed one's, setting for setting
         assert (
             twin.get_layer("ngram_logit").get_config()
