@@ -644,7 +644,8 @@ def _as_text_batch(texts):
     return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
 
 
-def _check_batch_size(batch_size):
+def check_batch_size(batch_size):
+    """`batch_size` as an int; `ValueError` unless it is a positive int (bools refused)."""
     if (
         isinstance(batch_size, bool)
         or not isinstance(batch_size, int | np.integer)
@@ -730,7 +731,7 @@ class Predictor:
         """
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
-        size = _check_batch_size(batch_size) if batch_size is not None else max(total, 1)
+        size = check_batch_size(batch_size) if batch_size is not None else max(total, 1)
         parts = []
         run = self._runner(-(-total // size))
         for start in range(0, total, size):
@@ -800,7 +801,7 @@ class Predictor:
         :meth:`TextModel.outputs_from_ids`, ``batch_size`` reviews at a time;
         the batches are padded to a common width when joined (0).
         """
-        size = _check_batch_size(batch_size)
+        size = check_batch_size(batch_size)
         parts = [
             {
                 k: np.asarray(v)
@@ -815,7 +816,7 @@ class Predictor:
 
     def probability_from_ids(self, ragged, batch_size=64):
         """Ragged ids → probability of the positive class, ``[N]`` float32."""
-        size = _check_batch_size(batch_size)
+        size = check_batch_size(batch_size)
         out = [
             self.text_model.probability_from_ids(ragged[s : s + size])
             for s in range(0, int(ragged.nrows()), size)
@@ -824,7 +825,7 @@ class Predictor:
 
     def predict_proba(self, texts, batch_size=64):
         """Probabilities of the positive class, ``[N]`` float32, ``batch_size`` at a time."""
-        batch_size = _check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
         batch = _as_text_batch(texts)
         total = int(batch.shape[0])
         run = self._runner(-(-total // batch_size))

@@ -313,8 +313,7 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32, progress=
     """
     texts = _check_texts(texts)
     labels = _check_labels(labels, len(texts))
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+    batch_size = export.check_batch_size(batch_size)
     predictor = export.as_predictor(model, vectorizer)
     bar = Progress(len(texts), enabled=progress and len(texts) > batch_size)
     out = []
