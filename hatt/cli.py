@@ -254,24 +254,47 @@ def cmd_predict(args):
         raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
     reviews = _read_file(args.file).lines if args.file else list(enumerate(args.texts))
     predictor = export.load(args.model)
+    if predictor.num_classes > 2 and args.threshold != 0.5:
+        raise ValueError(
+            f"--threshold is for two-class models; this one has {predictor.num_classes} classes "
+            "(the label is the most probable one)."
+        )
     for chunk in _chunks(reviews, args.batch_size):
-        probabilities = predictor.predict_proba([t for _, t in chunk], batch_size=args.batch_size)
-        for (text_id, _), p in zip(chunk, probabilities, strict=True):
-            label = "positive" if p >= args.threshold else "negative"
-            print(
-                json.dumps({"text_id": text_id, "probability": round(float(p), 6), "label": label})
-            )
+        out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
+        for i, (text_id, _) in enumerate(chunk):
+            print(json.dumps(_prediction_row(predictor, out, i, text_id, args.threshold)))
         sys.stdout.flush()
     return 0
+
+
+def _prediction_row(predictor, out, i, text_id, threshold):
+    """One review's JSON line: text_id, label, its probability, every class's probability."""
+    probabilities = [round(float(p), 6) for p in out["probabilities"][i]]
+    names = predictor.class_names
+    if predictor.num_classes == 2:  # the threshold decides between the two
+        index = int(probabilities[1] >= threshold)
+    else:
+        index = max(range(len(probabilities)), key=probabilities.__getitem__)
+    row = {
+        "text_id": text_id,
+        "label": names[index],
+        "label_probability": probabilities[index],
+        "probabilities": dict(zip(names, probabilities, strict=True)),
+    }
+    if predictor.num_classes == 2:
+        row["probability"] = probabilities[1]  # of the second class, as before 0.3
+    return row
 
 
 def add_predict_command(sub):
     predict = sub.add_parser(
         "predict",
-        help="classify reviews; prints JSON lines {text_id, probability, label}",
+        help="classify reviews; prints JSON lines {text_id, label, label_probability, ...}",
         description="Classify reviews with a trained model. Prints one JSON line per review: "
-        '{"text_id", "probability", "label"}; label is "positive" when the probability of the '
-        'positive class is >= 0.5 (--threshold), else "negative". text_id is the index of the '
+        '{"text_id", "label", "label_probability", "probabilities": {class: p}}, and for '
+        'two-class models "probability" (of the second class, e.g. positive). The label is the '
+        "most probable class; with two classes, the second one when its probability is >= 0.5 "
+        "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
         "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
         "refused).",
@@ -281,7 +304,10 @@ def add_predict_command(sub):
     _add_text_file(predict, "a text file, one review per line ('-': stdin)")
     predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
     predict.add_argument(
-        "--threshold", type=float, default=0.5, help="probability from which a review is positive"
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="two-class models: probability of the second class from which it is the label",
     )
     predict.set_defaults(func=cmd_predict)
 

@@ -1,4 +1,4 @@
-"""Export a trained model: raw text in; probability, tokens and attention out.
+"""Export a trained model: raw text in; class probabilities, label, tokens and attention out.
 
 One function, three ways to run it. :class:`TextModel` (a registered Keras
 model) joins a run's :class:`hatt.data.Vectorizer` and its id model: its call
@@ -44,10 +44,20 @@ Public API
 The serving contract
 --------------------
 
-The SavedModel's ``serving_default`` signature takes ``text``
-(``tf.string``, ``[None]``, raw reviews, HTML breaks and all) and returns:
+The SavedModel has two signatures that take ``text`` (``tf.string``,
+``[None]``, raw reviews, HTML breaks and all).
 
-- ``probability``: float32 ``[None]``, probability of the positive class;
+``predict`` (the fast path: nothing else is computed) returns:
+
+- ``probabilities``: float32 ``[None, C]``, one column per class, in the
+  order of ``class_names`` (``export.json`` and the version's
+  ``assets.extra/hatt_export.json``);
+- ``label``: string ``[None]``, the most probable class's name;
+- ``probability`` (two-class models only): float32 ``[None]``, the
+  probability of the second class (IMDB: positive), as before 0.3.
+
+``serving_default`` returns the same keys, and:
+
 - ``tokens``: string, ``[None, T]`` for flat models (cnn, rnn,
   transformer), ``[None, S, W]`` for the HAN, exactly the tokens the model
   saw after truncation, ``""`` on padding (padded to the batch's longest
@@ -59,11 +69,12 @@ The SavedModel's ``serving_default`` signature takes ``text``
 - ``sentence_attention`` (HAN only): float32 ``[None, S]``, sums to 1 over
   the review's sentences, 0 on padding.
 
+Attention does not depend on the class.
 **The CNN has no attention** (max-over-time pooling, its default; a CNN
 built with ``pooling="attention"`` gives its attention): under
 ``word_attention`` it gives *gradient × input saliency* instead, per token
 ``|Σ_d ∂z/∂e_td · e_td|`` where ``e`` is the embedding output and ``z`` the
-logit of the positive class, normalised to sum to 1 over the review's
+logit of the predicted class, normalised to sum to 1 over the review's
 tokens. When every product of a review is exactly 0 (no token moves the
 logit) its weights are all zeros, as for a review without tokens: no token
 carries evidence, and uniform weights would claim that each one does.
@@ -145,7 +156,7 @@ class TextModel(keras.Model):
     >>> out["probability"], out["tokens"], out["word_attention"]
     """
 
-    def __init__(self, model, vectorizer, family=None, **kwargs):
+    def __init__(self, model, vectorizer, family=None, class_names=None, **kwargs):
         kwargs.setdefault("name", "text_model")
         super().__init__(**kwargs)
         if isinstance(model, dict):
@@ -164,15 +175,24 @@ class TextModel(keras.Model):
         self.score_kind = models.score_kind(model)
         self.classifier = model
         self.vectorizer = vectorizer
+        self.num_classes = models.head.num_classes_of(model)
+        self.class_names = check_class_names(class_names, self.num_classes)
         # Serialized before the views exist (they add nodes to the model's layers).
         self._model_config = keras.saving.serialize_keras_object(model)
         self._views = models.explanation_view(model)
         self.built = True
 
     @property
+    def prediction_keys(self):
+        """The keys of :meth:`classify` (the ``predict`` signature)."""
+        keys = ("probabilities", "label")
+        return (*keys, "probability") if self.num_classes == 2 else keys
+
+    @property
     def output_keys(self):
-        keys = ["probability", "tokens", "word_attention"]
-        return (*keys, "sentence_attention") if self.nested else tuple(keys)
+        """The keys of :meth:`call` (the ``serving_default`` signature)."""
+        keys = (*self.prediction_keys, "tokens", "word_attention")
+        return (*keys, "sentence_attention") if self.nested else keys
 
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(text_batch(inputs), *args, **kwargs)
@@ -192,10 +212,36 @@ class TextModel(keras.Model):
         outputs.update(self._scores(ids))
         return outputs
 
+    def classify(self, inputs):
+        """Raw reviews → only the prediction (``prediction_keys``): no attention, no saliency.
+
+        The fast path (the SavedModel's ``predict`` signature): it runs the
+        classifier alone, not its explanation view.
+        """
+        inputs = text_batch(inputs)
+        size = tf.shape(inputs)[0]
+        inputs = tf.cond(size > 0, lambda: inputs, lambda: tf.constant([""]))
+        ids = self.vectorizer.densify(self.vectorizer.lookup_ids(self.vectorizer.tokens(inputs)))
+        outputs = self._prediction(self.classifier(ids, training=False))
+        return {key: value[:size] for key, value in outputs.items()}
+
+    def _prediction(self, probabilities):
+        """The head's output ``[batch, units]`` → ``probabilities``, ``label`` [, ``probability``]."""
+        probabilities = ops.cast(probabilities, "float32")
+        outputs = {}
+        if self.num_classes == 2:  # the sigmoid head gives the probability of class 1
+            positive = ops.reshape(probabilities, (-1,))
+            probabilities = ops.stack([1.0 - positive, positive], axis=-1)
+            outputs["probability"] = positive
+        names = tf.constant(list(self.class_names), dtype=tf.string)
+        outputs["probabilities"] = probabilities
+        outputs["label"] = tf.gather(names, ops.argmax(probabilities, axis=-1))
+        return outputs
+
     def _scores(self, ids):
-        """Dense ids → ``probability``, ``word_attention`` [, ``sentence_attention``]."""
+        """Dense ids → the prediction, ``word_attention`` [, ``sentence_attention``]."""
         views = self._views.attention(ids, training=False)
-        outputs = {"probability": ops.reshape(ops.cast(views["probability"], "float32"), (-1,))}
+        outputs = self._prediction(views["probability"])
         if self.score_kind == "saliency":
             word = self._saliency(ids)
         else:
@@ -206,7 +252,11 @@ class TextModel(keras.Model):
         return outputs
 
     def _saliency(self, ids):
-        """Normalised ``|Σ_d ∂z/∂e · e|`` per token (``z``: the positive-class logit).
+        """Normalised ``|Σ_d ∂z/∂e · e|`` per token (``z``: the predicted class's logit).
+
+        With two classes ``z`` is the one logit of the sigmoid head (the
+        predicted class's logit is ``z`` or ``-z``: the same absolute
+        products); with more, the logit of each review's argmax class.
 
         THE saliency of hatt (export, ``hatt.inspect`` and the deletion test
         all read it from here). A review whose products are all 0 gets all
@@ -216,8 +266,11 @@ class TextModel(keras.Model):
         embedded = tf.convert_to_tensor(views.embed(ids, training=False))
         with tf.GradientTape() as tape:
             tape.watch(embedded)
-            logit = views.logits([ids, embedded], training=False)
-        gradient = tape.gradient(logit, embedded)
+            logits = views.logits([ids, embedded], training=False)
+            if self.num_classes > 2:
+                chosen = ops.one_hot(ops.argmax(logits, axis=-1), self.num_classes)
+                logits = ops.sum(logits * ops.stop_gradient(chosen), axis=-1)
+        gradient = tape.gradient(logits, embedded)
         scores = ops.abs(ops.sum(gradient * embedded, axis=-1))
         if self.nested:  # the HAN's word embeddings are folded to [batch * S, W]
             scores = ops.reshape(scores, ops.shape(ids))
@@ -233,26 +286,33 @@ class TextModel(keras.Model):
         return self.vectorizer.ragged_ids(text_batch(texts))
 
     def outputs_from_ids(self, ragged):
-        """Ragged ids → ``probability`` and the word (and sentence) scores of :meth:`call`.
+        """Ragged ids → the prediction and the word (and sentence) scores of :meth:`call`.
 
         The same attention / saliency as for raw text, on ids that may have
         been edited (tokens deleted). Padded to the batch's longest review.
         """
         return self._scores(self.vectorizer.densify(ragged))
 
-    def probability_from_ids(self, ragged):
-        """Ragged ids → probability of the positive class, ``[batch]`` NumPy (no scores)."""
+    def probabilities_from_ids(self, ragged):
+        """Ragged ids → class probabilities, ``[batch, num_classes]`` NumPy (no scores)."""
         ids = self.vectorizer.densify(ragged)
-        return np.asarray(self.classifier.predict_on_batch(ids), np.float32).reshape(-1)
+        out = np.asarray(self.classifier.predict_on_batch(ids), np.float32)
+        if self.num_classes == 2:
+            out = out.reshape(-1)
+            out = np.stack([1.0 - out, out], axis=-1)
+        return out
 
     def compute_output_spec(self, inputs, training=False):
         dims = (None,) * (3 if self.nested else 2)
         batch = inputs.shape[0] if inputs.shape else None
         specs = {
-            "probability": keras.KerasTensor((batch,), dtype="float32"),
+            "probabilities": keras.KerasTensor((batch, self.num_classes), dtype="float32"),
+            "label": keras.KerasTensor((batch,), dtype="string"),
             "tokens": keras.KerasTensor((batch, *dims[1:]), dtype="string"),
             "word_attention": keras.KerasTensor((batch, *dims[1:]), dtype="float32"),
         }
+        if self.num_classes == 2:
+            specs["probability"] = keras.KerasTensor((batch,), dtype="float32")
         if self.nested:
             specs["sentence_attention"] = keras.KerasTensor((batch, None), dtype="float32")
         return specs
@@ -264,6 +324,7 @@ class TextModel(keras.Model):
                 "model": self._model_config,
                 "vectorizer": keras.saving.serialize_keras_object(self.vectorizer),
                 "family": self.family,
+                "class_names": list(self.class_names),
             }
         )
         return config
@@ -274,7 +335,7 @@ class TextModel(keras.Model):
 
 
 def _check_pair(model, vectorizer):
-    """Check that ``vectorizer`` feeds ``model`` (a dense two-class classifier); return nested."""
+    """Check that ``vectorizer`` feeds ``model`` (a dense classifier); return nested."""
     if not isinstance(vectorizer, Vectorizer):
         raise ValueError(
             f"Expected vectorizer to be a hatt.data.Vectorizer. Received: {vectorizer!r}"
@@ -287,13 +348,33 @@ def _check_pair(model, vectorizer):
             f"Expected a vectorizer with output_mode={mode!r} for the model {model.name!r}. "
             f"Received: output_mode={vectorizer.output_mode!r}"
         )
-    classes = models.head.num_classes_of(model)
-    if classes != 2:
-        raise ValueError(
-            "Expected a two-class model (TextModel returns the probability of the positive "
-            f"class). Received: a model {model.name!r} with num_classes={classes}"
-        )
     return nested
+
+
+BINARY_CLASS_NAMES = ("negative", "positive")  # IMDB's, and any 2-class model's default
+
+
+def default_class_names(num_classes):
+    """Names of a model's classes when none were saved: IMDB's for 2, ``"0"...`` above."""
+    return BINARY_CLASS_NAMES if num_classes == 2 else tuple(str(i) for i in range(num_classes))
+
+
+def check_class_names(class_names, num_classes):
+    """``class_names`` as a tuple of ``num_classes`` distinct non-empty str (``None``: default)."""
+    if class_names is None:
+        return default_class_names(num_classes)
+    names = tuple(class_names) if isinstance(class_names, list | tuple) else None
+    if (
+        names is None
+        or len(names) != num_classes
+        or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != len(names)
+    ):
+        raise ValueError(
+            f"Expected class_names to be {num_classes} distinct non-empty strings (one per "
+            f"class of the model). Received: class_names={class_names!r}"
+        )
+    return names
 
 
 def normalise(scores, mask):
@@ -348,7 +429,11 @@ def _next_version(folder):
 
 
 def save_saved_model(text_model, path):
-    """Write ``text_model`` as a SavedModel whose ``serving_default`` takes ``text``.
+    """Write ``text_model`` as a SavedModel: ``serving_default`` and ``predict`` take ``text``.
+
+    ``serving_default`` returns :attr:`TextModel.output_keys` (the prediction,
+    tokens and scores); ``predict`` only :attr:`TextModel.prediction_keys`
+    (:meth:`TextModel.classify`: no explanation is computed).
 
     Uses ``keras.export.ExportArchive`` (it tracks the Keras variables and the
     vocabulary's lookup table). The endpoint is ``text_model`` itself, so the
@@ -367,9 +452,12 @@ def save_saved_model(text_model, path):
     def serve(text):
         return text_model(text)
 
-    archive.add_endpoint(
-        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
-    )
+    def predict(text):
+        return text_model.classify(text)
+
+    text_spec = [tf.TensorSpec([None], tf.string, name="text")]
+    archive.add_endpoint("serving_default", serve, input_signature=text_spec)
+    archive.add_endpoint("predict", predict, input_signature=text_spec)
     archive.write_out(str(path), verbose=False)
 
 
@@ -428,6 +516,12 @@ def _export_facts(text_model, metadata):
         "family": text_model.family,
         "score_kind": text_model.score_kind,
         "outputs": list(text_model.output_keys),
+        "signatures": {
+            "serving_default": list(text_model.output_keys),
+            "predict": list(text_model.prediction_keys),
+        },
+        "num_classes": text_model.num_classes,
+        "class_names": list(text_model.class_names),
         "input": "text: tf.string [None], raw review text",
         "hatt_version": hatt.__version__,
         "keras_version": keras.__version__,
@@ -576,6 +670,20 @@ def load_run(run_dir):
     return _text_model_from_keras(run_dir / "model.keras", family=family)
 
 
+CLASSES_FILE = "classes.json"  # a run directory's class names: {"class_names": [...]}
+
+
+def read_class_names(run_dir):
+    """The class names a run directory recorded (``classes.json``), or ``None`` (older runs)."""
+    path = Path(run_dir) / CLASSES_FILE
+    if not path.is_file():
+        return None
+    names = _read_json(path).get("class_names")
+    if not isinstance(names, list):
+        raise ExportError(f"Expected {str(path)!r} to hold a list under 'class_names'.")
+    return names
+
+
 def export(run_dir, out=None):
     """Export a run directory of ``hatt train`` (``hatt export RUN_DIR [--out DIR]``).
 
@@ -596,7 +704,15 @@ def export(run_dir, out=None):
         metrics = _read_json(run_dir / "metrics.json")
         metadata["metrics"] = {
             k: metrics[k]
-            for k in ("test_accuracy", "validation_accuracy", "epochs", "parameters", "command")
+            for k in (
+                "test_accuracy",
+                "test_macro_f1",
+                "test_mae",
+                "validation_accuracy",
+                "epochs",
+                "parameters",
+                "command",
+            )
             if k in metrics
         }
     out = Path(out) if out else Path("saved_models") / text_model.family
@@ -629,7 +745,12 @@ def _text_model_from_keras(path, family=None):
         raise ExportError(str(error)) from error
     if family is None and (path.parent / "config.json").is_file():
         family = _read_json(path.parent / "config.json").get("model")
-    return TextModel(loaded, vectorizer, family=family)
+    try:
+        return TextModel(
+            loaded, vectorizer, family=family, class_names=read_class_names(path.parent)
+        )
+    except ValueError as error:
+        raise ExportError(f"{str(path)!r}: {error}") from error
 
 
 def _as_text_batch(texts):
@@ -672,13 +793,18 @@ def _concatenate(parts):
 
 
 class Predictor:
-    """A loaded hatt model: raw review text → probability, tokens, attention.
+    """A loaded hatt model: raw review text → class probabilities, label, tokens, attention.
 
     Returned by :func:`load`. ``family`` (``"cnn"``, ``"rnn"``,
     ``"transformer"``, ``"han"``), ``score_kind`` (``"attention"``, or
-    ``"saliency"`` for the CNN), ``source`` (the path loaded), ``kind``
+    ``"saliency"`` for the CNN), ``class_names`` (tuple of str, in the order
+    of ``probabilities``), ``source`` (the path loaded), ``kind``
     (``"saved_model"`` or ``"keras"``), ``version`` (SavedModel version or
     ``None``), ``metadata`` (the export's JSON facts, if any).
+
+    Two ways to run it: calling it gives the prediction with tokens and
+    word (and sentence) scores; :meth:`predict` gives the prediction alone,
+    computing nothing else (the SavedModel's ``predict`` signature).
     """
 
     # A Keras model runs eagerly for its first batches (no tracing cost, fine for a
@@ -697,27 +823,35 @@ class Predictor:
         version=None,
         metadata=None,
         text_model=None,
+        class_names=None,
+        predict=None,
     ):
-        self._run = self._eager = run
+        self._functions = {"explain": run, "predict": predict or run}
+        self._graphs = {}
         self._text_model = text_model
-        self._graph = None
         self._batches = 0
         self.family = family
         self.score_kind = score_kind
+        self.class_names = tuple(class_names or BINARY_CLASS_NAMES)
         self.source = Path(source)
         self.kind = kind
         self.version = version
         self.metadata = metadata or {}
 
+    @property
+    def num_classes(self):
+        return len(self.class_names)
+
     def __repr__(self):
         version = f", version={self.version}" if self.version is not None else ""
         return (
             f"Predictor(family={self.family!r}, score_kind={self.score_kind!r}, "
-            f"kind={self.kind!r}{version}, source={str(self.source)!r})"
+            f"classes={list(self.class_names)!r}, kind={self.kind!r}{version}, "
+            f"source={str(self.source)!r})"
         )
 
     def __call__(self, texts, batch_size=None):
-        """Run the model on ``texts`` (list of str).
+        """Run the model on ``texts`` (list of str), with its explanation.
 
         Args:
             texts: list of raw reviews.
@@ -725,36 +859,75 @@ class Predictor:
                 Batches are padded to a common width when joined ("" / 0).
 
         Returns:
-            A dict of NumPy arrays: ``probability`` ``[N]`` (float32),
+            A dict of NumPy arrays: ``probabilities`` ``[N, C]`` (float32),
+            ``label`` ``[N]`` (the predicted class's name, ``str``),
+            ``probability`` ``[N]`` (two-class models: of class 1),
             ``tokens`` (``str`` objects, ``""`` on padding),
             ``word_attention`` and, for the HAN, ``sentence_attention``.
         """
-        batch = _as_text_batch(texts)
-        total = int(batch.shape[0])
-        size = check_batch_size(batch_size) if batch_size is not None else max(total, 1)
-        parts = []
-        run = self._runner(-(-total // size))
-        for start in range(0, total, size):
-            result = run(batch[start : start + size])
-            parts.append({k: np.asarray(v) for k, v in result.items()})
-        if not parts:  # no texts: the empty shapes of a one-text call
-            parts = [{k: np.asarray(v)[:0] for k, v in self._run(tf.constant([""])).items()}]
-        out = parts[0] if len(parts) == 1 else _concatenate(parts)
+        out = self._run_batches("explain", texts, batch_size)
         tokens = out["tokens"]
         out["tokens"] = np.array(
             [b.decode("utf-8", "replace") for b in tokens.reshape(-1)], dtype=object
         ).reshape(tokens.shape)
         return out
 
-    def _runner(self, batches):
-        self._batches += batches
-        if self.kind != "keras" or self._batches < self.GRAPH_FROM_BATCHES:
-            return self._run
-        if self._graph is None:
-            self._graph = tf.function(
-                self._eager, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+    def predict(self, texts, batch_size=None):
+        """The prediction alone: ``probabilities``, ``label`` [, ``probability``].
+
+        As :meth:`__call__` without tokens and scores, which are not computed
+        (the fast path a server's ``:predict`` uses).
+        """
+        return self._run_batches("predict", texts, batch_size)
+
+    def predict_proba(self, texts, batch_size=64):
+        """Class probabilities: ``[N]`` of class 1 for two classes, ``[N, C]`` above."""
+        out = self.predict(texts, check_batch_size(batch_size))
+        return out["probability"] if self.num_classes == 2 else out["probabilities"]
+
+    def _run_batches(self, name, texts, batch_size):
+        batch = _as_text_batch(texts)
+        total = int(batch.shape[0])
+        size = check_batch_size(batch_size) if batch_size is not None else max(total, 1)
+        run = self._runner(name, -(-total // size))
+        parts = []
+        for start in range(0, total, size):
+            result = run(batch[start : start + size])
+            parts.append({k: np.asarray(v) for k, v in result.items()})
+        if not parts:  # no texts: the empty shapes of a one-text call
+            result = self._functions[name](tf.constant([""]))
+            parts = [{k: np.asarray(v)[:0] for k, v in result.items()}]
+        out = parts[0] if len(parts) == 1 else _concatenate(parts)
+        return self._with_prediction(out)
+
+    def _with_prediction(self, out):
+        """Decode ``label``; exports written before 0.3 return ``probability`` only."""
+        if "probabilities" not in out:
+            positive = out["probability"].astype(np.float32)
+            out["probabilities"] = np.stack([1.0 - positive, positive], axis=-1)
+            out["label"] = np.array(self.class_names, dtype=object)[
+                np.argmax(out["probabilities"], axis=-1)
+            ]
+        else:
+            out["label"] = np.array(
+                [
+                    b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
+                    for b in out["label"]
+                ],
+                dtype=object,
             )
-        return self._graph
+        return out
+
+    def _runner(self, name, batches):
+        self._batches += batches
+        function = self._functions[name]
+        if self.kind != "keras" or self._batches < self.GRAPH_FROM_BATCHES:
+            return function
+        if name not in self._graphs:
+            self._graphs[name] = tf.function(
+                function, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+            )
+        return self._graphs[name]
 
     @classmethod
     def from_text_model(cls, text_model, source=None):
@@ -765,8 +938,10 @@ class Predictor:
 
         return cls(
             run,
+            predict=text_model.classify,
             family=text_model.family,
             score_kind=text_model.score_kind,
+            class_names=text_model.class_names,
             source=source or ".",
             kind="keras",
             text_model=text_model,
@@ -785,7 +960,7 @@ class Predictor:
         if self._text_model is None:
             raise ExportError(
                 f"{str(self.source)!r} is a SavedModel: its signature takes raw text only, so "
-                "ids-level calls (ragged_ids, outputs_from_ids, probability_from_ids; the "
+                "ids-level calls (ragged_ids, outputs_from_ids, probabilities_from_ids; the "
                 "deletion test) need the Keras model. Load saved_models/NAME/model.keras or "
                 "the run directory instead."
             )
@@ -796,7 +971,7 @@ class Predictor:
         return self.text_model.ragged_ids(_as_text_batch(texts))
 
     def outputs_from_ids(self, ragged, batch_size=64):
-        """Ragged ids → NumPy ``probability``, ``word_attention`` [, ``sentence_attention``].
+        """Ragged ids → NumPy prediction, ``word_attention`` [, ``sentence_attention``].
 
         :meth:`TextModel.outputs_from_ids`, ``batch_size`` reviews at a time;
         the batches are padded to a common width when joined (0).
@@ -814,26 +989,14 @@ class Predictor:
             return {k: np.asarray(v)[:0] for k, v in empty.items()}
         return parts[0] if len(parts) == 1 else _concatenate(parts)
 
-    def probability_from_ids(self, ragged, batch_size=64):
-        """Ragged ids → probability of the positive class, ``[N]`` float32."""
+    def probabilities_from_ids(self, ragged, batch_size=64):
+        """Ragged ids → class probabilities, ``[N, C]`` float32."""
         size = check_batch_size(batch_size)
         out = [
-            self.text_model.probability_from_ids(ragged[s : s + size])
+            self.text_model.probabilities_from_ids(ragged[s : s + size])
             for s in range(0, int(ragged.nrows()), size)
         ]
-        return np.concatenate(out) if out else np.zeros([0], np.float32)
-
-    def predict_proba(self, texts, batch_size=64):
-        """Probabilities of the positive class, ``[N]`` float32, ``batch_size`` at a time."""
-        batch_size = check_batch_size(batch_size)
-        batch = _as_text_batch(texts)
-        total = int(batch.shape[0])
-        run = self._runner(-(-total // batch_size))
-        out = [
-            np.asarray(run(batch[s : s + batch_size])["probability"])
-            for s in range(0, total, batch_size)
-        ]
-        return np.concatenate(out) if out else np.zeros([0], np.float32)
+        return np.concatenate(out) if out else np.zeros([0, self.num_classes], np.float32)
 
 
 def _load_saved_model(path):
@@ -847,21 +1010,28 @@ def _load_saved_model(path):
             f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}"
         ) from error
     inputs = signature.structured_input_signature[1]
-    if "text" not in inputs or "probability" not in signature.structured_outputs:
+    outputs = signature.structured_outputs
+    if "text" not in inputs or not {"probabilities", "probability"} & set(outputs):
         raise ExportError(
             f"{str(path)!r} is a SavedModel but not a hatt export: its serving_default "
-            f"signature takes {sorted(inputs)} and returns {sorted(signature.structured_outputs)}."
+            f"signature takes {sorted(inputs)} and returns {sorted(outputs)}."
         )
     facts = _read_json(path / VERSION_METADATA) if (path / VERSION_METADATA).is_file() else {}
     version = facts.get("version", int(path.name) if path.name.isdigit() else None)
 
-    def run(batch):  # holds `loaded`: its variables live as long as the Predictor
+    # Both hold `loaded`: its variables live as long as the Predictor.
+    def run(batch):
         return loaded.signatures["serving_default"](text=batch)
+
+    def predict(batch):  # exports before 0.3 have serving_default only
+        return loaded.signatures["predict"](text=batch)
 
     return Predictor(
         run,
+        predict=predict if "predict" in loaded.signatures else None,
         family=facts.get("family"),
         score_kind=facts.get("score_kind"),
+        class_names=facts.get("class_names"),
         source=path,
         kind="saved_model",
         version=version,

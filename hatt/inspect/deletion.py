@@ -153,10 +153,10 @@ def deletion_test(
         reviews = _review_arrays(ragged, nested=ragged.ragged_rank == 2)
         token_counts.extend(len(flat) for flat, _ in reviews)
         variants, edited = _variants(reviews, scores, ks, random_draws, rng)
-        after = predictor.probability_from_ids(
+        after = predictor.probabilities_from_ids(
             _rebuild(edited, ragged.ragged_rank == 2), batch_size
         )
-        _collect(variants, scores["probability"], after, drops, flips)
+        _collect(variants, scores["probabilities"], after, drops, flips)
         bar.update(min(start + chunk_size, len(texts)))
     return {
         "family": predictor.family,
@@ -193,14 +193,17 @@ def _variants(reviews, scores, ks, random_draws, rng):
 
 
 def _collect(variants, base, after, drops, flips):
-    """Per review and (k, kind): the mean drop of the predicted class's probability."""
-    predicted = base >= 0.5
+    """Per review and (k, kind): the mean drop of the predicted class's probability.
+
+    ``base`` ``[N, C]`` and ``after`` ``[variants, C]`` are class probabilities;
+    a deletion flips the prediction when another class becomes the argmax.
+    """
+    predicted = np.argmax(base, axis=-1)
     per_review = {}
     for (i, k, kind), p in zip(variants, after, strict=True):
-        before_c = base[i] if predicted[i] else 1 - base[i]
-        after_c = p if predicted[i] else 1 - p
-        flip = (p >= 0.5) != predicted[i]
-        per_review.setdefault((i, k, kind), []).append((before_c - after_c, flip))
+        c = predicted[i]
+        flip = int(np.argmax(p)) != c
+        per_review.setdefault((i, k, kind), []).append((base[i, c] - p[c], flip))
     for (_, k, kind), values in per_review.items():
         drops[k, kind].append(float(np.mean([d for d, _ in values])))
         flips[k, kind].append(float(np.mean([f for _, f in values])))

@@ -36,7 +36,8 @@ class Explanation:
         family: `"cnn"`, `"rnn"`, `"transformer"` or `"han"`.
         score_kind: `"attention"` (the model's attention weights) or
             `"saliency"` (gradient × input, for the CNN).
-        probability: The model's probability of the positive class.
+        probability: Two classes: the model's probability of class 1 (the
+            positive class). More: the probability of the predicted class.
         sentences: The tokens the model saw, as a list of sentences (lists
             of str). For the HAN these are the model's own sentences (long
             ones wrapped at the vectorizer's `max_words`); for flat models
@@ -47,12 +48,19 @@ class Explanation:
             each sentence. Exactly the model's weights, not rescaled.
         sentence_weights: The HAN's sentence attention (one float per
             sentence, sums to 1), or `None` for flat models.
-        label: The true label (1 = positive) when known, else `None`.
+        label: The true label (an index into `class_names`) when known,
+            else `None`.
         omitted_words: Words of the review the model did not see (cut by the
             vectorizer's truncation).
         gap_before: Index into `sentences` where those words were (the
             vectorizer keeps the head and the tail of a long review), or
             `None`.
+        class_names: The model's classes, in the order of `probabilities`.
+        probabilities: The model's probability of each class (`None`: two
+            classes, from `probability`).
+
+    Attention weights are the same whatever the class; saliency explains
+    the predicted class's logit (see `hatt.export.TextModel`).
     """
 
     text: str
@@ -65,11 +73,51 @@ class Explanation:
     label: int | None = None
     omitted_words: int = 0
     gap_before: int | None = None
+    class_names: tuple = ("negative", "positive")
+    probabilities: list | None = None
+
+    def __post_init__(self):
+        self.class_names = tuple(self.class_names)
+        if self.probabilities is None:  # two classes: from the probability of class 1
+            self.probabilities = [1.0 - float(self.probability), float(self.probability)]
 
     @property
     def prediction(self):
-        """The predicted class: 1 (positive) when `probability >= 0.5`, else 0."""
-        return int(self.probability >= 0.5)
+        """The predicted class's index (two classes: 1 when `probability >= 0.5`)."""
+        if len(self.class_names) == 2:
+            return int(self.probabilities[1] >= 0.5)
+        return int(np.argmax(self.probabilities))
+
+    @property
+    def predicted_label(self):
+        """The predicted class's name."""
+        return self.class_names[self.prediction]
+
+    @property
+    def predicted_probability(self):
+        """The predicted class's probability."""
+        return float(self.probabilities[self.prediction])
+
+    def label_name(self):
+        """The true class's name, or `None` when the label is unknown."""
+        return None if self.label is None else self.class_names[self.label]
+
+    def headline(self):
+        """One line for the renderers: family, what the scores are, prediction, truth.
+
+        Example: `"han · attention · predicted positive (p = 0.973) · true
+        positive (correct)"`. Saliency is of the predicted class's logit;
+        attention is the same for every class.
+        """
+        scores = "saliency of the predicted class" if self.score_kind == "saliency" else "attention"
+        line = (
+            f"{self.family} · {scores} · predicted {self.predicted_label} "
+            f"(p = {self.predicted_probability:.3f})"
+        )
+        if self.label is not None:
+            mark = "correct" if self.label == self.prediction else "wrong"
+            line += f" · true {self.label_name()} ({mark})"
+        return line
 
     @property
     def tokens(self):
@@ -122,9 +170,11 @@ class Explanation:
         return [[w / top for w in row] for row in raw]
 
     def to_dict(self):
-        """A JSON-ready dict of the fields plus `prediction`."""
+        """A JSON-ready dict of the fields plus `prediction` and `predicted_label`."""
         values = dataclasses.asdict(self)
+        values["class_names"] = list(self.class_names)
         values["prediction"] = self.prediction
+        values["predicted_label"] = self.predicted_label
         return values
 
 
@@ -243,17 +293,21 @@ def _explanation(text, family, score_kind, probability, tokens, word, sentence, 
     )  # fmt: skip
 
 
-def explanations_from_result(result, texts, family, score_kind, labels=None):
+def explanations_from_result(
+    result, texts, family, score_kind, labels=None, class_names=("negative", "positive")
+):
     """Turn an exported model's result dict into :class:`Explanation` objects.
 
     Args:
-        result: Dict with `"probability"` `[N]`, `"tokens"` and
+        result: Dict with `"probabilities"` `[N, C]` (or, for two classes,
+            `"probability"` `[N]` of class 1), `"tokens"` and
             `"word_attention"` (`[N, T]` or `[N, S, W]`) and, for the HAN,
             `"sentence_attention"` `[N, S]`.
         texts: The `N` raw reviews.
         family: The model family.
         score_kind: `"attention"` or `"saliency"`.
-        labels: Optional `N` true labels (0/1).
+        labels: Optional `N` true labels (indices into `class_names`).
+        class_names: The model's classes (`result["probabilities"]` order).
 
     Returns:
         A list of `N` explanations.
@@ -264,14 +318,21 @@ def explanations_from_result(result, texts, family, score_kind, labels=None):
         )
     tokens = np.asarray(result["tokens"], dtype=object)
     word = np.asarray(result["word_attention"])
-    probability = np.asarray(result["probability"]).reshape(-1)
+    if "probabilities" in result:
+        probabilities = np.asarray(result["probabilities"], dtype=np.float64)
+    else:  # a two-class result with the probability of class 1 only
+        positive = np.asarray(result["probability"], dtype=np.float64).reshape(-1)
+        probabilities = np.stack([1.0 - positive, positive], axis=-1)
+    if len(class_names) == 2:
+        probability = probabilities[:, 1]
+    else:
+        probability = probabilities[np.arange(len(probabilities)), probabilities.argmax(-1)]
     sentence = result.get("sentence_attention")
     if family == "han" and sentence is None:
         raise ValueError("Expected a HAN result to hold 'sentence_attention'.")
     out = []
     for i, text in enumerate(texts):
-        out.append(
-            _explanation(
+        explanation = _explanation(
                 text,
                 family,
                 score_kind,
@@ -281,7 +342,9 @@ def explanations_from_result(result, texts, family, score_kind, labels=None):
                 None if sentence is None else np.asarray(sentence)[i],
                 None if labels is None else int(labels[i]),
             )  # fmt: skip
-        )
+        explanation.class_names = tuple(class_names)
+        explanation.probabilities = [float(p) for p in probabilities[i]]
+        out.append(explanation)
     return out
 
 
@@ -297,7 +360,8 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32, progress=
         texts: List of raw reviews (str). Empty or word-less reviews give an
             explanation with no tokens and the model's probability for an
             empty review.
-        labels: Optional list of true labels (1 = positive), one per text.
+        labels: Optional list of true labels, one per text: indices into
+            the model's `class_names` (IMDB: 1 = positive).
         vectorizer: The `hatt.data.Vectorizer` of an in-memory `keras.Model`.
         batch_size: Reviews per model call.
         progress: Show a progress bar (on stderr) when there is more than
@@ -312,9 +376,9 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32, progress=
     >>> explained[0].probability, explained[0].sentences, explained[0].word_weights
     """
     texts = _check_texts(texts)
-    labels = _check_labels(labels, len(texts))
     batch_size = export.check_batch_size(batch_size)
     predictor = export.as_predictor(model, vectorizer)
+    labels = _check_labels(labels, len(texts), predictor.num_classes)
     bar = Progress(len(texts), enabled=progress and len(texts) > batch_size)
     out = []
     for start in range(0, len(texts), batch_size):
@@ -326,52 +390,61 @@ def explain(model, texts, labels=None, vectorizer=None, batch_size=32, progress=
                 predictor.family,
                 predictor.score_kind,
                 None if labels is None else labels[start : start + batch_size],
+                predictor.class_names,
             )
         )
         bar.update(start + len(chunk))
     return out
 
 
-def _check_labels(labels, count):
+def _check_labels(labels, count, num_classes=2):
     if labels is None:
         return None
     labels = list(labels)
     if len(labels) != count:
         raise ValueError(f"Expected one label per text ({count}). Received: {len(labels)} labels")
     for label in labels:
-        if label not in (0, 1):
-            raise ValueError(f"Expected labels of 0 or 1. Received: label={label!r}")
+        if isinstance(label, bool) or label not in range(num_classes):
+            raise ValueError(
+                f"Expected labels to be class indices in [0, {num_classes}). "
+                f"Received: label={label!r}"
+            )
     return labels
 
 
 def balanced_sample(labels, n, seed=1337):
-    """Indices of a seeded sample of `n` items, half of each label (0 / 1), shuffled.
+    """Indices of a seeded sample of `n` items, as many of each class as can be, shuffled.
 
     aclImdb lists all negative reviews of a split before the positive ones, so
-    the first `n` reviews are never a fair sample.
+    the first `n` reviews are never a fair sample. The classes present share
+    `n` equally (the `n mod classes` lowest labels get one more).
 
     Args:
-        labels: 1-D array of 0/1 labels.
-        n: Sample size (`n // 2` positives, the rest negatives), at most what
-            the labels hold.
+        labels: 1-D array of int labels.
+        n: Sample size, at most what an equal share of each class allows.
         seed: Seed of the draw.
 
     Returns:
         A 1-D int array of `n` distinct indices.
     """
     labels = np.asarray(labels)
-    positives, negatives = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
-    half = n // 2
-    if not isinstance(n, int | np.integer) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"Expected n to be a positive int. Received: n={n!r}")
-    if half > len(positives) or n - half > len(negatives):
+    # Drawn from the highest label down, the lowest labels taking the remainder:
+    # for two classes the very draw of earlier versions (positives first).
+    classes = np.unique(labels)[::-1]
+    k = len(classes)
+    members = [np.flatnonzero(labels == c) for c in classes]
+    shares = [n // k + (i >= k - n % k) for i in range(k)]
+    if any(share > len(m) for share, m in zip(shares, members, strict=True)):
+        sizes = ", ".join(f"{c}: {len(m)}" for c, m in zip(classes, members, strict=True))
         raise ValueError(
-            f"Expected n <= {2 * min(len(positives), len(negatives))} for a balanced sample "
-            f"of {len(positives)} positive and {len(negatives)} negative items. Received: n={n}"
+            f"Expected n <= {len(classes) * min(len(m) for m in members)} for a balanced sample "
+            f"of {len(classes)} classes ({sizes}). Received: n={n}"
         )
     rng = np.random.default_rng(seed)
     chosen = np.concatenate(
-        [rng.choice(positives, half, replace=False), rng.choice(negatives, n - half, replace=False)]
+        [rng.choice(m, share, replace=False) for m, share in zip(members, shares, strict=True)]
     )
     rng.shuffle(chosen)
     return chosen

@@ -92,10 +92,6 @@ def png_size(explanation):
     return WIDTH_PX, int(round(DPI * (HEADER_INCHES + ROW_INCHES * max(len(rows), 1))))
 
 
-def _label(value):
-    return {1: "positive", 0: "negative"}.get(value, "?")
-
-
 def _short(word):
     return word if len(word) <= MAX_CHARS else word[: MAX_CHARS - 1] + "…"
 
@@ -148,12 +144,7 @@ def figure(explanation):
         sx.set_xticks([])
         sx.set_yticks([])
     han = e.sentence_weights is not None
-    title = (
-        f"{e.family} · {e.score_kind} · predicted {_label(e.prediction)} "
-        f"(p(positive) = {e.probability:.3f})"
-    )
-    if e.label is not None:
-        title += f" · true {_label(e.label)}"
+    title = e.headline()
     scale = (
         "left strip: sentence attention (red); cells: sqrt(sentence) × word attention (blue)"
         if han

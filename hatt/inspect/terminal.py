@@ -10,20 +10,8 @@ from rich.text import Text
 BAR_WIDTH = 12
 
 
-def _label(value):
-    return {1: "positive", 0: "negative"}.get(value, "?")
-
-
 def _header(number, explanation):
-    e = explanation
-    head = (
-        f"Review {number} · {e.family} · {e.score_kind} · predicted {_label(e.prediction)} "
-        f"(p(positive) = {e.probability:.3f})"
-    )
-    if e.label is not None:
-        mark = "correct" if e.label == e.prediction else "wrong"
-        head += f" · true {_label(e.label)} ({mark})"
-    return head
+    return f"Review {number} · {explanation.headline()}"
 
 
 def _word_style(weight):

@@ -57,6 +57,8 @@ for family, path in paths.items():
     loaded = tf.saved_model.load(path)
     serve = loaded.signatures["serving_default"]
     saved = arrays(serve(text=tf.constant(texts["batch"])))
+    predict = loaded.signatures["predict"]  # the fast path: the prediction only
+    saved.update(arrays(predict(text=tf.constant(texts["batch"])), "predict/"))
     for i, text in enumerate(texts["bad"]):
         saved.update(arrays(serve(text=tf.constant([text])), f"single{i}/"))
     np.savez(sys.argv[3] + f"/{family}.npz", **saved)
@@ -65,6 +67,7 @@ for family, path in paths.items():
         "empty": {k: v.shape.as_list() for k, v in empty.items()},
         "inputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in serve.structured_input_signature[1].items()},
         "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in serve.structured_outputs.items()},
+        "predict": {k: [v.dtype.name, v.shape.as_list()] for k, v in predict.structured_outputs.items()},
     }
 report["modules"] = sorted(
     {m.split(".")[0] for m, module in sys.modules.items() if module is not None}
@@ -114,15 +117,27 @@ def _check_weights(tokens, weights):
     assert np.all(sums[~has] == 0)
 
 
+def _check_prediction(out):
+    """``probabilities`` sum to 1; ``probability`` is class 1's; ``label`` names the argmax."""
+    probabilities, count = out["probabilities"], len(out["label"])
+    assert probabilities.shape == (count, 2) and probabilities.dtype == np.float32
+    assert np.all(np.isfinite(probabilities))
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(probabilities[:, 1], out["probability"])
+    names = np.array(export.BINARY_CLASS_NAMES)[probabilities.argmax(-1)]
+    np.testing.assert_array_equal(np.asarray(out["label"]).astype(str), names)
+
+
 def _check_contract(family, out, reference_ids, vectorizer):
     nested = family == "han"
-    keys = {"probability", "tokens", "word_attention"} | (
+    keys = {"probabilities", "label", "probability", "tokens", "word_attention"} | (
         {"sentence_attention"} if nested else set()
     )
     assert set(out) == keys
     tokens = out["tokens"]
     assert tokens.ndim == (3 if nested else 2) and out["probability"].shape == (len(tokens),)
     assert out["probability"].dtype == np.float32 and np.all(np.isfinite(out["probability"]))
+    _check_prediction(out)
     # the tokens are exactly the words behind the ids the model saw ("" = id 0)
     index = {w: i for i, w in enumerate(vectorizer.get_vocabulary())}
     ids = np.vectorize(lambda t: index.get(t, 1) if t else 0, otypes=[np.int32])(tokens)
@@ -145,8 +160,14 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_
         signature = report[family]
         assert signature["inputs"] == {"text": ["string", [None]]}
         rank = 3 if family == "han" else 2
-        expected = {
+        prediction = {
+            "probabilities": ["float32", [None, 2]],
+            "label": ["string", [None]],
             "probability": ["float32", [None]],
+        }
+        assert signature["predict"] == prediction
+        expected = {
+            **prediction,
             "tokens": ["string", [None] * rank],
             "word_attention": ["float32", [None] * rank],
         }
@@ -157,7 +178,12 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_
         assert all(shape[0] == 0 for shape in signature["empty"].values())
 
         saved = dict(np.load(tmp_path / f"{family}.npz"))
-        batch = {k: v for k, v in saved.items() if not k.startswith("single")}
+        batch = {k: v for k, v in saved.items() if "/" not in k}
+        fast = {k.split("/", 1)[1]: v for k, v in saved.items() if k.startswith("predict/")}
+        assert set(fast) == set(prediction)  # the same prediction, without the scores
+        for key in ("probabilities", "probability"):
+            np.testing.assert_allclose(fast[key], batch[key], atol=1e-6, rtol=0)
+        np.testing.assert_array_equal(fast["label"], batch["label"])
         probability, ids, vectorizer = _in_memory(tiny[family], texts["batch"])
         np.testing.assert_allclose(batch["probability"], probability, atol=1e-5, rtol=0)
         _check_contract(family, batch, ids, vectorizer)
@@ -167,8 +193,9 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_
             texts["batch"]
         )
         np.testing.assert_array_equal(local["tokens"].astype(str), batch["tokens"])
+        np.testing.assert_array_equal(local["label"].astype(str), batch["label"])
         for key in batch:
-            if key != "tokens":
+            if key not in ("tokens", "label"):
                 np.testing.assert_allclose(local[key], batch[key], atol=1e-5, rtol=0)
 
         # flat models keep the first and the last halves of a long review (head_tail)

@@ -24,8 +24,12 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
     assert [r["text_id"] for r in rows] == [0, 1, 2, 3]
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-6)
     for row in rows:
-        assert set(row) == {"text_id", "probability", "label"}
+        keys = {"text_id", "label", "label_probability", "probabilities", "probability"}
+        assert set(row) == keys
         assert row["label"] == ("positive" if row["probability"] >= 0.5 else "negative")
+        assert row["probabilities"]["positive"] == row["probability"]
+        assert row["probabilities"]["negative"] == pytest.approx(1 - row["probability"], abs=1e-6)
+        assert row["label_probability"] == row["probabilities"][row["label"]]
 
     # one review per line; blank lines skipped (text_id = line number); bad UTF-8 repaired
     reviews = tmp_path / "reviews.txt"

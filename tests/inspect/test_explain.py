@@ -168,7 +168,7 @@ def test_bad_inputs_are_named(tiny, tmp_path):
         explain(model, ["a review"])
     with pytest.raises(ValueError, match="one label per text"):
         explain(model, ["a", "b"], labels=[1], vectorizer=vectorizer)
-    with pytest.raises(ValueError, match="labels of 0 or 1"):
+    with pytest.raises(ValueError, match="class indices in \\[0, 2\\)"):
         explain(model, ["a"], labels=[3], vectorizer=vectorizer)
     with pytest.raises(ValueError, match="texts\\[1\\]"):
         explain(model, ["a", 5], vectorizer=vectorizer)
