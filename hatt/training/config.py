@@ -31,11 +31,20 @@ from hatt.training.optimizers import OPTIMIZERS
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
 NGRAM_INITS = ("nb", "nblr", "zeros")
-# TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
-PREPARED_FIELDS = (
+# TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
+DATA_FIELDS = (
     "data",
+    "labels",
+    "text_column",
+    "label_column",
+    "test_data",
+    "classes",
+    "test_size",
     "validation_size",
     "limit",
+)
+# ... and those that fit the vocabulary and shape the ids.
+VOCABULARY_FIELDS = (
     "max_tokens",
     "min_count",
     "sequence_length",
@@ -43,6 +52,10 @@ PREPARED_FIELDS = (
     "max_words",
     "truncation",
 )
+# TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
+PREPARED_FIELDS = DATA_FIELDS + VOCABULARY_FIELDS
+CLASS_WEIGHTS = ("balanced",)
+IMDB_LABELS = ("binary", "rating")
 # Old flat keys of the n-gram channel → keys of the `ngram` section.
 LEGACY_MODEL_KWARGS = {
     "ngram_buckets": "buckets",
@@ -111,6 +124,11 @@ def _check_fields(instance, prefix=""):
 def _check_positive_int(name, value, minimum=1):
     if value < minimum:
         raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {name}={value!r}")
+
+
+def _check_share(name, value):
+    if not 0 < value < 1:
+        raise ValueError(f"Expected {name} to be a float in (0, 1). Received: {name}={value!r}")
 
 
 def _check_choice(name, value, choices):
@@ -232,12 +250,22 @@ class TrainConfig:
     preset: str | None = None
     model_kwargs: dict = dataclasses.field(default_factory=dict)
     ngram: NgramSettings | None = None
-    # data
+    # data (hatt.data.load_corpus): IMDB by default; a folder per class, a table
+    # (.csv/.tsv/.jsonl), "tfds:NAME"; `labels` ("binary" / "rating") is IMDB's task
     data: str | None = None
+    labels: str | None = None
+    text_column: str = "text"
+    label_column: str = "label"
+    test_data: str | None = None  # a separate test table / folder
+    classes: list | None = None  # the class order (default: sorted, numbers numerically)
+    test_size: float = 0.2  # share carved out for test when the data has no test split
     seed: int = 1337
-    validation_size: int = 2500
+    # reviews carved out of train for validation: an int, a share in (0, 1), or None
+    # (min(2500, 10 % of train))
+    validation_size: int | float | None = None
     validation_split: str = "blocks"
     limit: int | None = None
+    class_weight: str | None = None  # "balanced": weigh classes by 1 / frequency
     max_tokens: int = 30000
     min_count: int = 2
     sequence_length: int = 400
@@ -284,6 +312,23 @@ class TrainConfig:
             _check_positive_int(name, getattr(self, name))
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)
+        if self.labels is not None:
+            _check_choice("labels", self.labels, IMDB_LABELS)
+        if self.class_weight is not None:
+            _check_choice("class_weight", self.class_weight, CLASS_WEIGHTS)
+        _check_share("test_size", self.test_size)
+        if isinstance(self.validation_size, float) and not self.validation_size.is_integer():
+            _check_share("validation_size", self.validation_size)
+        elif self.validation_size is not None:
+            self.validation_size = int(self.validation_size)
+            _check_positive_int("validation_size", self.validation_size, minimum=0)
+        if self.classes is not None and (
+            len(self.classes) < 2 or not all(isinstance(c, str) and c for c in self.classes)
+        ):
+            raise ValueError(
+                "Expected classes to be a list of at least two class names (strings). "
+                f"Received: classes={self.classes!r}"
+            )
         check_model_kwargs(self.model, self.model_kwargs)
 
     @classmethod

@@ -13,7 +13,7 @@ import numpy as np
 import hatt
 from hatt.data import prepared as prepared_lib
 from hatt.training import distribute
-from hatt.training.config import FLAT_FAMILIES, PREPARED_FIELDS
+from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
 
 SPLITS = ("train", "validation", "test")
 
@@ -170,7 +170,7 @@ def check_prepared(config, manifest):
     differ = {
         k: (v, getattr(config, k))
         for k, v in manifest["settings"].items()
-        if k in PREPARED_FIELDS[3:] and getattr(config, k) != v  # the vocabulary's settings
+        if k in VOCABULARY_FIELDS and getattr(config, k) != v
     }
     if differ:
         raise prepared_lib.PreparedDataError(
@@ -191,9 +191,15 @@ def check_prepared(config, manifest):
 
 
 def load_texts(config):
-    """The raw-text splits `config` asks for (`data`, validation split, seed, `limit`)."""
-    return hatt.data.load_imdb(
+    """The raw-text splits `config` asks for (:data:`hatt.training.config.DATA_FIELDS`)."""
+    return hatt.data.load_corpus(
         config.data,
+        labels=config.labels,
+        text_column=config.text_column,
+        label_column=config.label_column,
+        test=config.test_data,
+        classes=config.classes,
+        test_size=config.test_size,
         validation_size=config.validation_size,
         validation_split=config.validation_split,
         seed=config.seed,
@@ -209,7 +215,18 @@ class Corpus:
     prepared corpus (:attr:`in_memory`).
     """
 
-    def __init__(self, config, vectorizer, sizes, source, *, splits=None, ids=None, manifest=None):
+    def __init__(
+        self,
+        config,
+        vectorizer,
+        sizes,
+        source,
+        *,
+        class_names,
+        splits=None,
+        ids=None,
+        manifest=None,
+    ):
         self.config = config
         self.vectorizer = vectorizer
         self.sizes = dict(sizes)
@@ -218,7 +235,7 @@ class Corpus:
         self._splits = splits  # raw text: {name: hatt.data.Split}
         self._manifest = manifest  # prepared: the manifest
         self._labels_and_ids = {}
-        self.class_names = ("negative", "positive")  # IMDB: label 1 = positive
+        self.class_names = tuple(class_names)
 
     @property
     def num_classes(self):
@@ -234,9 +251,9 @@ class Corpus:
 
         Args:
             config: a :class:`hatt.training.TrainConfig`.
-            imdb: an already loaded :class:`hatt.data.Imdb` (else
-                ``hatt.data.load_imdb`` with the config's settings); not used
-                with ``config.prepared``.
+            imdb: an already loaded corpus (:class:`hatt.data.TextCorpus`;
+                else ``hatt.data.load_corpus`` with the config's settings);
+                not used with ``config.prepared``.
 
         Raises:
             ValueError: a class is missing from a split;
@@ -253,7 +270,12 @@ class Corpus:
             imdb = load_texts(config)
         splits = {name: getattr(imdb, name) for name in SPLITS}
         corpus = cls(
-            config, None, {n: len(s) for n, s in splits.items()}, imdb.source, splits=splits
+            config,
+            None,
+            {n: len(s) for n, s in splits.items()},
+            imdb.source,
+            class_names=getattr(imdb, "class_names", hatt.export.BINARY_CLASS_NAMES),
+            splits=splits,
         )
         corpus.check_classes()
         print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
@@ -272,7 +294,8 @@ class Corpus:
         sizes = {name: int(manifest["splits"][name]["reviews"]) for name in SPLITS}
         source = f"{manifest['source']} (prepared: {config.prepared})"
         vectorizer = prepared_lib.load_vectorizer(config.prepared)
-        corpus = cls(config, vectorizer, sizes, source, manifest=manifest)
+        class_names = manifest.get("class_names") or hatt.export.BINARY_CLASS_NAMES
+        corpus = cls(config, vectorizer, sizes, source, class_names=class_names, manifest=manifest)
         corpus.check_classes()
         return corpus
 
@@ -282,6 +305,8 @@ class Corpus:
         """Reviews per class in ``split``."""
         if self._manifest is not None:  # counted when the shards were written
             info = self._manifest["splits"][split]
+            if "class_counts" in info:
+                return np.asarray(info["class_counts"], np.int64)
             return np.array([info["reviews"] - info["positive"], info["positive"]])
         return _class_counts(self._splits[split].labels, self.num_classes)
 

@@ -24,8 +24,10 @@ import numpy as np
 
 import hatt
 from hatt import models
+from hatt.export import CLASSES_FILE
 from hatt.models import head as head_lib
 from hatt.training import distribute, ngram, resume
+from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
 from hatt.training.optimizers import create_optimizer
@@ -148,10 +150,24 @@ def check_run(config, run_dir, strategy, *, restart=False):
 
 
 def start_run_dir(run, corpus, *, restart=False):
-    """Step 3: create the run directory (the data is ready) with its config and vocabulary."""
+    """Step 3: create the run directory (the data is ready): config, vocabulary, class names."""
     resume.create_run_dir(run.run_dir, restart=restart)
     run.write_json("config.json", run.config.to_dict())
+    run.write_json(CLASSES_FILE, {"class_names": list(corpus.class_names)})
     corpus.vectorizer.save(run.run_dir / "vectorizer.json")
+
+
+def class_weights(config, corpus):
+    """Keras ``class_weight`` for ``config.class_weight`` (``None``: every class weighs 1).
+
+    ``"balanced"``: class ``k`` weighs ``n / (C · n_k)`` on the training split
+    (as scikit-learn's), so that every class adds the same to the loss.
+    """
+    if config.class_weight is None:
+        return None
+    counts = corpus.class_counts("train").astype(np.float64)
+    weights = counts.sum() / (len(counts) * np.maximum(counts, 1.0))
+    return {k: float(w) for k, w in enumerate(weights)}
 
 
 def build_model(run, corpus, steps):
@@ -206,6 +222,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
     model.fit(
         datasets["train"],
         validation_data=datasets["validation"],
+        class_weight=run.class_weight,
         epochs=run.fit_epochs,
         initial_epoch=run.initial_epoch,
         steps_per_epoch=steps,
@@ -260,8 +277,14 @@ def evaluate(model, datasets):
 
 
 def save_predictions(run, model, corpus, channel_logits):
-    """Step 9: ``model.keras`` and each split's probabilities in its own order (for ensembles)."""
+    """Step 9: ``model.keras`` and each split's probabilities in its own order (for ensembles).
+
+    Returns:
+        ``{split: probabilities}`` (``[N]`` of class 1 for two classes, else
+        ``[N, C]``) for validation and test.
+    """
     model.save(run.run_dir / "model.keras")
+    out = {}
     for split in ("validation", "test"):
         probabilities = model.predict(
             run.local(corpus.prediction_dataset(split, run.replicas)), verbose=0
@@ -276,6 +299,27 @@ def save_predictions(run, model, corpus, channel_logits):
             ids=np.array(corpus.review_ids(split)),
             **{key: value.astype(np.float32) for key, value in parts.items()},
         )
+        out[split] = probabilities
+    return out
+
+
+def classification_scores(corpus, probabilities):
+    """Macro-F1, per-class figures and confusion matrices (and MAE for ordered classes).
+
+    Returns:
+        ``{"validation": ..., "test": ...}`` of
+        :func:`hatt.training.metrics.classification_metrics`, and the test
+        split's ``test_macro_f1`` (and ``test_mae``) at the top level.
+    """
+    scores = {
+        split: metrics_lib.classification_metrics(corpus.labels(split), values, corpus.class_names)
+        for split, values in probabilities.items()
+    }
+    flat = {"test_macro_f1": scores["test"]["macro_f1"]}
+    for key in ("mae", "mae_median"):
+        if key in scores["test"]:
+            flat[f"test_{key}"] = scores["test"][key]
+    return {**flat, **scores}
 
 
 def write_metrics(run, model, corpus, scores, history, train_seconds, command):
@@ -285,6 +329,8 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     train_examples = corpus.sizes["train"] * epochs_run
     metrics = {
         "model": config.model,
+        "num_classes": corpus.num_classes,
+        "class_names": list(corpus.class_names),
         **scores,
         "epochs": epochs_run,
         "best_epoch": _best_epoch(history, config.monitor),
@@ -361,10 +407,12 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
     model = build_model(run, corpus, steps)
     start_channel(run, model, corpus)
+    run.class_weight = class_weights(config, corpus)
     history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
     channel_logits = mix_channel(run, model, corpus)
     scores = evaluate(model, datasets)
-    save_predictions(run, model, corpus, channel_logits)
+    probabilities = save_predictions(run, model, corpus, channel_logits)
+    scores.update(classification_scores(corpus, probabilities))
     return write_metrics(run, model, corpus, scores, history, train_seconds, command)
 
 
@@ -413,6 +461,22 @@ def _evaluated(metrics):
     return f"full test split, {metrics['test_size']} reviews"
 
 
+def _class_lines(metrics):
+    """The summary's lines for more than two classes: macro-F1 and, for ordered ones, MAE."""
+    if metrics.get("num_classes", 2) == 2 or "test_macro_f1" not in metrics:
+        return []
+    lines = [
+        f"  test macro-F1        {metrics['test_macro_f1']:.4f}   "
+        f"({metrics['num_classes']} classes: {', '.join(metrics['class_names'])})"
+    ]
+    if "test_mae" in metrics:
+        lines.append(
+            f"  test MAE             {metrics['test_mae']:.3f}   (in label units; "
+            f"{metrics['test_mae_median']:.3f} predicting the distribution's median)"
+        )
+    return lines
+
+
 def summary(metrics, run_dir):
     """A one-screen summary of a finished run."""
     minutes = metrics["train_seconds"] / 60
@@ -423,6 +487,7 @@ def summary(metrics, run_dir):
         f"loss {metrics['test_loss']:.4f})",
         f"  validation accuracy  {metrics['validation_accuracy']:.4f}   "
         f"(best epoch {metrics['best_epoch']} of {metrics['epochs']})",
+        *_class_lines(metrics),
         f"  training             {minutes:.1f} min, "
         f"{metrics['examples_per_second']:.0f} reviews/s, {metrics['parameters']:,} parameters",
         f"  seed                 {metrics['seed']}",
