@@ -1,4 +1,4 @@
-"""A linear logit over a bag of hashed n-grams (the wide, NBSVM-style channel)."""
+"""Linear logits over a bag of hashed n-grams (the wide, NBSVM-style channel)."""
 
 import keras
 from keras import ops
@@ -44,16 +44,20 @@ def ngram_feature_ids(ids, vocabulary_size, buckets, ngram=2):
 
 @keras.saving.register_keras_serializable(package="hatt")
 class NgramLogit(keras.layers.Layer):
-    """A linear logit over a review's bag of unigrams and hashed n-grams.
+    """Linear logits over a review's bag of unigrams and hashed n-grams.
 
     The wide channel that Wang & Manning's NBSVM and fastText show to be
-    strong on sentiment: one weight per feature (word id, or hashed bigram /
-    trigram of consecutive ids), summed over the review's features and
-    scaled by `reduction`. Added to a deep model's logit, it lets the model
-    keep the exact phrase evidence that a bag of n-grams captures, while
-    the encoder and its attention learn the rest. The weights can be set to
-    Naive Bayes log-count ratios before training (see
-    `hatt.training.nb_log_ratios`), as in NBSVM.
+    strong on sentiment and topics: one weight per feature (word id, or
+    hashed bigram / trigram of consecutive ids) and output unit, summed over
+    the review's features and scaled by `reduction`. Added to a deep model's
+    logits, it lets the model keep the exact phrase evidence that a bag of
+    n-grams captures, while the encoder and its attention learn the rest.
+    The weights can be set to Naive Bayes log-count ratios before training
+    (see `hatt.training.nb_log_ratios`), as in NBSVM.
+
+    With `units=1` (two classes: the positive class's logit) the weights are
+    a vector `(num_features,)`; with `units=C` (one logit a class) a matrix
+    `(num_features, C)`, whose column `c` is class `c`'s weights.
 
     Masking: padding (id 0) and n-grams that touch padding contribute
     nothing, so the result does not change when a review is padded further.
@@ -77,9 +81,11 @@ class NgramLogit(keras.layers.Layer):
             counts only the kept ones), which keeps the channel from
             memorising the training set before the deep part has learned.
             Defaults to `0.0`.
+        units: Positive int, the number of logits. Defaults to `1`.
         embeddings_initializer: Initializer of the weights. Defaults to
             `"zeros"`.
         embeddings_regularizer: Optional regularizer of the weights.
+        seed: Optional int, the seed of the feature dropout.
 
     Call arguments:
         inputs: int ids `[batch, T]` or `[batch, S, W]` (n-grams inside a
@@ -89,7 +95,7 @@ class NgramLogit(keras.layers.Layer):
         training: Python bool, whether feature dropout is active.
 
     Returns:
-        float logit `[batch, 1]`.
+        float logits `[batch, units]`.
 
     Example:
 
@@ -97,6 +103,8 @@ class NgramLogit(keras.layers.Layer):
     >>> layer = hatt.layers.NgramLogit(vocabulary_size=10, buckets=64)
     >>> layer(ids).shape
     (2, 1)
+    >>> hatt.layers.NgramLogit(vocabulary_size=10, buckets=64, units=3)(ids).shape
+    (2, 3)
 
     References:
         - [Wang & Manning, 2012. Baselines and Bigrams: Simple, Good
@@ -113,6 +121,7 @@ class NgramLogit(keras.layers.Layer):
         reduction="sqrt",
         binary=False,
         feature_dropout=0.0,
+        units=1,
         embeddings_initializer="zeros",
         embeddings_regularizer=None,
         seed=None,
@@ -123,6 +132,7 @@ class NgramLogit(keras.layers.Layer):
             ("vocabulary_size", vocabulary_size, 1),
             ("buckets", buckets, 1),
             ("ngram", ngram, 1),
+            ("units", units, 1),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(
@@ -145,6 +155,7 @@ class NgramLogit(keras.layers.Layer):
         self.reduction = reduction
         self.binary = binary
         self.feature_dropout = float(feature_dropout)
+        self.units = units
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
         self.seed = seed
@@ -155,9 +166,11 @@ class NgramLogit(keras.layers.Layer):
         return self.vocabulary_size + (self.buckets if self.ngram > 1 else 0)
 
     def build(self, input_shape):
+        # One logit keeps the vector shape of the models saved before `units` existed.
+        shape = (self.num_features,) if self.units == 1 else (self.num_features, self.units)
         self.embeddings = self.add_weight(
             name="embeddings",
-            shape=(self.num_features,),
+            shape=shape,
             initializer=self.embeddings_initializer,
             regularizer=self.embeddings_regularizer,
         )
@@ -169,7 +182,7 @@ class NgramLogit(keras.layers.Layer):
         return _flatten_rows(features)
 
     def _weigh(self, features, training):
-        """Sum of the kept features' weights and their count, per row."""
+        """Sum of the kept features' weights (`[rows]`, or `[rows, units]`) and their count."""
         keep = ops.greater_equal(features, 0)
         if self.binary:
             # Sorted, a feature's repeats are neighbours: keep the first of each run.
@@ -183,49 +196,57 @@ class NgramLogit(keras.layers.Layer):
             keep = keep * ops.cast(draw >= self.feature_dropout, keep.dtype)
         # Padding (-1) reads feature 0, whose weight `keep` zeroes.
         table = ops.cast(self.embeddings, self.compute_dtype)
-        weights = ops.take(table, ops.maximum(features, 0))
-        return ops.sum(weights * keep, axis=-1), ops.sum(keep, axis=-1)
+        if self.units == 1:
+            weights = ops.take(table, ops.maximum(features, 0))
+            return ops.sum(weights * keep, axis=-1), ops.sum(keep, axis=-1)
+        weights = ops.take(table, ops.maximum(features, 0), axis=0)  # [rows, F, units]
+        return ops.sum(weights * ops.expand_dims(keep, -1), axis=1), ops.sum(keep, axis=-1)
+
+    def _weigh_packed(self, index, groups, training):
+        """`_weigh` per document of the packed HAN layout (`sentence_index`, word groups)."""
+        index = ops.cast(index, "int32")
+        if self.binary:
+            # Gather each document's sentence features, then count per document.
+            rows = [self._features(g) for g in groups]
+            width = ops.shape(rows[0])[1]
+            for r in rows[1:]:
+                width = ops.maximum(width, ops.shape(r)[1])
+            # Pad every group to the widest with -1 (the widths may be dynamic).
+            rows = [
+                ops.concatenate(
+                    [r, ops.full((ops.shape(r)[0], width - ops.shape(r)[1]), -1, "int64")], 1
+                )
+                for r in rows
+            ]
+            rows = ops.concatenate([ops.full((1, width), -1, "int64")] + rows, 0)
+            documents = ops.take(rows, index, axis=0)  # [batch, S, width]
+            return self._weigh(_flatten_rows(documents), training)
+        parts = [self._weigh(self._features(g), training) for g in groups]
+        # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
+        empty = (1,) if self.units == 1 else (1, self.units)
+        sums = ops.concatenate([ops.zeros(empty, self.compute_dtype)] + [p[0] for p in parts], 0)
+        counts = ops.concatenate([ops.zeros((1,), self.compute_dtype)] + [p[1] for p in parts], 0)
+        total = ops.sum(ops.take(sums, index, axis=0), axis=1)
+        return total, ops.sum(ops.take(counts, index, axis=0), axis=1)
 
     def call(self, inputs, training=None):
         if isinstance(inputs, list | tuple):  # packed HAN layout
             index, *groups = inputs
-            index = ops.cast(index, "int32")
-            if self.binary:
-                # Gather each document's sentence features, then count per document.
-                rows = [self._features(g) for g in groups]
-                width = ops.shape(rows[0])[1]
-                for r in rows[1:]:
-                    width = ops.maximum(width, ops.shape(r)[1])
-                # Pad every group to the widest with -1 (the widths may be dynamic).
-                rows = [
-                    ops.concatenate(
-                        [r, ops.full((ops.shape(r)[0], width - ops.shape(r)[1]), -1, "int64")], 1
-                    )
-                    for r in rows
-                ]
-                rows = ops.concatenate([ops.full((1, width), -1, "int64")] + rows, 0)
-                documents = ops.take(rows, index, axis=0)  # [batch, S, width]
-                total, count = self._weigh(_flatten_rows(documents), training)
-            else:
-                parts = [self._weigh(self._features(g), training) for g in groups]
-                # Row i + 1 of the groups concatenated is sentence_index == i + 1; 0 is empty.
-                zero = [ops.zeros((1,), self.compute_dtype)]
-                sums = ops.concatenate(zero + [p[0] for p in parts], 0)
-                counts = ops.concatenate(zero + [p[1] for p in parts], 0)
-                total = ops.sum(ops.take(sums, index, axis=0), axis=1)
-                count = ops.sum(ops.take(counts, index, axis=0), axis=1)
+            total, count = self._weigh_packed(index, groups, training)
         else:
             total, count = self._weigh(self._features(inputs), training)
+        if self.units > 1:
+            count = ops.expand_dims(count, -1)
         if self.reduction == "mean":
             total = total / ops.maximum(count, 1.0)
         elif self.reduction == "sqrt":
             total = total / ops.sqrt(ops.maximum(count, 1.0))
-        return ops.expand_dims(total, -1)
+        return ops.expand_dims(total, -1) if self.units == 1 else total
 
     def compute_output_shape(self, input_shape):
         if isinstance(input_shape, list | tuple) and isinstance(input_shape[0], list | tuple):
-            return (input_shape[0][0], 1)
-        return (input_shape[0], 1)
+            return (input_shape[0][0], self.units)
+        return (input_shape[0], self.units)
 
     def get_config(self):
         config = super().get_config()
@@ -237,6 +258,7 @@ class NgramLogit(keras.layers.Layer):
                 "reduction": self.reduction,
                 "binary": self.binary,
                 "feature_dropout": self.feature_dropout,
+                "units": self.units,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": keras.regularizers.serialize(self.embeddings_regularizer),
                 "seed": self.seed,

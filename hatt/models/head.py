@@ -10,9 +10,9 @@ layers become the classifier's own, so every layer is found by name):
   `units = 1` for two classes (the positive class's logit) and
   `units = num_classes` above;
 - optionally the wide n-gram channel: `hatt.layers.NgramLogit` named
-  `"ngram_logit"` over the backbone's own ids, added to the deep logit by an
-  `Add` named `"total_logit"` (the NBSVM / fastText-style channel,
-  "wide & deep");
+  `"ngram_logit"` over the backbone's own ids, with as many logits as the
+  `"logit"` layer, added to the deep logits by an `Add` named
+  `"total_logit"` (the NBSVM / fastText-style channel, "wide & deep");
 - an `Activation` named `"probability"`: sigmoid for two classes (output
   `[batch, 1]`, the positive class's probability), softmax above (output
   `[batch, num_classes]`).
@@ -144,8 +144,8 @@ def classifier(backbone, num_classes=2, ngram=None, name=None):
         ngram: `None` (no channel), or an `NgramChannel` / dict of its
             settings (`buckets`, `order`, `reduction`, `binary`,
             `feature_dropout`, `l2`): a `hatt.layers.NgramLogit` over the
-            backbone's ids whose logit is added to the deep one. Two classes
-            only for now.
+            backbone's ids with one logit a class (one for two classes),
+            added to the deep logits.
         name: The classifier's name. Defaults to the backbone's.
 
     Returns:
@@ -160,11 +160,6 @@ def classifier(backbone, num_classes=2, ngram=None, name=None):
     """
     units = logit_units(num_classes)
     channel = NgramChannel.from_value(ngram)
-    if channel is not None and units != 1:
-        raise ValueError(
-            "The n-gram channel gives one logit: it supports two classes. "
-            f"Received: num_classes={num_classes!r} with ngram={channel.to_dict()!r}"
-        )
     inputs = backbone.input
     # === Layers ===
     logit_layer = keras.layers.Dense(units, dtype="float32", name="logit")
@@ -180,6 +175,7 @@ def classifier(backbone, num_classes=2, ngram=None, name=None):
             reduction=channel.reduction,
             binary=channel.binary,
             feature_dropout=channel.feature_dropout,
+            units=units,
             embeddings_regularizer=keras.regularizers.L2(channel.l2) if channel.l2 else None,
             dtype="float32",
             name="ngram_logit",

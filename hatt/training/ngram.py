@@ -25,8 +25,24 @@ With ``fit="joint"`` the start is assigned before training
 sets the channel afterwards and weighs the two logits on the validation split.
 ``experiments/baselines.py`` (the NB-LR baseline) uses :func:`log_count_ratios`
 and :func:`fit_logistic_grid` from here.
+
+**More than two classes** (labels ``0 .. C-1``; the channel has one logit a
+class, ``NgramLogit(units=C)``): one-vs-rest. Class ``k``'s column is fit as
+the binary channel is, on "``k`` against the rest": its NB ratios ``r_k``
+(:func:`one_vs_rest_log_count_ratios`, i.e. :func:`log_count_ratios` of
+``labels == k``) for ``"nb"``, and for ``"nblr"`` an L2 logistic regression
+on ``features ⊙ r_k`` whose ``coef_k ⊙ r_k`` is the column and whose
+intercept goes to the deep logit's bias ``k``. One ``C`` serves every class,
+chosen on the validation accuracy of the argmax over the ``C`` channel
+logits. One-vs-rest rather than a multinomial fit because each class keeps
+the NB scaling that makes NBSVM work (the ratios are two-class quantities),
+and each fit is the binary one that the IMDB figures were tuned on. The
+separate fit's mix is a multinomial logistic regression over the ``2C``
+logits (see :func:`mix_ngram_channel`). Two classes take exactly the code
+path (and the numbers) they took before.
 """
 
+import dataclasses
 import time
 
 import keras
@@ -100,6 +116,58 @@ def log_count_ratios(counts, labels, alpha=1.0, min_df=1, dtype=np.float32):
     return np.where(seen, ratios, 0.0).astype(dtype)
 
 
+def one_vs_rest_log_count_ratios(
+    counts, labels, num_classes, alpha=1.0, min_df=1, dtype=np.float32
+):
+    """Per class ``k``, the NB log-count ratios of ``k`` against the rest.
+
+    Column ``k`` is :func:`log_count_ratios` of ``labels == k``.
+
+    Args:
+        counts: ``[reviews, features]`` counts, a SciPy sparse matrix or an array.
+        labels: int labels in ``0 .. num_classes - 1``, one per review.
+        num_classes: Int >= 2.
+        alpha, min_df, dtype: as in :func:`log_count_ratios`.
+
+    Returns:
+        ``[features, num_classes]`` array.
+    """
+    labels = check_labels(labels, num_classes)
+    columns = [
+        log_count_ratios(counts, (labels == k).astype(int), alpha, min_df, dtype)
+        for k in range(num_classes)
+    ]
+    return np.stack(columns, axis=1)
+
+
+def check_labels(labels, num_classes, name="labels"):
+    """``labels`` as an int array, checked to lie in ``0 .. num_classes - 1``."""
+    labels = np.asarray(labels)
+    if labels.size and (
+        not np.all(np.equal(np.mod(labels, 1), 0))
+        or labels.min() < 0
+        or labels.max() >= num_classes
+    ):
+        found = sorted(set(np.unique(labels).tolist()))
+        raise ValueError(
+            f"Expected {name} to be ints in 0..{num_classes - 1} ({num_classes} classes). "
+            f"Received: {name} with the values {found[:20]}"
+        )
+    return labels.astype(np.int64)
+
+
+def classes_of(labels, num_classes=None):
+    """``num_classes``, or, when ``None``, ``max(2, largest label + 1)``."""
+    if num_classes is not None:
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(
+                f"Expected num_classes to be an int >= 2. Received: num_classes={num_classes!r}"
+            )
+        return num_classes
+    labels = np.asarray(labels)
+    return max(2, int(labels.max()) + 1) if labels.size else 2
+
+
 def layer_features(counts, binary=False, reduction="sum"):
     """The values ``NgramLogit`` multiplies its weights by, as a CSR matrix.
 
@@ -129,11 +197,13 @@ def fit_nb_logistic(
     C=0.1,
     validation=None,
     seed=0,
+    num_classes=None,
 ):
     """NB-weighted logistic regression on the channel's features.
 
     Args:
-        counts, labels: training counts (:func:`ngram_counts`) and 0/1 labels.
+        counts, labels: training counts (:func:`ngram_counts`) and labels
+            (0/1, or ``0 .. num_classes - 1``).
         binary, reduction: the layer's settings (see :func:`layer_features`).
         alpha, min_df: as in :func:`log_count_ratios`.
         C: inverse L2 strength, or a grid of them: with ``validation``, the
@@ -141,15 +211,26 @@ def fit_nb_logistic(
             i.e. the most regularized) is kept. Defaults to `0.1`.
         validation: optional ``(counts, labels)`` of the validation split.
         seed: the solver's random state.
+        num_classes: Int >= 2; ``None`` (the default) reads it from the
+            labels (``max(2, largest + 1)``). Above 2, one-vs-rest (see the
+            module's docstring).
 
     Returns:
-        ``(weights, intercept, info)``: float32 channel weights ``coef ⊙ r``,
-        the float intercept, and a dict with the chosen ``C``, ``alpha`` and
-        the train / validation accuracies of the channel alone.
+        ``(weights, intercept, info)``: float32 channel weights ``coef ⊙ r``
+        (``[features]``; ``[features, num_classes]`` above two classes), the
+        intercept (a float; a float array ``[num_classes]``), and a dict with
+        the chosen ``C``, ``alpha`` and the train / validation accuracies of
+        the channel alone.
     """
     import scipy.sparse as sp
 
     labels = np.asarray(labels)
+    num_classes = classes_of(labels, num_classes)
+    if num_classes > 2:
+        return _fit_nb_logistic_one_vs_rest(
+            counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+        )
+    check_labels(labels, 2)
     if len(np.unique(labels)) < 2:
         raise ValueError(
             "ngram.init='nblr' needs both labels in the training split. "
@@ -166,6 +247,56 @@ def fit_nb_logistic(
     if len(selection) > 1:
         info["selection"] = selection
     return weights, float(model.intercept_[0]), info
+
+
+def _fit_nb_logistic_one_vs_rest(
+    counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+):
+    """:func:`fit_nb_logistic` above two classes: one NB-LR a class against the rest."""
+    labels = check_labels(labels, num_classes)
+    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
+    if missing:
+        raise ValueError(
+            "ngram.init='nblr' needs every class in the training split. "
+            f"Received no training review of the classes {missing} (of {num_classes})."
+        )
+    ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
+    train_x = layer_features(counts, binary, reduction)
+    if validation is not None:
+        validation = (
+            layer_features(validation[0], binary, reduction),
+            check_labels(validation[1], num_classes, "validation labels"),
+        )
+
+    def fit(c):
+        fitted = _one_vs_rest_at(train_x, labels, ratios, c, seed)
+        return fitted, lambda x: _predicted(x @ fitted[0] + fitted[1])
+
+    (weights, intercept), entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    info = {"init": "nblr", "scheme": "one-vs-rest", "alpha": alpha, "min_df": min_df, **entry}
+    if len(selection) > 1:
+        info["selection"] = selection
+    return weights, intercept, info
+
+
+def _one_vs_rest_at(features, labels, ratios, c, seed):
+    """Columns ``coef_k ⊙ r_k`` and intercepts of the ``k``-against-the-rest NB-LRs at ``C=c``."""
+    import scipy.sparse as sp
+
+    weights = np.zeros(ratios.shape, np.float32)
+    intercept = np.zeros(ratios.shape[1], np.float64)
+    for k in range(ratios.shape[1]):
+        model = _logistic(c, seed).fit(features @ sp.diags(ratios[:, k]), (labels == k).astype(int))
+        weights[:, k] = model.coef_.ravel() * ratios[:, k]
+        intercept[k] = model.intercept_[0]
+    return weights, intercept
+
+
+def _logistic(c, seed):
+    """THE L2 logistic regression of the channel's fits (binary; ``liblinear``)."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000)
 
 
 def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=None):
@@ -185,8 +316,19 @@ def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=No
         ``train_accuracy``, ``validation_accuracy`` with a validation split,
         ``seconds``), and every grid point's entry.
     """
-    from sklearn.linear_model import LogisticRegression
 
+    def fit(c):
+        model = _logistic(c, seed).fit(train_x, train_y)
+        return model, model.predict
+
+    return _grid_search(C, fit, train_x, train_y, validation, on_fit)
+
+
+def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None):
+    """``fit(c) -> (fitted, predict)`` over the grid ``C``; the best on validation accuracy.
+
+    Returns ``(fitted, entry, selection)`` as :func:`fit_logistic_grid` does.
+    """
     grid = [float(c) for c in (C if isinstance(C, list | tuple) else [C])]
     if not grid or any(not c > 0 for c in grid):
         raise ValueError(f"Expected C to be a positive float or a list of them. Received: C={C!r}")
@@ -196,11 +338,10 @@ def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=No
     best, selection = None, []
     for c in grid:
         start = time.perf_counter()
-        model = LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000)
-        model.fit(train_x, train_y)
-        entry = {"C": c, "train_accuracy": float((model.predict(train_x) == train_y).mean())}
+        fitted, predict = fit(c)
+        entry = {"C": c, "train_accuracy": float((predict(train_x) == train_y).mean())}
         if validation is not None:
-            predicted = model.predict(validation[0])
+            predicted = predict(validation[0])
             entry["validation_accuracy"] = float((predicted == np.asarray(validation[1])).mean())
         entry["seconds"] = round(time.perf_counter() - start, 2)
         selection.append(entry)
@@ -208,22 +349,42 @@ def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=No
             on_fit(entry)
         key = entry.get("validation_accuracy", 0.0)
         if best is None or key > best[0]:
-            best = (key, model, entry)
-    _, model, entry = best
-    return model, entry, selection
+            best = (key, fitted, entry)
+    _, fitted, entry = best
+    return fitted, entry, selection
+
+
+def _predicted(logits):
+    """Predicted labels: ``logit > 0`` for one logit a review, else the argmax."""
+    logits = np.asarray(logits)
+    return (logits > 0).astype(int) if logits.ndim == 1 else logits.argmax(axis=-1)
+
+
+def _accuracy(logits, labels):
+    return float((_predicted(logits) == np.asarray(labels)).mean())
 
 
 def channel_accuracy(counts, labels, weights, binary, reduction, intercept=0.0):
-    """Accuracy of the channel alone (its logit plus ``intercept`` > 0)."""
+    """Accuracy of the channel alone: its logit plus ``intercept`` > 0, or the argmax of its
+    logits (``weights`` ``[features, classes]``, ``intercept`` ``[classes]``)."""
     logits = layer_features(counts, binary, reduction) @ weights + intercept
-    return float(((logits > 0).astype(int) == np.asarray(labels)).mean())
+    return _accuracy(logits, labels)
 
 
 # === The channel in a model ===
 
 
 def nb_log_ratios(
-    ids, labels, vocabulary_size, buckets, ngram=2, alpha=1.0, min_df=1, chunk_size=1024
+    ids,
+    labels,
+    vocabulary_size,
+    buckets,
+    ngram=2,
+    alpha=1.0,
+    min_df=1,
+    chunk_size=1024,
+    *,
+    num_classes=2,
 ):
     """Naive Bayes log-count ratios of the n-gram channel's features (NBSVM).
 
@@ -234,23 +395,40 @@ def nb_log_ratios(
     Args:
         ids: ``tf.RaggedTensor`` of encoded reviews (flat or nested), as from
             ``hatt.data.encode``.
-        labels: 0/1 labels, one per review.
+        labels: 0/1 labels (``0 .. num_classes - 1``), one per review.
         vocabulary_size, buckets, ngram: as in ``hatt.layers.NgramLogit``.
         alpha: additive smoothing.
         min_df: features in fewer training reviews get ``0``.
+        num_classes: Int >= 2; above 2, one column a class, of that class
+            against the rest (:func:`one_vs_rest_log_count_ratios`).
 
     Returns:
-        float32 NumPy array ``[vocabulary_size + buckets]``.
+        float32 NumPy array ``[vocabulary_size + buckets]``
+        (``[vocabulary_size + buckets, num_classes]`` above two classes).
     """
     counts = ngram_counts(ids, vocabulary_size, buckets, ngram, chunk_size)
-    return log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
+    return _nb_ratios(counts, labels, num_classes, alpha, min_df)
+
+
+def _nb_ratios(counts, labels, num_classes, alpha, min_df):
+    """The ``"nb"`` start: :func:`log_count_ratios`, one-vs-rest above two classes."""
+    if num_classes == 2:
+        return log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
+    return one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
+
+
+def num_classes_of_layer(layer):
+    """The classes an ``NgramLogit`` serves: 2 for one logit, else its ``units``."""
+    units = getattr(layer, "units", 1)
+    return 2 if units == 1 else units
 
 
 def fit_ngram_channel(layer, config, counts, labels, validation=None):
     """The n-gram channel's weights per ``config.ngram.init``, from training counts.
 
     Args:
-        layer: the model's ``NgramLogit`` (its ``binary`` and ``reduction``).
+        layer: the model's ``NgramLogit`` (its ``binary``, ``reduction`` and
+            ``units``: one logit for two classes, one a class above).
         config: a :class:`hatt.training.TrainConfig`; its ``ngram`` section
             (``init``, ``alpha``, ``C``, ``min_df``, ``init_scale``) and ``seed``.
         counts, labels: the training split's counts (:func:`ngram_counts`) and
@@ -259,16 +437,20 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
             chooses ``C`` from a grid and measures the channel alone.
 
     Returns:
-        ``(weights, intercept, info)``: the channel's weights, the intercept of
-        its logit (``0`` for ``"nb"``), and a dict describing the start (``init``,
-        the channel-alone accuracies, for ``"nblr"`` the chosen ``C``).
+        ``(weights, intercept, info)``: the channel's weights (shaped as the
+        layer's), the intercept of its logit (``0`` for ``"nb"``; above two
+        classes an array, one a class), and a dict describing the start
+        (``init``, the channel-alone accuracies, for ``"nblr"`` the chosen ``C``).
     """
     settings = config.ngram
     start = time.perf_counter()
-    intercept = 0.0
+    num_classes = num_classes_of_layer(layer)
+    intercept = 0.0 if num_classes == 2 else np.zeros(num_classes)
     if settings.init == "nb":
-        weights = log_count_ratios(counts, labels, alpha=settings.alpha, min_df=settings.min_df)
+        weights = _nb_ratios(counts, labels, num_classes, settings.alpha, settings.min_df)
         info = {"init": "nb", "alpha": settings.alpha, "min_df": settings.min_df}
+        if num_classes > 2:
+            info["scheme"] = "one-vs-rest"
     else:
         weights, intercept, info = fit_nb_logistic(
             counts,
@@ -280,6 +462,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
             C=settings.C,
             validation=validation,
             seed=config.seed,
+            num_classes=num_classes,
         )
     weights = weights * settings.init_scale
     intercept *= settings.init_scale
@@ -332,9 +515,7 @@ def init_ngram_channel(model, config, ids, labels, validation=None):
         layer, config, _channel_counts(layer, ids), labels, validation
     )
     layer.embeddings.assign(weights)
-    if intercept:
-        bias = model.get_layer("logit").bias
-        bias.assign(bias + intercept)
+    _shift_bias(model.get_layer("logit"), intercept)
     info["trainable"] = settings.trainable
     accuracy = info.get("channel_validation_accuracy")
     if accuracy is not None:
@@ -342,19 +523,39 @@ def init_ngram_channel(model, config, ids, labels, validation=None):
     return info
 
 
+def _shift_bias(dense, intercept):
+    """Add the channel's intercept (a float, or one a class) to the deep logits' bias."""
+    if np.ndim(intercept) == 0:
+        if intercept:
+            dense.bias.assign(dense.bias + intercept)
+    elif np.any(intercept):
+        dense.bias.assign(dense.bias + np.asarray(intercept, np.float32))
+
+
 def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_logits=None):
     """``ngram.fit="separate"``: set the channel, then weigh it against the deep part.
 
     The deep part has been trained with the channel at zero. The channel's
     weights are now fit as ``ngram.init`` says (training split only), and a
-    logistic regression on the validation split over the two logits gives
-    ``a``, ``b`` and ``c`` of ``a·deep + b·channel + c`` (``channel`` without
-    its own intercept, which ``c`` replaces), written into the model (the
-    ``"logit"`` kernel and bias are scaled by ``a`` and shifted by ``c``, the
-    channel's weights scaled by ``b``): the model's layers and its saved form
-    stay as they are. Three numbers are fit on validation, so the validation
-    accuracy afterwards is slightly optimistic; nothing is fit on the test
-    split (its accuracies of the parts are only reported).
+    logistic regression on the validation split over the two parts' logits
+    gives their mix, written into the model: the model's layers and its
+    saved form stay as they are. Nothing is fit on the test split (its
+    accuracies of the parts are only reported).
+
+    - Two classes: ``a·deep + b·channel + c`` (``channel`` without its own
+      intercept, which ``c`` replaces), fit with a negligible penalty
+      (``C=1e4``): the ``"logit"`` kernel and bias are scaled by ``a`` and
+      shifted by ``c``, the channel's weights scaled by ``b``. Three numbers
+      are fit on validation, so the validation accuracy afterwards is
+      slightly optimistic.
+    - ``C`` classes: a multinomial logistic regression over the ``2C``
+      logits, ``deep @ A + channel @ B + c`` with ``A``, ``B`` ``[C, C]``:
+      the kernel becomes ``kernel @ A``, the bias ``bias @ A + c``, the
+      channel's weights ``weights @ B``. Its ``2C² + C`` numbers are fit on
+      standardized logits (folded back exactly) with an L2 penalty whose
+      strength is chosen among ``MIX_C`` by stratified 5-fold
+      cross-validated log loss on the validation split itself: unpenalized,
+      a few hundred numbers overfit the ~2,500 validation reviews.
 
     Args:
         model: the trained model (channel named ``"ngram_logit"``, deep logit
@@ -365,47 +566,41 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         test: optional ``(ids, labels)`` of the test split, to report the parts'
             accuracies there (nothing is fit on it).
         deep_logits: callable ``split_name -> float array`` of the deep part's
-            logits in the split's order.
+            logits ``[N, units]`` in the split's order.
 
     Returns:
         ``(info, logits)``: a dict with the channel's start (as
-        :func:`fit_ngram_channel`), the mix, and the accuracy of the deep
-        part, the channel and both on validation (and test); and per split
-        ``{"deep_logits", "channel_logits"}`` (the parts before the mix, the
-        channel with its own intercept), float arrays in the split's order.
+        :func:`fit_ngram_channel`), the mix, and the accuracy (the argmax
+        above two classes) of the deep part, the channel and both on
+        validation (and test); and per split ``{"deep_logits",
+        "channel_logits"}`` (the parts before the mix, the channel with its
+        own intercept), float arrays in the split's order (``[N]`` for two
+        classes, ``[N, C]`` above).
     """
-    from sklearn.linear_model import LogisticRegression
-
     layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
+    num_classes = num_classes_of_layer(layer)
     splits = {"validation": validation, **({"test": test} if test is not None else {})}
     counts = {name: (_channel_counts(layer, i), np.asarray(y)) for name, (i, y) in splits.items()}
     print(f"Fitting the n-gram channel ({config.ngram.init}) on the training split")
     weights, intercept, info = fit_ngram_channel(
         layer, config, _channel_counts(layer, ids), labels, counts["validation"]
     )
-    parts = {}  # split → (deep logit, channel logit without its intercept, labels)
-    for name, (split_counts, y) in counts.items():
-        features = layer_features(split_counts, layer.binary, layer.reduction)
-        deep = np.asarray(deep_logits(name), np.float64).reshape(-1)
-        parts[name] = (deep, np.asarray(features @ weights, np.float64), y)
-    deep, channel, y = parts["validation"]
-    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
-    a, b = (float(w) for w in mixer.coef_[0])
-    c = float(mixer.intercept_[0])
-    kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
-    dense.kernel.assign(kernel * a)
-    dense.bias.assign(bias * a + c)
-    layer.embeddings.assign(weights * b)
+    parts = _mix_parts(layer, weights, counts, deep_logits)
+    if num_classes == 2:
+        mix = _fit_binary_mix(*parts["validation"])
+    else:
+        mix = _fit_multinomial_mix(*parts["validation"], num_classes)
+    mix.fold_into(dense, layer, weights)
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
-    info["channel_intercept"] = intercept
-    info["mix"] = {"deep": a, "channel": b, "bias": c}
+    info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
+    info["mix"] = mix.to_dict()
     for name, (deep, channel, y) in parts.items():
-        info[f"deep_{name}_accuracy"] = float(((deep > 0) == y).mean())
-        info[f"channel_{name}_accuracy"] = float(((channel + intercept > 0) == y).mean())
-        info[f"mixed_{name}_accuracy"] = float(((a * deep + b * channel + c > 0) == y).mean())
+        info[f"deep_{name}_accuracy"] = _accuracy(deep, y)
+        info[f"channel_{name}_accuracy"] = _accuracy(channel + intercept, y)
+        info[f"mixed_{name}_accuracy"] = _accuracy(mix.logits(deep, channel), y)
     print(
-        f"Mixed on validation: {a:.3f}·deep + {b:.3f}·channel + {c:.3f}; validation accuracy "
+        f"Mixed on validation: {mix.describe()}; validation accuracy "
         f"deep {info['deep_validation_accuracy']:.4f}, channel "
         f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}"
     )
@@ -416,3 +611,129 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         for name, (deep, channel, _) in parts.items()
     }
     return info, logits
+
+
+def _mix_parts(layer, weights, counts, deep_logits):
+    """Per split: (deep logits, channel logits without its intercept, labels), float64.
+
+    One logit a review (``[N]``) for two classes, ``[N, C]`` above.
+    """
+    units = getattr(layer, "units", 1)
+    parts = {}
+    for name, (split_counts, y) in counts.items():
+        features = layer_features(split_counts, layer.binary, layer.reduction)
+        deep = np.asarray(deep_logits(name), np.float64)
+        if units == 1:
+            deep = deep.reshape(-1)
+        elif deep.shape != (len(y), units):
+            raise ValueError(
+                f"Expected deep_logits({name!r}) to give the deep logits [N, {units}] of the "
+                f"{len(y)} reviews of the split. Received: an array of shape {deep.shape}"
+            )
+        else:
+            y = check_labels(y, units, f"{name} labels")
+        parts[name] = (deep, np.asarray(features @ weights, np.float64), y)
+    return parts
+
+
+# The separate fit's mix above two classes: inverse L2 strengths the cross-validation
+# chooses among (on standardized logits; ties go to the first, the most regularized).
+MIX_C = (0.01, 0.1, 1.0, 10.0)
+
+
+@dataclasses.dataclass
+class _Mix:
+    """``mixed = deep·A + channel·B + c``: floats for one logit, ``[C, C]``, ``[C]`` above."""
+
+    deep: object
+    channel: object
+    bias: object
+    C: float | None = None  # the multinomial fit's inverse L2 strength
+
+    @property
+    def scalar(self):
+        return np.ndim(self.deep) == 0
+
+    def logits(self, deep, channel):
+        if self.scalar:
+            return self.deep * deep + self.channel * channel + self.bias
+        return deep @ self.deep + channel @ self.channel + self.bias
+
+    def fold_into(self, dense, layer, weights):
+        """Write the mix into the ``"logit"`` layer and the channel's weights."""
+        kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
+        if self.scalar:
+            dense.kernel.assign(kernel * self.deep)
+            dense.bias.assign(bias * self.deep + self.bias)
+            layer.embeddings.assign(weights * self.channel)
+            return
+        dense.kernel.assign((kernel @ self.deep).astype(np.float32))
+        dense.bias.assign((bias @ self.deep + self.bias).astype(np.float32))
+        layer.embeddings.assign(weights @ self.channel.astype(np.float32))
+
+    def to_dict(self):
+        if self.scalar:
+            return {"deep": self.deep, "channel": self.channel, "bias": self.bias}
+        return {
+            "deep": self.deep.tolist(),
+            "channel": self.channel.tolist(),
+            "bias": self.bias.tolist(),
+            "C": self.C,
+        }
+
+    def describe(self):
+        if self.scalar:
+            return f"{self.deep:.3f}·deep + {self.channel:.3f}·channel + {self.bias:.3f}"
+        units = len(self.bias)
+        return f"deep @ A + channel @ B + c (multinomial over 2·{units} logits, C={self.C:g})"
+
+
+def _fit_binary_mix(deep, channel, y):
+    """``a·deep + b·channel + c`` by a (practically unpenalized) logistic regression."""
+    from sklearn.linear_model import LogisticRegression
+
+    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
+    a, b = (float(w) for w in mixer.coef_[0])
+    return _Mix(a, b, float(mixer.intercept_[0]))
+
+
+def _fit_multinomial_mix(deep, channel, y, num_classes):
+    """``deep @ A + channel @ B + c`` by a multinomial logistic regression (see the caller)."""
+    from sklearn.linear_model import LogisticRegression
+
+    missing = sorted(set(range(num_classes)) - set(y.tolist()))
+    if missing:
+        raise ValueError(
+            "ngram.fit='separate' weighs the parts on the validation split, which needs every "
+            f"class. Received no validation review of the classes {missing} (of {num_classes})."
+        )
+    x = np.concatenate([deep, channel], axis=1)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    standardized = (x - mean) / scale
+    c = _mix_strength(standardized, y, num_classes)
+    mixer = LogisticRegression(C=c, max_iter=1000).fit(standardized, y)
+    # ((x - mean) / scale) @ W.T + b  ==  x @ (W.T / scale) + (b - (mean / scale) @ W.T)
+    coef = mixer.coef_.T / scale[:, None]  # [2C, C]
+    bias = mixer.intercept_ - (mean / scale) @ mixer.coef_.T
+    return _Mix(coef[:num_classes], coef[num_classes:], bias, C=c)
+
+
+def _mix_strength(x, y, num_classes):
+    """The ``MIX_C`` value with the least stratified k-fold log loss (k = 5, or the
+    smallest class's size when below; ``1.0`` when a class has a single review)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = min(5, int(np.bincount(y, minlength=num_classes).min()))
+    if folds < 2:
+        return 1.0
+    losses = []
+    for c in MIX_C:
+        loss = 0.0
+        for train, held in StratifiedKFold(folds).split(x, y):
+            model = LogisticRegression(C=c, max_iter=1000).fit(x[train], y[train])
+            loss += log_loss(y[held], model.predict_proba(x[held]), labels=model.classes_)
+        losses.append(loss)
+    return MIX_C[int(np.argmin(losses))]

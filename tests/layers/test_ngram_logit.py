@@ -1,4 +1,11 @@
-"""NgramLogit: the bag-of-n-grams logit against a NumPy reference, masking, packed input."""
+"""NgramLogit: the bag-of-n-grams logits against a NumPy reference, masking, packed input.
+
+Every layout runs with one logit (`units=1`, the binary head's vector of weights)
+and with three (`units=3`, a matrix of weights, one column a class).
+"""
+
+import json
+import zipfile
 
 import keras
 import numpy as np
@@ -14,10 +21,12 @@ def reference(ids, weights, ngram=2, reduction="sum", binary=False):
     """Per review: sum of the weights of its unigrams and hashed n-grams (no padding).
 
     With `binary`, a feature that occurs several times in a review counts once.
+    `weights` is `[features]` or `[features, units]`; the result `[reviews, units]`.
     """
+    weights = np.asarray(weights).reshape(len(weights), -1)
     out = []
     for row in np.asarray(ids).reshape(len(ids), -1, np.asarray(ids).shape[-1]):
-        total, count, seen = 0.0, 0, set()
+        total, count, seen = np.zeros(weights.shape[1]), 0, set()
         for seq in row:
             for n in range(1, ngram + 1):
                 for i in range(len(seq) - n + 1):
@@ -41,94 +50,125 @@ def reference(ids, weights, ngram=2, reduction="sum", binary=False):
         elif reduction == "sqrt":
             total /= np.sqrt(max(count, 1))
         out.append(total)
-    return np.array(out, np.float32)[:, None]
+    return np.array(out, np.float32).reshape(len(out), weights.shape[1])
 
 
-def layer_with_weights(ngram=2, reduction="sum", **kwargs):
-    layer = NgramLogit(V, buckets=BUCKETS, ngram=ngram, reduction=reduction, **kwargs)
+def layer_with_weights(ngram=2, reduction="sum", units=1, **kwargs):
+    layer = NgramLogit(V, buckets=BUCKETS, ngram=ngram, reduction=reduction, units=units, **kwargs)
     layer.build((None, None))
-    weights = np.random.default_rng(0).standard_normal(layer.num_features).astype("float32")
+    shape = (layer.num_features,) if units == 1 else (layer.num_features, units)
+    assert tuple(layer.embeddings.shape) == shape  # one logit: a vector, as saved before units
+    weights = np.random.default_rng(0).standard_normal(shape).astype("float32")
     layer.embeddings.assign(weights)
     return layer, weights
 
 
+UNITS = pytest.mark.parametrize("units", [1, 3])
+
+
+@UNITS
 @pytest.mark.parametrize("ngram", [1, 2, 3])
 @pytest.mark.parametrize("reduction", ["sum", "mean", "sqrt"])
-def test_matches_numpy_reference_and_ignores_padding(ngram, reduction):
+def test_matches_numpy_reference_and_ignores_padding(ngram, reduction, units):
     ids = np.array(
         [[3, 4, 5, 6, 0, 0], [7, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 2, 11, 9, 8]]
     )
-    layer, weights = layer_with_weights(ngram, reduction)
+    layer, weights = layer_with_weights(ngram, reduction, units)
     out = keras.ops.convert_to_numpy(layer(ids))
+    assert out.shape == (4, units)
     np.testing.assert_allclose(out, reference(ids, weights, ngram, reduction), rtol=1e-5, atol=1e-6)
-    assert out[2, 0] == 0.0  # no tokens: 0, not NaN
+    assert (out[2] == 0.0).all()  # no tokens: 0, not NaN
     # More padding changes nothing.
     padded = np.pad(ids, ((0, 0), (0, 5)))
     np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(padded)), out, atol=1e-6)
 
 
-def test_nested_ids_keep_ngrams_inside_sentences():
+@UNITS
+def test_nested_ids_keep_ngrams_inside_sentences(units):
     nested = np.array([[[3, 4, 0], [5, 6, 7]], [[0, 0, 0], [0, 0, 0]]])
-    layer, weights = layer_with_weights(2)
+    layer, weights = layer_with_weights(2, units=units)
     out = keras.ops.convert_to_numpy(layer(nested))
-    np.testing.assert_allclose(out, reference(nested, weights, 2), rtol=1e-5)
+    np.testing.assert_allclose(out, reference(nested, weights, 2), rtol=1e-5, atol=1e-6)
     # the bigram (4, 5) across the sentence end is not a feature
     flat = keras.ops.convert_to_numpy(layer(np.array([[3, 4, 5, 6, 7]])))
-    assert not np.isclose(out[0, 0], flat[0, 0])
+    assert not np.isclose(out[0], flat[0]).any()
 
 
-def test_packed_layout_equals_dense_nested():
-    dense = np.array([[[3, 4, 0], [5, 6, 7]], [[8, 9, 0], [0, 0, 0]]])
-    # rows: group 0 (width 2) holds [3, 4] and [8, 9]; group 1 (width 3) holds [5, 6, 7]
-    index = np.array([[1, 3], [2, 0]])
-    groups = [np.array([[3, 4], [8, 9]]), np.array([[5, 6, 7]])]
-    layer, _ = layer_with_weights(2, "sqrt")
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(layer([index, *groups])),
-        keras.ops.convert_to_numpy(layer(dense)),
-        rtol=1e-5,
-    )
-
-
+@UNITS
 @pytest.mark.parametrize("reduction", ["sum", "sqrt"])
-def test_binary_counts_a_feature_once_per_review(reduction):
+def test_packed_layout_equals_dense_nested_and_the_reference(units, reduction):
+    dense = np.array([[[3, 4, 0], [5, 6, 7]], [[8, 9, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]]])
+    # rows: group 0 (width 2) holds [3, 4] and [8, 9]; group 1 (width 3) holds [5, 6, 7];
+    # the third document has no sentence
+    index = np.array([[1, 3], [2, 0], [0, 0]])
+    groups = [np.array([[3, 4], [8, 9]]), np.array([[5, 6, 7]])]
+    layer, weights = layer_with_weights(2, reduction, units)
+    packed = keras.ops.convert_to_numpy(layer([index, *groups]))
+    assert packed.shape == (3, units)
+    np.testing.assert_allclose(packed, keras.ops.convert_to_numpy(layer(dense)), rtol=1e-5)
+    expected = reference(dense, weights, 2, reduction)
+    np.testing.assert_allclose(packed, expected, rtol=1e-5, atol=1e-6)
+
+
+@UNITS
+@pytest.mark.parametrize("reduction", ["sum", "sqrt"])
+def test_binary_counts_a_feature_once_per_review(reduction, units):
     # repeats inside a row, across sentences, and of a bigram
     flat = np.array([[3, 4, 3, 4, 3, 0], [5, 5, 5, 5, 0, 0], [0, 0, 0, 0, 0, 0]])
-    layer, weights = layer_with_weights(2, reduction, binary=True)
+    layer, weights = layer_with_weights(2, reduction, units, binary=True)
     out = keras.ops.convert_to_numpy(layer(flat))
     expected = reference(flat, weights, 2, reduction, binary=True)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(expected, reference(flat, weights, 2, reduction))  # repeats matter
-    assert out[2, 0] == 0.0
+    assert (out[2] == 0.0).all()
     # nested and packed: once per document, not once per sentence
     dense = np.array([[[3, 4, 0], [3, 4, 7]], [[8, 9, 0], [0, 0, 0]]])
     index = np.array([[1, 3], [2, 0]])
     groups = [np.array([[3, 4], [8, 9]]), np.array([[3, 4, 7]])]
     expected = reference(dense, weights, 2, reduction, binary=True)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(dense)), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer(dense)), expected, rtol=1e-5, atol=1e-6
+    )
     packed = keras.ops.convert_to_numpy(layer([index, *groups]))
-    np.testing.assert_allclose(packed, expected, rtol=1e-5)
+    np.testing.assert_allclose(packed, expected, rtol=1e-5, atol=1e-6)
 
 
+@UNITS
 @pytest.mark.parametrize("binary", [False, True])
-def test_empty_batch_and_empty_reviews(binary):
+def test_empty_batch_and_empty_reviews(binary, units):
     # reshape(features, (0, -1)) is ambiguous for 0 elements: torch raised on an empty batch.
-    layer, _ = layer_with_weights(2, "sqrt", binary=binary)
+    layer, _ = layer_with_weights(2, "sqrt", units, binary=binary)
     for ids in (np.zeros((0, 5), "int32"), np.zeros((0, 2, 3), "int32")):
-        assert tuple(layer(ids, training=True).shape) == (0, 1)
+        assert tuple(layer(ids, training=True).shape) == (0, units)
     empty_packed = [np.zeros((0, 2), "int32"), np.zeros((0, 3), "int32")]
-    assert tuple(layer(empty_packed).shape) == (0, 1)
+    assert tuple(layer(empty_packed).shape) == (0, units)
     for ids in (np.zeros((3, 0), "int32"), np.zeros((3, 0, 4), "int32")):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ids)), np.zeros((3, 1)))
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ids)), np.zeros((3, units)))
 
 
-def test_feature_dropout_only_in_training():
+@UNITS
+def test_feature_dropout_only_in_training(units):
     ids = np.tile(np.arange(2, 12), (4, 1))
-    layer, _ = layer_with_weights(2, "sum", feature_dropout=0.5, seed=1)
+    layer, _ = layer_with_weights(2, "sum", units, feature_dropout=0.5, seed=1)
     inference = keras.ops.convert_to_numpy(layer(ids))
     assert np.allclose(inference, inference[0])
     trained = keras.ops.convert_to_numpy(layer(ids, training=True))
     assert not np.allclose(trained, inference) and np.isfinite(trained).all()
+
+
+@pytest.mark.parametrize("reduction", ["sum", "sqrt"])
+def test_feature_dropout_drops_a_feature_for_every_unit_at_once(reduction):
+    """Column k of the weights is (k + 1) × column 0: the kept features are shared."""
+    ids = np.tile(np.arange(2, 12), (6, 1))
+    layer = NgramLogit(
+        V, buckets=BUCKETS, reduction=reduction, units=3, feature_dropout=0.5, seed=2
+    )
+    layer.build((None, None))
+    column = np.random.default_rng(0).uniform(0.5, 1.5, layer.num_features)
+    layer.embeddings.assign(np.outer(column, [1.0, 2.0, 3.0]).astype("float32"))
+    trained = keras.ops.convert_to_numpy(layer(ids, training=True))
+    np.testing.assert_allclose(trained, np.outer(trained[:, 0], [1.0, 2.0, 3.0]), rtol=1e-5)
+    assert len(np.unique(trained[:, 0].round(4))) > 1  # the rows dropped differently
 
 
 def test_feature_ids_hash_into_buckets():
@@ -139,7 +179,8 @@ def test_feature_ids_hash_into_buckets():
     assert len(features) == 3 + 2 + 1
 
 
-def test_config_round_trip_and_keras_file(tmp_path):
+@UNITS
+def test_config_round_trip_and_keras_file(tmp_path, units):
     layer = NgramLogit(
         V,
         buckets=BUCKETS,
@@ -147,17 +188,51 @@ def test_config_round_trip_and_keras_file(tmp_path):
         reduction="mean",
         binary=True,
         feature_dropout=0.25,
+        units=units,
         embeddings_regularizer="l2",
         name="wide",
     )
     config = layer.get_config()
+    assert config["units"] == units
     assert NgramLogit.from_config(config).get_config() == config
+    inputs = keras.Input((None,), dtype="int32")
+    outputs = layer(inputs)
+    assert tuple(outputs.shape) == (None, units)
+    model = keras.Model(inputs, outputs)
+    weights = np.linspace(-1, 1, layer.num_features * units).astype("float32")
+    layer.embeddings.assign(weights.reshape(layer.embeddings.shape))
+    ids = np.array([[3, 4, 5, 0], [6, 6, 0, 0]])
+    model.save(tmp_path / "wide.keras")
+    again = keras.saving.load_model(tmp_path / "wide.keras")
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(again(ids)), keras.ops.convert_to_numpy(model(ids)), rtol=1e-6
+    )
+
+
+def test_a_file_saved_before_units_existed_loads_unchanged(tmp_path):
+    """A `.keras` file whose layer config has no `units` (hatt before this option) loads."""
+    layer = NgramLogit(V, buckets=BUCKETS, name="wide")
     inputs = keras.Input((None,), dtype="int32")
     model = keras.Model(inputs, layer(inputs))
     layer.embeddings.assign(np.linspace(-1, 1, layer.num_features).astype("float32"))
+    model.save(tmp_path / "new.keras")
+    # the same archive with the layer's config as it was written before `units`
+    with (
+        zipfile.ZipFile(tmp_path / "new.keras") as new,
+        zipfile.ZipFile(tmp_path / "old.keras", "w") as old,
+    ):
+        for item in new.infolist():
+            data = new.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                wide = [c for c in config["config"]["layers"] if c["name"] == "wide"][0]
+                del wide["config"]["units"]
+                data = json.dumps(config).encode()
+            old.writestr(item, data)
+    again = keras.saving.load_model(tmp_path / "old.keras")
+    assert again.get_layer("wide").units == 1
+    assert tuple(again.get_layer("wide").embeddings.shape) == (layer.num_features,)
     ids = np.array([[3, 4, 5, 0]])
-    model.save(tmp_path / "wide.keras")
-    again = keras.saving.load_model(tmp_path / "wide.keras")
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(again(ids)), keras.ops.convert_to_numpy(model(ids)), rtol=1e-6
     )
@@ -172,6 +247,8 @@ def test_config_round_trip_and_keras_file(tmp_path):
         ({"reduction": "max"}, "reduction"),
         ({"feature_dropout": 1.0}, "feature_dropout"),
         ({"binary": 1}, "binary"),
+        ({"units": 0}, "units"),
+        ({"units": 2.0}, "units"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, name):

@@ -1,0 +1,372 @@
+"""hatt.training.ngram above two classes: one-vs-rest NB(-LR) channel and the multinomial mix.
+
+Also pins the binary path to the formulas it had before classes were added
+(frozen copies below), so the IMDB figures cannot move.
+"""
+
+import keras
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import tensorflow as tf
+from sklearn.linear_model import LogisticRegression
+
+import hatt
+from hatt import training
+from hatt.data import Imdb, Split
+from hatt.layers import NgramLogit
+from hatt.models import head
+from hatt.training import ngram as ngram_lib
+from tests._planted import planted_split
+
+V, BUCKETS = 14, 97
+CUES = ("apple", "banana", "cherry", "damson")
+
+
+def planted_classes(n, seed, classes=3, cue_rate=0.85, filler=30):
+    """A :class:`hatt.data.Split` of ``n`` reviews of ``classes`` classes (labels cycle
+    0, 1, 2, ...): filler words ``w0 ..`` with the class's cue word (``CUES``) planted
+    in a share ``cue_rate`` of them, and a weaker word ``lean{label}`` (or a random
+    class's) in every review."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = i % classes
+        words = [f"w{rng.integers(filler)}" for _ in range(rng.integers(6, 20))]
+        lean = label if rng.random() < 0.6 else int(rng.integers(classes))
+        words.insert(int(rng.integers(len(words))), f"lean{lean}")
+        if rng.random() < cue_rate:
+            words.insert(int(rng.integers(len(words))), CUES[label])
+        cut = int(rng.integers(1, len(words)))
+        texts.append(f"{' '.join(words[:cut])}. {' '.join(words[cut:])}.")
+        labels.append(label)
+    return Split(texts, np.array(labels))
+
+
+def id_classes(n, seed, classes=3, nested=False):
+    """Encoded reviews: class k holds id 2 + k once, among filler ids 2 + classes .. V - 1."""
+    rng = np.random.default_rng(seed)
+    reviews, labels = [], []
+    for i in range(n):
+        label = i % classes
+        review = list(rng.integers(2 + classes, V, rng.integers(3, 9)))
+        review.insert(int(rng.integers(len(review))), 2 + label)
+        if nested:
+            cut = int(rng.integers(1, len(review)))
+            review = [review[:cut], review[cut:]]
+        reviews.append(review)
+        labels.append(label)
+    return tf.ragged.constant(reviews, dtype="int32"), np.array(labels)
+
+
+# === The fit, on the features the layer computes ===
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("reduction", ["sum", "sqrt"])
+def test_layer_features_times_a_weight_matrix_equal_the_layer(nested, binary, reduction):
+    ids, _ = id_classes(17, 0, nested=nested)
+    layer = NgramLogit(V, buckets=BUCKETS, ngram=3, reduction=reduction, binary=binary, units=4)
+    layer.build((None, None))
+    weights = np.random.default_rng(1).standard_normal((layer.num_features, 4)).astype("float32")
+    layer.embeddings.assign(weights)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
+    expected = keras.ops.convert_to_numpy(layer(ids.to_tensor()))
+    got = ngram_lib.layer_features(counts, binary, reduction) @ weights
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_one_vs_rest_ratios_are_each_class_against_the_rest():
+    ids, labels = id_classes(60, 0, classes=3)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    ratios = ngram_lib.one_vs_rest_log_count_ratios(counts, labels, 3, alpha=0.5)
+    assert ratios.shape == (counts.shape[1], 3) and ratios.dtype == np.float32
+    x = (counts.toarray() > 0).astype(float)
+    for k in range(3):
+        p, q = 0.5 + x[labels == k].sum(0), 0.5 + x[labels != k].sum(0)
+        direct = np.where(x.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0)
+        np.testing.assert_allclose(ratios[:, k], direct, rtol=1e-5, atol=1e-6)
+        assert ratios[2 + k, k] > 0 and ratios[2 + k, k] == ratios[2 + k].max()  # its cue id
+    # the same as the binary function on "k against the rest"
+    binary = ngram_lib.log_count_ratios(counts, (labels == 1).astype(int), alpha=0.5)
+    np.testing.assert_array_equal(ratios[:, 1], binary)
+
+
+def test_one_vs_rest_nblr_equals_a_logistic_regression_per_class():
+    ids, labels = id_classes(90, 0, classes=3)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    weights, intercept, info = ngram_lib.fit_nb_logistic(
+        counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3
+    )
+    assert weights.shape == (counts.shape[1], 3) and intercept.shape == (3,)
+    x = (counts.toarray() > 0).astype(float)
+    for k in range(3):
+        p, q = 0.5 + x[labels == k].sum(0), 0.5 + x[labels != k].sum(0)
+        r = np.where(x.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0)
+        reference = LogisticRegression(C=0.3, solver="liblinear", random_state=0)
+        reference.fit(x * r, labels == k)
+        np.testing.assert_allclose(weights[:, k], reference.coef_.ravel() * r, rtol=1e-4, atol=1e-6)
+        assert intercept[k] == pytest.approx(reference.intercept_[0], rel=1e-4, abs=1e-6)
+    assert info["scheme"] == "one-vs-rest" and info["C"] == 0.3
+    assert info["train_accuracy"] == 1.0
+    assert info["train_accuracy"] == ngram_lib.channel_accuracy(
+        counts, labels, weights, True, "sum", intercept
+    )
+
+
+def test_c_is_chosen_on_the_validation_argmax_accuracy():
+    ids, labels = id_classes(60, 0, classes=4)
+    val_ids, val_labels = id_classes(40, 1, classes=4)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    validation = (ngram_lib.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
+    weights, intercept, info = ngram_lib.fit_nb_logistic(
+        counts, labels, binary=False, reduction="sqrt", C=[1e-4, 1.0], validation=validation
+    )
+    assert [e["C"] for e in info["selection"]] == [1e-4, 1.0]
+    best = max(info["selection"], key=lambda e: e["validation_accuracy"])
+    assert info["C"] == best["C"] and info["validation_accuracy"] == best["validation_accuracy"]
+    logits = ngram_lib.layer_features(validation[0], False, "sqrt") @ weights + intercept
+    assert info["validation_accuracy"] == (logits.argmax(1) == val_labels).mean() == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"labels": np.array([0, 1, 2, 5] * 5)}, "0..5"),  # inferred: 6 classes, 3 and 4 missing
+        ({"labels": np.array([0, 1, 2, 3] * 5), "num_classes": 3}, "ints in 0..2"),
+        ({"labels": np.array([0, 1, 2, 3] * 5), "num_classes": 1}, "num_classes"),
+        ({"labels": np.array([0, 1, 2, -1] * 5), "num_classes": 3}, "labels"),
+        ({"labels": np.array([0.5, 1, 2, 0] * 5), "num_classes": 3}, "labels"),
+    ],
+)
+def test_bad_labels_name_the_problem(kwargs, match):
+    ids, _ = id_classes(20, 0)
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    if match == "0..5":
+        match = r"classes \[3, 4\]"
+    with pytest.raises(ValueError, match=match):
+        ngram_lib.fit_nb_logistic(counts, binary=True, reduction="sum", **kwargs)
+
+
+# === The channel in a 3-class model ===
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    train, validation, test = (
+        planted_classes(n, seed) for n, seed in ((240, 0), (120, 1), (120, 2))
+    )
+    return Imdb(train, validation, test, "planted-3")
+
+
+def config(fit, init="nblr"):
+    return training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 4},
+        ngram={
+            "buckets": 64,
+            "binary": True,
+            "reduction": "sum",
+            "init": init,
+            "C": [0.1, 1.0],
+            "fit": fit,
+        },
+        epochs=1,
+        batch_size=16,
+        min_count=1,
+        learning_rate=1e-2,
+    )
+
+
+def prepared(corpus, fit, init="nblr"):
+    cfg = config(fit, init)
+    vectorizer = training.create_vectorizer(cfg).adapt(corpus.train.texts)
+    model = training.create_model(cfg, vectorizer, steps_per_epoch=10, num_classes=3)
+    splits = {
+        name: (hatt.data.encode(split.texts, vectorizer), np.asarray(split.labels))
+        for name, split in (
+            ("train", corpus.train),
+            ("validation", corpus.validation),
+            ("test", corpus.test),
+        )
+    }
+    return cfg, model, splits
+
+
+def logits_of(model, ids):
+    return keras.Model(model.inputs, head.logits_tensor(model)).predict(ids.to_tensor(), verbose=0)
+
+
+@pytest.mark.parametrize("init", ["nb", "nblr"])
+def test_joint_start_makes_the_model_the_one_vs_rest_channel(corpus, init):
+    """With the deep kernel at zero, the model's logits are the channel's (+ its intercepts)."""
+    cfg, model, splits = prepared(corpus, "joint", init)
+    dense = model.get_layer("logit")
+    dense.kernel.assign(np.zeros(dense.kernel.shape, "float32"))
+    bias = keras.ops.convert_to_numpy(dense.bias).copy()
+    info = training.init_ngram_channel(model, cfg, *splits["train"], splits["validation"])
+    layer = model.get_layer("ngram_logit")
+    weights = keras.ops.convert_to_numpy(layer.embeddings)
+    assert weights.shape == (layer.num_features, 3)
+    val_ids, val_labels = splits["validation"]
+    counts = ngram_lib.ngram_counts(val_ids, layer.vocabulary_size, 64, layer.ngram)
+    intercept = keras.ops.convert_to_numpy(dense.bias) - bias
+    if init == "nb":
+        assert info["scheme"] == "one-vs-rest" and np.all(intercept == 0)
+    expected = ngram_lib.layer_features(counts, True, "sum") @ weights + intercept + bias
+    np.testing.assert_allclose(logits_of(model, val_ids), expected, rtol=1e-4, atol=1e-5)
+    accuracy = (expected.argmax(1) == val_labels).mean()
+    assert accuracy == pytest.approx(info["channel_validation_accuracy"])
+    assert accuracy >= 0.85  # the cue word is in 85 % of the reviews, the lean word helps
+
+
+@pytest.fixture(scope="module")
+def mixed(corpus):
+    """A 3-class CNN whose deep part trained with the channel at zero, then mixed."""
+    cfg, model, splits = prepared(corpus, "separate")
+    keras.utils.set_random_seed(0)
+    train_ids, train_labels = splits["train"]
+    model.fit(train_ids.to_tensor(), train_labels, epochs=3, batch_size=16, verbose=0)
+    deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+
+    def deep_logits(name):
+        return deep_model.predict(splits[name][0].to_tensor(), verbose=0)
+
+    before = {name: deep_logits(name) for name in ("validation", "test")}
+    info, logits = training.mix_ngram_channel(
+        model, cfg, *splits["train"], splits["validation"], splits["test"], deep_logits
+    )
+    return model, splits, before, info, logits
+
+
+def test_the_mix_folds_exactly_into_the_model(mixed):
+    """model.predict = the multinomial LR's decision function over [deep, channel] logits."""
+    model, splits, before, info, logits = mixed
+    mix = info["mix"]
+    assert set(mix) == {"deep", "channel", "bias", "C"} and mix["C"] in ngram_lib.MIX_C
+    assert np.shape(mix["deep"]) == np.shape(mix["channel"]) == (3, 3)
+    intercept = np.asarray(info["channel_intercept"])
+    parts = {
+        name: np.concatenate([split["deep_logits"], split["channel_logits"] - intercept], 1)
+        for name, split in logits.items()
+    }
+    for name in ("validation", "test"):
+        assert logits[name]["deep_logits"].shape == logits[name]["channel_logits"].shape
+        np.testing.assert_allclose(logits[name]["deep_logits"], before[name], atol=1e-6)
+    # the reference: sklearn's multinomial LR on the standardized validation logits
+    x, y = parts["validation"], splits["validation"][1]
+    mean, scale = x.mean(0), x.std(0)
+    reference = LogisticRegression(C=mix["C"], max_iter=1000).fit((x - mean) / scale, y)
+    for name in ("validation", "test"):
+        ids, labels = splits[name]
+        z = logits_of(model, ids)
+        decision = reference.decision_function((parts[name] - mean) / scale)
+        np.testing.assert_allclose(z, decision, atol=1e-4, rtol=1e-4)
+        probabilities = model.predict(ids.to_tensor(), verbose=0)
+        np.testing.assert_allclose(
+            probabilities, reference.predict_proba((parts[name] - mean) / scale), atol=1e-5
+        )
+        assert info[f"mixed_{name}_accuracy"] == pytest.approx((z.argmax(1) == labels).mean())
+        deep = logits[name]["deep_logits"]
+        assert info[f"deep_{name}_accuracy"] == pytest.approx((deep.argmax(1) == labels).mean())
+
+
+def test_the_mix_reports_the_parts_and_is_no_worse_than_the_channel(mixed):
+    _, _, _, info, _ = mixed
+    assert info["fit"] == "separate" and info["trainable"] is False
+    assert info["scheme"] == "one-vs-rest" and len(info["channel_intercept"]) == 3
+    for name in ("validation", "test"):
+        for part in ("deep", "channel", "mixed"):
+            assert 0 <= info[f"{part}_{name}_accuracy"] <= 1
+    assert info["channel_validation_accuracy"] >= 0.85
+    assert info["mixed_validation_accuracy"] >= info["channel_validation_accuracy"] - 0.03
+    assert info["mixed_test_accuracy"] >= 0.8
+
+
+def test_the_mix_refuses_a_validation_split_without_a_class(corpus):
+    cfg, model, splits = prepared(corpus, "separate")
+    val_ids, val_labels = splits["validation"]
+    keep = np.flatnonzero(val_labels != 2)
+    validation = (tf.gather(val_ids, keep), val_labels[keep])
+    deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+    with pytest.raises(ValueError, match=r"validation split.*classes \[2\]"):
+        training.mix_ngram_channel(
+            model,
+            cfg,
+            *splits["train"],
+            validation,
+            deep_logits=lambda _: deep_model.predict(validation[0].to_tensor(), verbose=0),
+        )
+
+
+def test_deep_logits_of_the_wrong_shape_are_a_clear_error(corpus):
+    cfg, model, splits = prepared(corpus, "separate")
+    n = len(splits["validation"][1])
+    with pytest.raises(ValueError, match=r"deep_logits\('validation'\).*\[N, 3\]"):
+        training.mix_ngram_channel(
+            model, cfg, *splits["train"], splits["validation"], deep_logits=lambda _: np.zeros(n)
+        )
+
+
+# === Two classes: the numbers of before ===
+
+
+def frozen_fit_nb_logistic(counts, labels, binary, reduction, alpha, C):
+    """The binary NB-LR as it was before classes were added (one C, no validation)."""
+    present = sp.csr_matrix(counts, dtype=np.float32)
+    present.data = (present.data != 0).astype(present.dtype)
+    positive = np.asarray(present[labels == 1].sum(axis=0), np.float64).ravel()
+    negative = np.asarray(present[labels == 0].sum(axis=0), np.float64).ravel()
+    seen = positive + negative >= 1
+    p, q = positive + alpha, negative + alpha
+    ratios = np.where(seen, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0).astype(np.float32)
+    x = ngram_lib.layer_features(counts, binary, reduction) @ sp.diags(ratios)
+    model = LogisticRegression(C=C, solver="liblinear", random_state=0, max_iter=1000)
+    model.fit(x, labels)
+    return (model.coef_.ravel() * ratios).astype(np.float32), float(model.intercept_[0])
+
+
+def test_binary_fit_and_mix_keep_their_numbers():
+    """Bit for bit what the binary channel computed before: fit, mix and the folded weights."""
+    train, validation = planted_split(120, 0, 0.8, 0.7), planted_split(60, 1, 0.8, 0.7)
+    corpus = Imdb(train, validation, validation, "planted")
+    cfg = config("separate")
+    vectorizer = training.create_vectorizer(cfg).adapt(corpus.train.texts)
+    model = training.create_model(cfg, vectorizer, steps_per_epoch=10)
+    train_ids = hatt.data.encode(train.texts, vectorizer)
+    val_ids = hatt.data.encode(validation.texts, vectorizer)
+    labels, val_labels = train.labels, validation.labels
+    layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
+    counts = ngram_lib.ngram_counts(train_ids, layer.vocabulary_size, 64, layer.ngram)
+    val_counts = ngram_lib.ngram_counts(val_ids, layer.vocabulary_size, 64, layer.ngram)
+    weights, intercept, info = ngram_lib.fit_nb_logistic(
+        counts, labels, binary=True, reduction="sum", C=0.1
+    )
+    old_weights, old_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, 0.1)
+    np.testing.assert_array_equal(weights, old_weights)
+    assert intercept == old_intercept
+    # the mix, over made-up deep logits
+    deep = np.random.default_rng(0).normal(0, 2, (len(val_labels), 1)).astype("float32")
+    kernel, bias = (keras.ops.convert_to_numpy(v).copy() for v in (dense.kernel, dense.bias))
+    info, logits = training.mix_ngram_channel(
+        model, cfg, train_ids, labels, (val_ids, val_labels), deep_logits=lambda _: deep
+    )
+    chosen, chosen_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, info["C"])
+    channel = np.asarray(ngram_lib.layer_features(val_counts, True, "sum") @ chosen, np.float64)
+    deep64 = np.asarray(deep, np.float64).reshape(-1)
+    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep64, channel], 1), val_labels)
+    a, b = (float(w) for w in mixer.coef_[0])
+    c = float(mixer.intercept_[0])
+    assert info["mix"] == {"deep": a, "channel": b, "bias": c}
+    assert info["channel_intercept"] == chosen_intercept
+    assert info["mixed_validation_accuracy"] == float(
+        ((a * deep64 + b * channel + c > 0) == val_labels).mean()
+    )
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.kernel), kernel * a)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.bias), bias * a + c)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.embeddings), chosen * b)
+    assert logits["validation"]["deep_logits"].shape == (len(val_labels),)
+    np.testing.assert_array_equal(
+        logits["validation"]["channel_logits"], channel + chosen_intercept
+    )
