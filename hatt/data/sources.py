@@ -749,7 +749,10 @@ def read_folder(folder, *, test=None, text_column="text", label_column="label", 
 
 
 def read_test(test, text_column, label_column, progress, log):
-    """The separate test split ``test=`` names: a table, or a folder (or archive) of classes."""
+    """The separate test split ``test=`` names: a table, or a folder (or archive) of classes.
+
+    A folder with a ``test/`` folder of classes gives that one.
+    """
     if test is None:
         return None
     path = Path(test).expanduser()
@@ -760,6 +763,8 @@ def read_test(test, text_column, label_column, progress, log):
             path, text_column=text_column, label_column=label_column, prefix="test", log=log
         )
     folder = _descend(extract_archive(path, progress) if path.is_file() else path)
+    if (folder / "test").is_dir() and class_folders(folder / "test"):
+        folder = folder / "test"  # a corpus folder given for its test split
     return read_class_folders(folder, "test/", log, progress)
 
 
@@ -831,8 +836,15 @@ def _csv_error(name, start, line, error):
 def _column(columns, wanted, argument, name):
     if wanted in columns:
         return columns.index(wanted)
+    other = [d for d in ";|\t," if len(columns) == 1 and d in columns[0]]
+    hint = (
+        f" (is it delimited by {other[0]!r}? .csv is read with ',', .tsv with tabs)"
+        if other
+        else ""
+    )
     raise ValueError(
-        f"Expected {argument}={wanted!r} to name a column of {name!r}. Received columns: {columns}"
+        f"Expected {argument}={wanted!r} to name a column of {name!r}. "
+        f"Received columns: {columns}{hint}"
     )
 
 
@@ -1144,6 +1156,8 @@ def _read_path(source, *, labels, text_column, label_column, test, progress, log
         raise DataNotFoundError(_how_to_give(f"the path {str(path)!r} does not exist."))
     if table_format(path):
         _refuse_labels(labels, path)
+        if progress:
+            print(f"Reading documents from {path}")
         train = read_table(path, text_column=text_column, label_column=label_column, log=log)
         test_split = read_test(test, text_column, label_column, progress, log)
         return RawCorpus(train, test_split, str(path)), TextCorpus

@@ -169,13 +169,20 @@ def test_archives_of_a_folder_are_extracted_once(tmp_path, kind):
             assert getattr(corpus, name).texts == getattr(from_folder, name).texts
 
 
-def test_a_separate_test_folder(tmp_path):
+def test_a_separate_test_folder_or_archive(tmp_path):
     root = write_folder(tmp_path / "news", documents(30))
     test = write_folder(tmp_path / "held_out", documents(9, seed=3))
     corpus = load_corpus(root, test=test, validation_size=3, progress=False)
     assert (len(corpus.train), len(corpus.validation), len(corpus.test)) == (27, 3, 9)
     assert all(i.startswith("test/") for i in corpus.test.ids)
     assert_labels_follow_cues(corpus)
+    other = write_folder(tmp_path / "other", documents(6, seed=4), "test")
+    with tarfile.open(tmp_path / "other.tgz", "w:gz") as t:
+        t.add(other, arcname="other")
+    table = write_table(tmp_path / "news.csv", documents(30))
+    corpus = load_corpus(table, test=tmp_path / "other.tgz", validation_size=3, progress=False)
+    assert corpus.class_counts("test").tolist() == [2, 2, 2]
+    assert "test/sports/doc002.txt" in corpus.test.ids
 
 
 # === Tables =========================================================================
@@ -295,6 +302,9 @@ def test_a_missing_column_lists_the_columns_found(tmp_path):
         load_corpus(path, progress=False)
     path = write_table(tmp_path / "b.csv", [("t", "x")], header=("text", "stars"))
     with pytest.raises(ValueError, match=r"label_column='label'.*columns: \['text', 'stars'\]"):
+        load_corpus(path, progress=False)
+    path = write_table(tmp_path / "semi.csv", [("t;x",)], header=("text;label",))
+    with pytest.raises(ValueError, match=r"\['text;label'\] \(is it delimited by ';'\?"):
         load_corpus(path, progress=False)
     path = write_jsonl(tmp_path / "c.jsonl", [{"body": "t", "y": 1}, {"body": "u", "z": 2}])
     with pytest.raises(ValueError, match=r"text_column='text'.*keys: \['body', 'y', 'z'\]"):
