@@ -1,6 +1,6 @@
 """The ``hatt`` command: a thin shell over the library, one small function per subcommand.
 
-Subcommands: ``hatt data`` describes the IMDB corpus (split sizes and length
+Subcommands: ``hatt data`` describes a corpus (classes, split sizes and length
 statistics), ``hatt train`` trains and exports a family (its preset unless
 told otherwise), ``hatt export`` exports a run directory, ``hatt predict``
 classifies reviews, ``hatt prepare`` tokenizes IMDB into shards, ``hatt
@@ -33,8 +33,62 @@ def _add_data(parser):
         "--data",
         metavar="PATH",
         default=None,
-        help="aclImdb folder or .tar.gz (default: $HATT_IMDB, then tensorflow-datasets)",
+        help="the corpus: a folder with a subfolder per class (or a .tar.gz / .zip of one), "
+        "a .csv / .tsv / .jsonl table (optionally .gz), tfds:NAME, or an aclImdb folder or "
+        ".tar.gz (default: IMDB from $HATT_IMDB, then tensorflow-datasets)",
     )
+    parser.add_argument(
+        "--labels",
+        choices=("binary", "rating"),
+        default=None,
+        help="IMDB only: binary (negative / positive, the default) or rating (8 classes: "
+        "the star ratings 1-4 and 7-10 in the file names)",
+    )
+    parser.add_argument(
+        "--text-column", default="text", metavar="NAME", help="a table's text column (key)"
+    )
+    parser.add_argument(
+        "--label-column", default="label", metavar="NAME", help="a table's label column (key)"
+    )
+    parser.add_argument(
+        "--test",
+        metavar="PATH",
+        default=None,
+        help="a separate test table or folder (default: the data's own test split, else "
+        "20 %% of it carved out, stratified)",
+    )
+    parser.add_argument(
+        "--classes",
+        metavar="A,B,C",
+        default=None,
+        help="the class names in this order (default: sorted, numerically for numbers); "
+        "a label not among them is an error",
+    )
+
+
+def data_options(args):
+    """The :func:`hatt.data.load_corpus` keyword arguments that ``_add_data``'s flags give.
+
+    ``source`` (``--data``), ``labels``, ``text_column``, ``label_column``,
+    ``test`` and ``classes`` (``--classes a,b,c`` as a list); the split
+    options (``validation_size``, ``seed``, ``limit``) are the caller's.
+    """
+    classes = None
+    if args.classes is not None:
+        classes = [name.strip() for name in args.classes.split(",")]
+        if len(classes) < 2 or not all(classes) or len(set(classes)) != len(classes):
+            raise ValueError(
+                "Expected --classes to be two or more distinct class names separated by "
+                f"commas. Received: --classes {args.classes!r}"
+            )
+    return {
+        "source": args.data,
+        "labels": args.labels,
+        "text_column": args.text_column,
+        "label_column": args.label_column,
+        "test": args.test,
+        "classes": classes,
+    }
 
 
 def _add_seed(parser, help, default=None):
@@ -75,25 +129,45 @@ def _read_file(name):
 # === hatt data ======================================================================
 
 
+def _split_size(text):
+    """``--validation-size``: a number of documents (int) or a share in (0, 1) (float)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def cmd_data(args):
-    imdb = hatt.data.load_imdb(
-        args.data,
+    corpus = hatt.data.load_corpus(
+        **data_options(args),
         validation_size=args.validation_size,
         seed=args.seed,
         limit=args.limit,
         progress=not args.quiet,
     )
-    stats = hatt.data.statistics(imdb)
+    stats = hatt.data.statistics(corpus)
     print(json.dumps(stats, indent=2) if args.json else hatt.data.format_statistics(stats))
     return 0
 
 
 def add_data_command(sub):
-    data = sub.add_parser("data", help="load IMDB and print split sizes and length statistics")
+    data = sub.add_parser(
+        "data",
+        help="load a corpus and print its classes, split sizes and length statistics",
+        description="Load a corpus (IMDB by default, or --data PATH) as training would, and "
+        "print the documents per class in each split, the length statistics, what reading "
+        "skipped, and a warning when the largest class has more than 5x the smallest's "
+        "documents.",
+    )
     _add_data(data)
-    _add_seed(data, "seed of the validation split", default=1337)
+    _add_seed(data, "seed of the carved splits", default=1337)
     data.add_argument(
-        "--validation-size", type=int, default=2500, help="reviews carved out of train"
+        "--validation-size",
+        type=_split_size,
+        default=None,
+        metavar="N",
+        help="documents carved out of train for validation (an int, or a share such as 0.1; "
+        "default: 10 %%, at most 2500)",
     )
     _add_limit(data)
     data.add_argument("--json", action="store_true", help="print the statistics as JSON")

@@ -1,5 +1,8 @@
 """THE planted-signal corpus of the tests: label 1 iff a review holds "superb" (else "dreadful").
 
+With ``cues=`` (:func:`planted_classes`) it has any number of classes, class
+``k`` marked by the cue word ``cues[k]``.
+
 Every review is random filler words (``w0``, ``w1``, ...) with the label's
 cue word planted once, cut into sentences: any model learns it in a few
 epochs, and runs can be compared exactly. :func:`planted_corpus` is the one
@@ -26,8 +29,9 @@ def planted_corpus(
     html_breaks=False,
     cue_rate=1.0,
     lean=None,
+    cues=("dreadful", "superb"),
 ):
-    """``n`` planted reviews and their labels (alternating 0, 1, 0, ...).
+    """``n`` planted reviews and their labels (cycling 0, 1, ..., ``len(cues) - 1``).
 
     Args:
         n: Number of reviews.
@@ -46,6 +50,7 @@ def planted_corpus(
         lean: If given, also plant a weaker word: ``"fine"`` on the label's
             side with this probability (else ``"poor"``), so that no single
             word decides every review.
+        cues: The cue word of each class (label ``k`` gets ``cues[k]``).
 
     Returns:
         ``(texts, labels)``: a list of str and a list of int.
@@ -53,13 +58,13 @@ def planted_corpus(
     rng = np.random.default_rng(seed)
     texts, labels = [], []
     for i in range(n):
-        label = i % 2
+        label = i % len(cues)
         review = [f"w{rng.integers(filler)}" for _ in range(rng.integers(*words))]
         if lean is not None:
             word = "fine" if (rng.random() < lean) == bool(label) else "poor"
             review.insert(int(rng.integers(len(review))), word)
         if cue_rate >= 1 or rng.random() < cue_rate:
-            review.insert(int(rng.integers(len(review))), "superb" if label else "dreadful")
+            review.insert(int(rng.integers(len(review))), cues[label])
         parts = _sentences(rng, review, sentences, split_at)
         rendered = [" ".join(p).capitalize() if capitalize else " ".join(p) for p in parts]
         joiner = "<br /><br />" if html_breaks and i % 3 == 0 else " "
@@ -78,6 +83,16 @@ def _sentences(rng, review, sentences, split_at):
     cuts = sorted(rng.choice(np.arange(1, len(review)), size=count - 1, replace=False))
     bounds = [0, *(int(c) for c in cuts), len(review)]
     return [review[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def planted_classes(n, seed, classes=("business", "science", "sports"), **kwargs):
+    """``n`` planted documents of ``len(classes)`` classes: ``(texts, class names)``.
+
+    Class ``k`` (documents ``k``, ``k + len(classes)``, ...) holds its own
+    name as the cue word; ``kwargs`` go to :func:`planted_corpus`.
+    """
+    texts, labels = planted_corpus(n, seed, cues=tuple(classes), **kwargs)
+    return texts, [classes[label] for label in labels]
 
 
 def planted_texts(n, seed):

@@ -1,10 +1,11 @@
-"""IMDB loading, text preprocessing (TensorFlow string ops), vectorizing and tf.data pipelines.
+"""Corpora (IMDB, your own folders and tables), text preprocessing (TensorFlow string ops),
+vectorizing and tf.data pipelines.
 
 This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 """
 
 from hatt.data.files import TextFile, read_texts
-from hatt.data.imdb import DataNotFoundError, Imdb, Split, load_imdb
+from hatt.data.imdb import Imdb, load_imdb
 from hatt.data.pipeline import (
     encode,
     make_dataset,
@@ -12,6 +13,7 @@ from hatt.data.pipeline import (
     padding_share,
     unpack_sentences,
 )
+from hatt.data.sources import DataNotFoundError, Split, TextCorpus, load_corpus
 from hatt.data.stats import format_statistics, statistics
 from hatt.data.text import tokenize
 from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer
@@ -22,10 +24,12 @@ __all__ = [
     "DataNotFoundError",
     "Imdb",
     "Split",
+    "TextCorpus",
     "TextFile",
     "Vectorizer",
     "encode",
     "format_statistics",
+    "load_corpus",
     "load_imdb",
     "make_dataset",
     "pack_sentences",

@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from hatt.data import pipeline
 from hatt.data.files import read_json_object
+from hatt.data.sources import BINARY_CLASSES, count_classes
 from hatt.data.vectorize import Vectorizer
 
 FORMAT = "hatt.prepared/1"
@@ -86,7 +87,18 @@ def _serialize_chunk(ids, labels, review_ids):
     return out, lengths
 
 
-def _write_split(out_dir, name, split, vectorizer, shard_size, bar, done, chunk_size=1024):
+def _split_summary(split, class_names):
+    """A split's size and documents per class (``positive`` too, for a binary corpus)."""
+    counts = count_classes(split.labels, len(class_names))
+    summary = {"reviews": len(split), "class_counts": counts.tolist()}
+    if len(class_names) == 2:
+        summary["positive"] = int(counts[1])
+    return summary
+
+
+def _write_split(
+    out_dir, name, split, class_names, vectorizer, shard_size, bar, done, chunk_size=1024
+):
     n = len(split)
     num_shards = max(1, -(-n // shard_size))
     ids_of = split.ids or [f"{name}/{i}" for i in range(n)]
@@ -112,8 +124,7 @@ def _write_split(out_dir, name, split, vectorizer, shard_size, bar, done, chunk_
         os.replace(temporary, Path(out_dir) / filename)
         shards.append({"file": filename, "reviews": stop - start})
     summary = {
-        "reviews": n,
-        "positive": int(np.sum(split.labels)),
+        **_split_summary(split, class_names),
         "shards": shards,
         # bucketing length (tokens, or sentences when nested) -> number of reviews
         "length_histogram": {str(k): v for k, v in sorted(histogram.items())},
@@ -127,7 +138,8 @@ def prepare(
     """Tokenize ``imdb``'s three splits into TFRecord shards under ``out_dir``.
 
     Args:
-        imdb: a :class:`hatt.data.Imdb` (train, validation, test).
+        imdb: a :class:`hatt.data.TextCorpus` (train, validation, test; its
+            ``class_names`` are recorded, IMDB's binary ones when it has none).
         vectorizer: a :class:`hatt.data.Vectorizer`; adapted on ``imdb.train``
             here when it has no vocabulary yet.
         out_dir: the output folder (created; it must not hold another
@@ -158,10 +170,11 @@ def prepare(
     total = sum(len(getattr(imdb, name)) for name in SPLITS)
     print(f"Writing {total} tokenized reviews to {out_dir} ({shard_size} per shard)")
     bar = keras.utils.Progbar(total, unit_name="review") if progress else None
+    class_names = list(getattr(imdb, "class_names", BINARY_CLASSES))
     splits, done = {}, 0
     for name in SPLITS:
         splits[name], done = _write_split(
-            out_dir, name, getattr(imdb, name), vectorizer, shard_size, bar, done
+            out_dir, name, getattr(imdb, name), class_names, vectorizer, shard_size, bar, done
         )
     manifest = {
         "format": FORMAT,
@@ -170,6 +183,7 @@ def prepare(
         "vocabulary_size": vectorizer.vocabulary_size,
         "vectorizer": VECTORIZER,
         "source": imdb.source,
+        "class_names": class_names,
         "settings": dict(settings or {}),
         "splits": splits,
         "hatt_version": hatt.__version__,
@@ -208,6 +222,19 @@ def read_manifest(prepared_dir):
                     f"{shard['file']} is missing."
                 )
     return manifest
+
+
+def manifest_class_names(manifest):
+    """The class names of a prepared corpus (manifests older than them: IMDB's binary ones)."""
+    return tuple(manifest.get("class_names") or BINARY_CLASSES)
+
+
+def manifest_class_counts(manifest, split):
+    """Documents per class of ``split``, from the manifest (older ones: from ``positive``)."""
+    info = manifest["splits"][split]
+    if "class_counts" in info:
+        return np.asarray(info["class_counts"], dtype=np.int64)
+    return np.array([info["reviews"] - info["positive"], info["positive"]], dtype=np.int64)
 
 
 def load_vectorizer(prepared_dir):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hatt.data import DataNotFoundError, load_imdb
+from hatt.data import DataNotFoundError, load_imdb, sources
 from hatt.data import imdb as imdb_lib
 
 
@@ -58,7 +58,7 @@ def test_missing_path_names_all_three_ways(tmp_path):
 def test_no_source_and_no_network_gives_the_same_clear_error(monkeypatch):
     monkeypatch.delenv("HATT_IMDB", raising=False)
 
-    def offline():
+    def offline(*_):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(imdb_lib, "_load_tfds", offline)
@@ -97,7 +97,7 @@ def test_block_validation_split_takes_runs_of_consecutive_ids():
     ids = [
         f"train/{'pos' if y else 'neg'}/{n % 1000}_7" for n, y in zip(order, labels, strict=True)
     ]
-    chosen = imdb_lib._block_indices(ids, labels, 250, seed=3, block_size=50)
+    chosen = sources.block_indices(ids, labels, 250, seed=3, block_size=50)
     assert len(chosen) == len(set(chosen)) == 250
     assert labels[chosen].sum() == 125  # stratified
     for label in (0, 1):
@@ -107,11 +107,11 @@ def test_block_validation_split_takes_runs_of_consecutive_ids():
         # 125 ids in 3 blocks of 50 (the last cut short) starting at multiples of 50
         runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
         assert len(runs) <= 3 and all(r[0] % 50 == 0 for r in runs)
-    again = imdb_lib._block_indices(ids, labels, 250, seed=3, block_size=50)
-    other = imdb_lib._block_indices(ids, labels, 250, seed=4, block_size=50)
+    again = sources.block_indices(ids, labels, 250, seed=3, block_size=50)
+    other = sources.block_indices(ids, labels, 250, seed=4, block_size=50)
     assert again.tolist() == chosen.tolist() and other.tolist() != chosen.tolist()
     # ids without a numeric review id (tensorflow-datasets): no blocks
-    assert imdb_lib._block_indices([f"train/{i}" for i in range(2000)], labels, 250, 3) is None
+    assert sources.block_indices([f"train/{i}" for i in range(2000)], labels, 250, 3) is None
 
 
 def test_random_validation_split_is_still_available(tiny_imdb):
@@ -166,15 +166,15 @@ def test_tensorflow_datasets_path_converts_splits(monkeypatch):
     monkeypatch.delenv("HATT_IMDB", raising=False)
     calls = []
 
-    def fake_load(name, split, as_supervised, download=True):
-        calls.append((name, tuple(split), as_supervised, download))
+    def fake_load(name, as_supervised, download=True):
+        calls.append((name, as_supervised, download))
         texts = [b"Good film.", b"Bad \xff film.", b"Great!", b"Awful."]
         labels = [1, 0, 1, 0]
-        return [tf.data.Dataset.from_tensor_slices((texts, labels)) for _ in split]
+        return {s: tf.data.Dataset.from_tensor_slices((texts, labels)) for s in ("train", "test")}
 
     monkeypatch.setattr(tfds, "load", fake_load)
     data = load_imdb(validation_size=2, progress=False)
-    assert calls == [("imdb_reviews", ("train", "test"), True, False)]
+    assert calls == [("imdb_reviews", True, False)]
     assert data.source == "tensorflow_datasets:imdb_reviews"
     assert len(data.train) == 2 and len(data.validation) == 2 and len(data.test) == 4
     assert "Bad \ufffd film." in data.test.texts and data.test.ids[0] == "test/0"
@@ -191,8 +191,9 @@ def test_a_binary_file_in_a_class_folder_is_skipped_and_reported(tmp_path, capsy
     (root / "test" / "neg" / "998_1.txt").write_bytes(b"Dreadful film \xff\xfe at the end.")
     imdb = load_imdb(root, validation_size=4, seed=0)
     err = capsys.readouterr().err
-    assert "Skipped 1 file(s) of train/ that are not UTF-8 text" in err and "999_9.txt" in err
-    assert "Replaced invalid UTF-8 bytes in 1 review(s) of test/" in err
+    assert "Skipped 1 file(s) that are not UTF-8 text" in err and "999_9.txt" in err
+    assert "Replaced invalid UTF-8 bytes with U+FFFD in 1 document(s)" in err and "998_1" in err
+    assert imdb.report["skipped"] == {"not text": 1} and imdb.report["invalid_utf8"] == 1
     ids = imdb.train.ids + imdb.validation.ids
     assert not any(i.endswith("999_9") for i in ids)
     assert len(imdb.train) + len(imdb.validation) == 40

@@ -168,3 +168,45 @@ def test_prepared_errors_are_clear(corpus, flat_dir, tmp_path, capsys):
     (broken / "prepared.json").write_text(json.dumps(manifest))
     with pytest.raises(prepared.PreparedDataError, match="incomplete.*missing"):
         prepared.read_manifest(broken)
+
+
+def test_the_manifest_holds_class_names_and_counts(flat_dir, imdb):
+    manifest = prepared.read_manifest(flat_dir)
+    assert manifest["class_names"] == ["negative", "positive"]
+    assert prepared.manifest_class_names(manifest) == ("negative", "positive")
+    for name in prepared.SPLITS:
+        counts = np.bincount(getattr(imdb, name).labels, minlength=2).tolist()
+        assert manifest["splits"][name]["class_counts"] == counts
+        assert manifest["splits"][name]["positive"] == counts[1]  # kept for binary corpora
+    # a manifest written before class names: IMDB's binary classes, counts from "positive"
+    old = {**manifest, "splits": {n: dict(s) for n, s in manifest["splits"].items()}}
+    del old["class_names"]
+    for split in old["splits"].values():
+        del split["class_counts"]
+    assert prepared.manifest_class_names(old) == ("negative", "positive")
+    for name in prepared.SPLITS:
+        np.testing.assert_array_equal(
+            prepared.manifest_class_counts(old, name),
+            prepared.manifest_class_counts(manifest, name),
+        )
+
+
+def test_a_multiclass_corpus_is_prepared_with_its_classes(tmp_path):
+    from tests._planted import planted_classes
+
+    classes = ("1", "2", "3", "10")
+    texts, names = planted_classes(80, 0, classes)
+    lines = ["text,label"] + [f"{t},{c}" for t, c in zip(texts, names, strict=True)]
+    (tmp_path / "stars.csv").write_text("\n".join(lines) + "\n")
+    corpus = hatt.data.load_corpus(tmp_path / "stars.csv", validation_size=8, progress=False)
+    vectorizer = hatt.data.Vectorizer(max_tokens=100, min_count=1)
+    manifest = prepared.prepare(corpus, vectorizer, tmp_path / "out", shard_size=20, progress=False)
+    assert manifest["class_names"] == ["1", "2", "3", "10"]
+    assert prepared.manifest_class_names(prepared.read_manifest(tmp_path / "out")) == classes
+    for name in prepared.SPLITS:
+        info = manifest["splits"][name]
+        assert info["class_counts"] == corpus.class_counts(name).tolist()
+        assert "positive" not in info
+        labels, ids = prepared.split_labels_and_ids(tmp_path / "out", name)
+        np.testing.assert_array_equal(labels, getattr(corpus, name).labels)
+        assert ids == getattr(corpus, name).ids

@@ -70,7 +70,8 @@ def test_a_one_class_corpus_is_refused_before_training(tmp_path, capsys, monkeyp
     argv = ["train", "cnn", "--preset", "none", "--data", str(root), "--run-dir", str(run_dir)]
     assert cli.main([*argv, "--set", "validation_size=4", "--export-dir", ""]) == 2
     err = capsys.readouterr().err
-    assert "fewer than two classes" in err and "train negative 0, positive 8" in err
+    # refused by the loader (hatt.data.load_corpus), before any split is carved
+    assert "fewer than two classes" in err and "'negative' 0, 'positive' 12" in err
     assert "Traceback" not in err
     assert not run_dir.exists()
 
