@@ -189,7 +189,8 @@ def cmd_train(args):
         preset=args.preset,
         config_file=args.config,
         overrides=args.set,
-        data=args.data,
+        **_train_data_options(args),
+        class_weight=args.class_weight,
         epochs=args.epochs,
         seed=args.seed,
         limit=args.limit,
@@ -216,6 +217,19 @@ def cmd_train(args):
     return 0
 
 
+def _train_data_options(args):
+    """The TrainConfig data fields that ``_add_data``'s flags give (``None``: not given)."""
+    options = data_options(args)
+    return {
+        "data": options["source"],
+        "labels": options["labels"],
+        "text_column": options["text_column"],
+        "label_column": options["label_column"],
+        "test_data": options["test"],
+        "classes": options["classes"],
+    }
+
+
 def add_train_command(sub):
     from hatt.training.config import PRESETS
 
@@ -228,6 +242,12 @@ def add_train_command(sub):
     )
     train.add_argument("model", choices=FAMILIES)
     _add_data(train)
+    train.add_argument(
+        "--class-weight",
+        choices=("balanced",),
+        default=None,
+        help="balanced: weigh each class by 1 / its share of the training split",
+    )
     train.add_argument(
         "--preset",
         default="default",

@@ -101,6 +101,7 @@ from keras import ops
 import hatt
 from hatt import models
 from hatt.data.files import read_json_object
+from hatt.data.sources import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 
 
@@ -351,7 +352,7 @@ def _check_pair(model, vectorizer):
     return nested
 
 
-BINARY_CLASS_NAMES = ("negative", "positive")  # IMDB's, and any 2-class model's default
+BINARY_CLASS_NAMES = BINARY_CLASSES  # IMDB's, and any 2-class model's default
 
 
 def default_class_names(num_classes):

@@ -12,6 +12,7 @@ import numpy as np
 
 import hatt
 from hatt.data import prepared as prepared_lib
+from hatt.data.sources import BINARY_CLASSES
 from hatt.training import distribute
 from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
 
@@ -274,7 +275,7 @@ class Corpus:
             None,
             {n: len(s) for n, s in splits.items()},
             imdb.source,
-            class_names=getattr(imdb, "class_names", hatt.export.BINARY_CLASS_NAMES),
+            class_names=getattr(imdb, "class_names", BINARY_CLASSES),
             splits=splits,
         )
         corpus.check_classes()
@@ -294,7 +295,7 @@ class Corpus:
         sizes = {name: int(manifest["splits"][name]["reviews"]) for name in SPLITS}
         source = f"{manifest['source']} (prepared: {config.prepared})"
         vectorizer = prepared_lib.load_vectorizer(config.prepared)
-        class_names = manifest.get("class_names") or hatt.export.BINARY_CLASS_NAMES
+        class_names = manifest.get("class_names") or BINARY_CLASSES
         corpus = cls(config, vectorizer, sizes, source, class_names=class_names, manifest=manifest)
         corpus.check_classes()
         return corpus

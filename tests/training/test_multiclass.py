@@ -155,7 +155,7 @@ def test_every_family_trains_on_a_three_class_table_and_exports(family, table, t
         labels = report[name]["label"]
         assert labels == [CLASSES[k] for k in probabilities.argmax(-1)]
         accuracy = np.mean([p == row["genre"] for p, row in zip(labels, test_rows, strict=True)])
-        assert accuracy == pytest.approx(metrics["test_accuracy"], abs=1e-9)
+        assert accuracy == pytest.approx(metrics["test_accuracy"], abs=1e-6)  # Keras: float32
     np.testing.assert_allclose(
         report["predict"]["probabilities"], report["serving_default"]["probabilities"], atol=1e-6
     )
