@@ -224,7 +224,7 @@ def test_multiclass_pipeline_learns_the_planted_words(baselines, name):
     best, table = baselines.select_hyperparameters(
         name, splits["train"], splits["validation"], progress=False, num_classes=3
     )
-    grid = baselines.SETTINGS[name]["grid"]
+    grid = baselines.grid_of(name, 3)
     assert len(table) == int(np.prod([len(v) for v in grid.values()]))
     assert set(best) == set(grid)
     model, _ = baselines.train(name, splits["train"], best, num_classes=3)
