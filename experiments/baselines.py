@@ -2,16 +2,23 @@
 
 Two bag-of-n-grams baselines for the neural models, on the same splits
 (``hatt.data.load_imdb`` defaults: 22,500 train / 2,500 validation carved from
-``train/`` with seed 1337 / the full 25,000-review ``test/``):
+``train/`` with seed 1337 / the full 25,000-review ``test/``), for two tasks
+(``--labels``): ``binary`` (positive / negative, the default) and ``rating``
+(IMDB's 8 star ratings 1-4 and 7-10, from the file names, through
+``hatt.data.load_corpus(..., labels="rating")``).
 
 - ``tfidf_lr``: TF-IDF over word uni- and bigrams (sublinear tf, l2 rows) →
-  ``LogisticRegression``.
+  ``LogisticRegression`` (binary: liblinear; more classes: a multinomial
+  (softmax) regression, lbfgs).
 - ``nb_lr``: NB-weighted logistic regression (Wang & Manning 2012, NBSVM-style):
   binarized uni+bigram counts ``f̂``, the log-count ratio
   ``r = log((p / |p|₁) / (q / |q|₁))`` with ``p = α + Σ_{y=1} f̂`` and
   ``q = α + Σ_{y=0} f̂`` from the training split, features ``f̂ ⊙ r`` →
   ``LogisticRegression``. The paper's weight interpolation β is not used
-  (β = 1).
+  (β = 1). More classes: one-vs-rest (:class:`NBOneVsRest`): per class ``k``
+  the ratios ``r_k`` of class ``k`` against the rest and an L2 logistic
+  regression on ``f̂ ⊙ r_k``; the prediction is the class of the highest
+  score, the probabilities are the per-class sigmoids normalised to sum to 1.
 
 Tokens: reviews go through ``hatt.data.tokenize`` (the TensorFlow string ops the
 neural models use: HTML breaks removed, lower-cased, punctuation dropped), are
@@ -27,17 +34,21 @@ small grid by accuracy on the validation split only (ties → the first, i.e.
 smallest, value); the model is then refit, timed, on the training split alone
 (not train + validation: the neural models get the same 22,500 reviews) and
 evaluated once on the test split. Vocabulary, IDF and ``r`` come from the
-training split only.
+training split only. Each split's figures are
+:func:`hatt.training.metrics.classification_metrics` (accuracy, macro-F1,
+per-class figures, confusion matrix; for the ratings the MAE in stars).
 
-Run:  python experiments/baselines.py [--data PATH] [--seed 1337] [--limit N]
-      [--only tfidf_lr|nb_lr]
-Writes experiments/results/baseline_<name>.json and the validation and test
+Run:  python experiments/baselines.py [--labels binary|rating] [--data PATH]
+      [--seed 1337] [--limit N] [--only tfidf_lr|nb_lr]
+Writes experiments/results/baseline_<name>.json (``rating``:
+experiments/results/rating/baseline_<name>.json) and the validation and test
 probabilities (with labels and review ids, for ensembles, as ``run_all.py``
-reads them) to runs/baselines/baseline_<name>_<split>_probabilities.npz
+reads them) to runs/baselines/[rating/]baseline_<name>_<split>_probabilities.npz
 (git-ignored).
 """
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -49,21 +60,25 @@ import keras
 import numpy as np
 import scipy.sparse as sp
 import tensorflow as tf
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import accuracy_score, log_loss
+from sklearn.metrics import log_loss
 from sklearn.pipeline import Pipeline
 
 import hatt
 from hatt.data import Split, load_imdb
 from hatt.data.imdb import ENV_VAR
 from hatt.training import ngram
+from hatt.training.metrics import classification_metrics, flat_metrics, format_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
 RUNS = ROOT / "runs" / "baselines"
 BASELINES = ("tfidf_lr", "nb_lr")
+# The tasks on IMDB: the default binary one, and the 8 star ratings (issue 12).
+TASKS = ("binary", "rating")
+BINARY_CLASSES = ("neg", "pos")  # load_imdb's labels 0 and 1
 
 NGRAM_RANGE = (1, 2)
 # Every baseline's settings: fixed ones, and the grids searched on validation.
@@ -77,6 +92,20 @@ SETTINGS = {
         "grid": {"C": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0], "alpha": [0.25, 0.5, 1.0, 2.0]},
     },
 }
+# More than two classes: the grids searched instead of "grid" above. The multinomial
+# regression wants stronger regularization than the binary one (on the IMDB ratings,
+# validation accuracy fell from C = 1 to 8: 42.28, 42.16, 41.84, 40.92 %), so its grid
+# reaches below 1; NB-LR one-vs-rest keeps the binary grid.
+MULTICLASS_GRIDS = {
+    "tfidf_lr": {"C": [0.125, 0.25, 0.5, 1.0, 2.0, 4.0]},
+    "nb_lr": SETTINGS["nb_lr"]["grid"],
+}
+MULTINOMIAL_ITERATIONS = 1000  # lbfgs' limit for the multinomial regression
+
+
+def grid_of(name, num_classes):
+    """The grid searched on validation for baseline ``name`` and ``num_classes`` classes."""
+    return SETTINGS[name]["grid"] if num_classes == 2 else MULTICLASS_GRIDS[name]
 
 
 # === Arguments ===
@@ -85,14 +114,34 @@ SETTINGS = {
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="aclImdb folder or .tar.gz (else $HATT_IMDB)")
+    parser.add_argument(
+        "--labels",
+        choices=TASKS,
+        default="binary",
+        help="the task: positive/negative (default) or the 8 star ratings",
+    )
     parser.add_argument("--seed", type=int, default=1337, help="validation split and solver seed")
     parser.add_argument("--limit", type=int, default=None, help="keep at most N reviews a split")
     parser.add_argument("--only", choices=BASELINES, default=None, help="run one baseline")
     parser.add_argument("--validation-size", type=int, default=2500)
-    parser.add_argument("--results", default=str(RESULTS), help="folder for baseline_<name>.json")
-    parser.add_argument("--runs", default=str(RUNS), help="folder for test probabilities")
+    parser.add_argument(
+        "--results",
+        default=None,
+        help="folder for baseline_<name>.json (default: experiments/results[/TASK])",
+    )
+    parser.add_argument(
+        "--runs", default=None, help="folder for the probabilities (default: runs/baselines[/TASK])"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.results = args.results or str(task_folder(RESULTS, args.labels))
+    args.runs = args.runs or str(task_folder(RUNS, args.labels))
+    return args
+
+
+def task_folder(root, task):
+    """Where a task's files go: ``root`` for the binary task, ``root/TASK`` for the others."""
+    return Path(root) if task == "binary" else Path(root) / task
 
 
 # === Dataset ===
@@ -111,23 +160,45 @@ def tokenize(texts, batch_size=2000, progress=True):
     return out
 
 
-def create_dataset(data=None, *, seed=1337, limit=None, validation_size=2500, progress=True):
-    """Load IMDB (the neural models' splits) and tokenize every split.
+def load_task(task, data=None, *, seed=1337, limit=None, validation_size=2500, progress=True):
+    """The raw splits of ``task`` (the neural runs' splits) and its class names.
 
     Returns:
-        dict ``{"train", "validation", "test"}`` of :class:`hatt.data.Split`
-        whose ``texts`` are space-joined hatt tokens.
+        ``(corpus, class_names)``: an object with ``.train``, ``.validation``
+        and ``.test`` :class:`hatt.data.Split` (labels: indices into
+        ``class_names``), and the class names.
     """
-    imdb = load_imdb(
-        data, validation_size=validation_size, seed=seed, limit=limit, progress=progress
+    if task not in TASKS:
+        raise ValueError(f"Expected task to be one of {TASKS}. Received: task={task!r}")
+    options = {"validation_size": validation_size, "seed": seed, "limit": limit}
+    if task == "binary":
+        return load_imdb(data, progress=progress, **options), BINARY_CLASSES
+    from hatt.data import load_corpus  # the sources of issue 12 (IMDB ratings among them)
+
+    corpus = load_corpus(data, labels=task, progress=progress, **options)
+    return corpus, tuple(corpus.class_names)
+
+
+def create_dataset(
+    data=None, *, task="binary", seed=1337, limit=None, validation_size=2500, progress=True
+):
+    """Load the splits of ``task`` (:func:`load_task`) and tokenize every split.
+
+    Returns:
+        ``(splits, class_names)``: dict ``{"train", "validation", "test"}`` of
+        :class:`hatt.data.Split` whose ``texts`` are space-joined hatt tokens,
+        and the class names.
+    """
+    corpus, class_names = load_task(
+        task, data, seed=seed, limit=limit, validation_size=validation_size, progress=progress
     )
     splits = {}
     for name in ("train", "validation", "test"):
-        split = getattr(imdb, name)
+        split = getattr(corpus, name)
         if progress:
             print(f"Tokenizing {name} ({len(split)} reviews)")
         splits[name] = Split(tokenize(split.texts, progress=progress), split.labels, split.ids)
-    return splits
+    return splits, class_names
 
 
 # === Model ===
@@ -148,9 +219,60 @@ class NBScaler(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        binary = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        binary.data = (binary.data > 0).astype(np.float64)
-        return binary.multiply(self.r_).tocsr()
+        return binarize(X).multiply(self.r_).tocsr()
+
+
+def binarize(X):
+    """Counts → float64 CSR of 0/1 (``f̂``)."""
+    binary = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    binary.data = (binary.data > 0).astype(np.float64)
+    return binary
+
+
+class NBOneVsRest(ClassifierMixin, BaseEstimator):
+    """NB-LR for more than two classes, one-vs-rest.
+
+    Per class ``k``: the log-count ratios ``r_k`` of class ``k`` against the
+    rest (:class:`NBScaler` on ``y == k``) and a binary L2 logistic regression
+    on ``f̂ ⊙ r_k``. Its score on a review is ``f̂ · (w_k ⊙ r_k) + b_k``
+    (``coef_[k]`` holds ``w_k ⊙ r_k``); the prediction is the class of the
+    highest score, and ``predict_proba`` normalises the per-class sigmoids
+    to sum to 1 (their argmax is the prediction).
+
+    Args:
+        alpha: NB smoothing of every ``r_k``.
+        C: inverse L2 strength of every regression.
+        seed: the solver's random state.
+    """
+
+    def __init__(self, alpha=1.0, C=1.0, seed=1337):
+        self.alpha = alpha
+        self.C = C
+        self.seed = seed
+
+    def fit(self, X, y):
+        y = np.asarray(y)
+        self.classes_ = np.unique(y)
+        coefs, intercepts = [], []
+        for label in self.classes_:
+            scaler = NBScaler(alpha=self.alpha).fit(X, y == label)
+            regression = create_classifier(self.C, self.seed)
+            regression.fit(scaler.transform(X), (y == label).astype(np.int64))
+            coefs.append(regression.coef_.ravel() * scaler.r_)
+            intercepts.append(regression.intercept_[0])
+        self.coef_ = np.stack(coefs)
+        self.intercept_ = np.asarray(intercepts)
+        return self
+
+    def decision_function(self, X):
+        return np.asarray(binarize(X) @ self.coef_.T) + self.intercept_
+
+    def predict_proba(self, X):
+        sigmoids = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return sigmoids / sigmoids.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
 
 def create_features(name, **fixed):
@@ -173,10 +295,23 @@ def create_classifier(C, seed):
     return LogisticRegression(C=C, solver="liblinear", max_iter=1000, random_state=seed)
 
 
-def create_model(name, hyperparameters, seed=1337):
+def create_multiclass_classifier(name, hyperparameters, seed):
+    """The classifier of baseline ``name`` for more than two classes."""
+    if name == "nb_lr":
+        return NBOneVsRest(alpha=hyperparameters["alpha"], C=hyperparameters["C"], seed=seed)
+    # lbfgs fits the multinomial (softmax) regression when there are more than two classes.
+    return LogisticRegression(
+        C=hyperparameters["C"], solver="lbfgs", max_iter=MULTINOMIAL_ITERATIONS, random_state=seed
+    )
+
+
+def create_model(name, hyperparameters, seed=1337, num_classes=2):
     """A scikit-learn Pipeline for baseline ``name`` with the chosen hyper-parameters."""
     fixed = SETTINGS[name]["fixed"] if name in SETTINGS else {}
     steps = [("features", create_features(name, **fixed))]
+    if num_classes > 2:
+        steps.append(("classifier", create_multiclass_classifier(name, hyperparameters, seed)))
+        return Pipeline(steps)
     if name == "nb_lr":
         steps.append(("nb", NBScaler(alpha=hyperparameters["alpha"])))
     steps.append(("classifier", create_classifier(hyperparameters["C"], seed)))
@@ -186,21 +321,28 @@ def create_model(name, hyperparameters, seed=1337):
 # === Hyper-parameters (validation split only) ===
 
 
-def select_hyperparameters(name, train, validation, *, grid=None, seed=1337, progress=True):
+def select_hyperparameters(
+    name, train, validation, *, grid=None, seed=1337, progress=True, num_classes=2
+):
     """Choose hyper-parameters by accuracy on ``validation``; never sees test data.
 
     Features are fitted on ``train`` once; each grid point fits the classifier
     on ``train`` and scores it on ``validation``. Ties go to the first grid
-    point (smaller ``C``, smaller ``alpha``).
+    point (smaller ``C``, smaller ``alpha``). More than two classes: the
+    accuracy of the argmax (:func:`select_multiclass`).
 
     Returns:
         ``(best, table)``: the chosen hyper-parameters, and one row per grid
         point with its validation accuracy.
     """
-    grid = grid or SETTINGS[name]["grid"]
+    grid = grid or grid_of(name, num_classes)
     features = create_features(name, **SETTINGS[name]["fixed"])
     x_train = features.fit_transform(train.texts)
     x_validation = features.transform(validation.texts)
+    if num_classes > 2:
+        return select_multiclass(
+            name, (x_train, train.labels), (x_validation, validation.labels), grid, seed, progress
+        )
     alphas = grid.get("alpha", [None])
     table = []
     for alpha in alphas:
@@ -212,11 +354,7 @@ def select_hyperparameters(name, train, validation, *, grid=None, seed=1337, pro
 
         def report(entry, point=point):
             if progress:
-                shown = ", ".join(f"{k}={v:g}" for k, v in {"C": entry["C"], **point}.items())
-                print(
-                    f"  {name} {shown}: validation accuracy "
-                    f"{entry['validation_accuracy']:.4f} ({entry['seconds']:.1f} s)"
-                )
+                _report(name, {"C": entry["C"], **point}, entry)
 
         _, _, selection = ngram.fit_logistic_grid(
             xt, train.labels, grid["C"], (xv, validation.labels), seed=seed, on_fit=report
@@ -225,28 +363,83 @@ def select_hyperparameters(name, train, validation, *, grid=None, seed=1337, pro
             table.append(
                 {"C": entry["C"], **point, "validation_accuracy": entry["validation_accuracy"]}
             )
+    return _best(table), table
+
+
+def select_multiclass(name, train, validation, grid, seed=1337, progress=True):
+    """Every grid point's classifier on the featurized ``train``, scored on ``validation``.
+
+    Args:
+        name: the baseline.
+        train, validation: ``(features, labels)``.
+        grid: ``{"C": [...]}`` (and ``"alpha"`` for ``nb_lr``); points are
+            tried in the order of ``itertools.product`` (alpha outermost).
+
+    Returns:
+        ``(best, table)`` as :func:`select_hyperparameters`.
+    """
+    keys = sorted(grid, key=lambda k: k != "alpha")  # alpha first, then C
+    table = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        point = {"C": None, **dict(zip(keys, values, strict=True))}
+        start = time.perf_counter()
+        classifier = create_multiclass_classifier(name, point, seed).fit(*train)
+        entry = {
+            **point,
+            "validation_accuracy": float(
+                np.mean(classifier.predict(validation[0]) == validation[1])
+            ),
+        }
+        if progress:
+            _report(name, point, {**entry, "seconds": time.perf_counter() - start})
+        table.append(entry)
+    return _best(table), table
+
+
+def _best(table):
     best = max(table, key=lambda row: row["validation_accuracy"])  # first maximum
-    return {k: v for k, v in best.items() if k != "validation_accuracy"}, table
+    return {k: v for k, v in best.items() if k != "validation_accuracy"}
+
+
+def _report(name, point, entry):
+    shown = ", ".join(f"{k}={v:g}" for k, v in point.items())
+    print(
+        f"  {name} {shown}: validation accuracy "
+        f"{entry['validation_accuracy']:.4f} ({entry['seconds']:.1f} s)"
+    )
 
 
 # === Train / evaluate ===
 
 
-def train(name, train_split, hyperparameters, seed=1337):
+def train(name, train_split, hyperparameters, seed=1337, num_classes=2):
     """Fit baseline ``name`` on the training split alone; returns ``(model, seconds)``."""
-    model = create_model(name, hyperparameters, seed)
+    model = create_model(name, hyperparameters, seed, num_classes)
     start = time.perf_counter()
     model.fit(train_split.texts, train_split.labels)
     return model, time.perf_counter() - start
 
 
-def evaluate(model, split):
-    """Accuracy, log loss and P(positive) of ``model`` on ``split``."""
-    probabilities = model.predict_proba(split.texts)[:, 1]
+def evaluate(model, split, class_names=BINARY_CLASSES):
+    """Accuracy, log loss, probabilities and every figure of ``model`` on ``split``.
+
+    Returns:
+        dict: ``accuracy``, ``loss``, ``probabilities`` (binary: ``[N]``,
+        P(class 1); else ``[N, C]`` in ``class_names``' order) and ``metrics``
+        (:func:`hatt.training.metrics.classification_metrics`).
+    """
+    num_classes = len(class_names)
+    columns = model.predict_proba(split.texts)
+    probabilities = np.zeros((len(split), num_classes))
+    probabilities[:, model.classes_] = columns  # a class absent from train keeps 0
+    if num_classes == 2:
+        probabilities = probabilities[:, 1]
+    metrics = classification_metrics(split.labels, probabilities, class_names)
     return {
-        "accuracy": float(accuracy_score(split.labels, probabilities > 0.5)),
-        "loss": float(log_loss(split.labels, probabilities, labels=[0, 1])),
+        "accuracy": metrics["accuracy"],
+        "loss": float(log_loss(split.labels, probabilities, labels=list(range(num_classes)))),
         "probabilities": probabilities,
+        "metrics": metrics,
     }
 
 
@@ -260,24 +453,12 @@ def _display_path(path):
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def run_baseline(name, splits, args, command):
-    """Select on validation, refit on train, test once, write JSON + probabilities."""
-    progress = not args.quiet
-    if progress:
-        print(f"[{name}] choosing hyper-parameters on validation")
-    best, table = select_hyperparameters(
-        name, splits["train"], splits["validation"], seed=args.seed, progress=progress
-    )
-    if progress:
-        print(f"[{name}] refitting on train with {best}")
-    model, seconds = train(name, splits["train"], best, seed=args.seed)
-    validation = evaluate(model, splits["validation"])
-    test = evaluate(model, splits["test"])
-
-    runs = Path(args.runs)
+def save_probabilities(name, splits, results, runs):
+    """Each evaluated split's probabilities, labels and ids → npz; returns their paths."""
+    runs = Path(runs)
     runs.mkdir(parents=True, exist_ok=True)
-    probabilities_paths = {}
-    for split, result in (("validation", validation), ("test", test)):
+    paths = {}
+    for split, result in results.items():
         path = runs / f"baseline_{name}_{split}_probabilities.npz"
         np.savez_compressed(
             path,
@@ -285,13 +466,39 @@ def run_baseline(name, splits, args, command):
             labels=splits[split].labels.astype(np.int8),
             ids=np.array(splits[split].ids),
         )
-        probabilities_paths[split] = _display_path(path)
+        paths[f"{split}_probabilities"] = _display_path(path)
+    return paths
+
+
+def run_baseline(name, splits, args, command, class_names=BINARY_CLASSES):
+    """Select on validation, refit on train, test once, write JSON + probabilities."""
+    progress = not args.quiet
+    num_classes = len(class_names)
+    if progress:
+        print(f"[{name}] choosing hyper-parameters on validation")
+    best, table = select_hyperparameters(
+        name,
+        splits["train"],
+        splits["validation"],
+        seed=args.seed,
+        progress=progress,
+        num_classes=num_classes,
+    )
+    if progress:
+        print(f"[{name}] refitting on train with {best}")
+    model, seconds = train(name, splits["train"], best, seed=args.seed, num_classes=num_classes)
+    results = {
+        split: evaluate(model, splits[split], class_names) for split in ("validation", "test")
+    }
+    validation, test = results["validation"], results["test"]
     n_train = len(splits["train"])
     metrics = {
         "model": name,
-        "test_accuracy": test["accuracy"],
+        "task": args.labels,
+        "class_names": list(class_names),
+        **flat_metrics(test["metrics"], "test"),
         "test_loss": test["loss"],
-        "validation_accuracy": validation["accuracy"],
+        **flat_metrics(validation["metrics"], "validation"),
         "validation_loss": validation["loss"],
         "epochs": None,
         "train_seconds": round(seconds, 3),
@@ -300,48 +507,61 @@ def run_baseline(name, splits, args, command):
         "seed": args.seed,
         "command": command,
         "hatt_version": hatt.__version__,
-        "hyperparameters": {
-            **best,
-            "grid": SETTINGS[name]["grid"],
-            "ngram_range": list(NGRAM_RANGE),
-            **SETTINGS[name]["fixed"],
-            "features": len(model.named_steps["features"].vocabulary_),
-            "solver": "liblinear",
-            "tokens": "hatt.data.tokenize, flattened over sentences",
-            "fit_on": "train",
-        },
+        "hyperparameters": describe(name, model, best, num_classes),
         "selection": table,
         "examples": {k: len(v) for k, v in splits.items()},
         "data": args.data or os.environ.get(ENV_VAR) or "tensorflow_datasets:imdb_reviews",
         "limit": args.limit,
-        "validation_probabilities": probabilities_paths["validation"],
-        "test_probabilities": probabilities_paths["test"],
+        **save_probabilities(name, splits, results, args.runs),
+        "test": test["metrics"],
+        "validation": validation["metrics"],
     }
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    out = results / f"baseline_{name}.json"
+    results_dir = Path(args.results)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    out = results_dir / f"baseline_{name}.json"
     out.write_text(json.dumps(metrics, indent=2) + "\n")
     if progress:
+        print(f"[{name}] validation accuracy {validation['accuracy']:.4f}, test:")
+        print(format_metrics(test["metrics"]))
         print(
-            f"[{name}] validation accuracy {validation['accuracy']:.4f}, "
-            f"test accuracy {test['accuracy']:.4f}, test log loss {test['loss']:.4f}, "
-            f"train {seconds:.1f} s → {_display_path(out)}"
+            f"[{name}] test log loss {test['loss']:.4f}, train {seconds:.1f} s → {_display_path(out)}"
         )
     return metrics
+
+
+def describe(name, model, best, num_classes):
+    """The ``hyperparameters`` entry of a results file: chosen, searched and fixed settings."""
+    if num_classes == 2:
+        solver = "liblinear"
+    elif name == "nb_lr":
+        solver = "liblinear, one-vs-rest (one NB-LR per class)"
+    else:
+        solver = "lbfgs, multinomial"
+    return {
+        **best,
+        "grid": grid_of(name, num_classes),
+        "ngram_range": list(NGRAM_RANGE),
+        **SETTINGS[name]["fixed"],
+        "features": len(model.named_steps["features"].vocabulary_),
+        "solver": solver,
+        "tokens": "hatt.data.tokenize, flattened over sentences",
+        "fit_on": "train",
+    }
 
 
 def main(argv=None):
     args = parse_args(argv)
     command = shlex.join(["python", *(sys.argv if argv is None else [__file__, *argv])])
-    splits = create_dataset(
+    splits, class_names = create_dataset(
         args.data,
+        task=args.labels,
         seed=args.seed,
         limit=args.limit,
         validation_size=args.validation_size,
         progress=not args.quiet,
     )
     names = [args.only] if args.only else list(BASELINES)
-    return {name: run_baseline(name, splits, args, command) for name in names}
+    return {name: run_baseline(name, splits, args, command, class_names) for name in names}
 
 
 if __name__ == "__main__":

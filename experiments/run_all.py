@@ -1,4 +1,4 @@
-"""Run every experiment on IMDB and write the results table.
+"""Run every experiment on IMDB and write the results tables.
 
 For each model family, ``hatt train FAMILY`` runs in its own process (the settings
 that produced the reported figure are the family's preset,
@@ -14,7 +14,22 @@ logits); then ``experiments/RESULTS.md`` is generated (with a table of each
 family's parts) and the table in README.md is replaced by it. Each trained family is
 exported to ``saved_models/FAMILY/`` (SavedModel version + ``model.keras``).
 
-    python experiments/run_all.py [--data PATH] [--only cnn rnn ...] [--table-only]
+``--labels rating`` runs the IMDB ratings task instead (8 classes, the star
+ratings 1-4 and 7-10 from the file names): ``hatt train FAMILY --labels
+rating`` for each family, ``experiments/baselines.py --labels rating`` for the
+baselines. Its files live one folder down, ``experiments/results/rating/``
+(same names), ``runs/experiments/rating/`` and ``saved_models/rating/FAMILY/``,
+and ``RESULTS.md`` gets a second table (accuracy, macro-F1, MAE in stars,
+minutes) from them, with the mean ensembles (no stacked one). The binary task's
+files and table are as before. Every run writes the figures of
+:func:`hatt.training.metrics.classification_metrics`; the tables read the flat
+keys ``test_accuracy``, ``test_macro_f1``, ``test_mae``, ``test_mae_median``,
+``validation_accuracy``, ``epochs``, ``train_seconds``, ``parameters``,
+``seed`` and ``command`` (the figures also under ``"test"`` when a flat key
+is missing).
+
+    python experiments/run_all.py [--labels binary|rating] [--data PATH]
+        [--only cnn rnn ...] [--table-only]
 """
 
 import argparse
@@ -31,6 +46,7 @@ EXPERIMENTS = ROOT / "experiments"
 RESULTS = EXPERIMENTS / "results"
 FAMILIES = ("cnn", "rnn", "transformer", "han")
 BASELINES = ("tfidf_lr", "nb_lr")
+TASKS = ("binary", "rating")  # as experiments/baselines.py and `hatt train --labels`
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
 
@@ -38,15 +54,26 @@ README_END = "<!-- results:end -->"
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="aclImdb folder or .tar.gz")
+    parser.add_argument(
+        "--labels",
+        choices=TASKS,
+        default="binary",
+        help="the task to run: positive/negative (default) or the 8 star ratings",
+    )
     parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
     parser.add_argument("--runs", default=str(ROOT / "runs" / "experiments"))
     parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
     parser.add_argument(
         "--export-dir",
         default=str(ROOT / "saved_models"),
-        help="each family is exported to EXPORT_DIR/FAMILY ('' to skip)",
+        help="each family is exported to EXPORT_DIR[/TASK]/FAMILY ('' to skip)",
     )
     return parser.parse_args(argv)
+
+
+def task_folder(root, task):
+    """Where a task's files go: ``root`` for the binary task, ``root/TASK`` for the others."""
+    return Path(root) if task == "binary" else Path(root) / task
 
 
 def run(command):
@@ -54,24 +81,33 @@ def run(command):
     subprocess.run(command, check=True, cwd=ROOT)
 
 
+def task_arguments(task):
+    """The command-line arguments that choose ``task`` (none for the binary one)."""
+    return [] if task == "binary" else ["--labels", task]
+
+
 def train_family(name, args):
-    run_dir = Path(args.runs) / name
-    command = ["hatt", "train", name]  # the family's preset (hatt/presets/FAMILY.json)
+    run_dir = task_folder(args.runs, args.labels) / name
+    # the family's preset (hatt/presets/FAMILY.json)
+    command = ["hatt", "train", name, *task_arguments(args.labels)]
     if args.data:
         command += ["--data", args.data]
+    export_dir = str(task_folder(args.export_dir, args.labels)) if args.export_dir else ""
     # --restart: a finished run directory from an earlier run_all is trained again.
-    command += ["--run-dir", str(run_dir), "--export-dir", args.export_dir, "--restart"]
+    command += ["--run-dir", str(run_dir), "--export-dir", export_dir, "--restart"]
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
-    metrics["command"] = f"hatt train {name}"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    metrics["command"] = shlex.join(["hatt", "train", name, *task_arguments(args.labels)])
+    results = task_folder(RESULTS, args.labels)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
 
 
 def run_baselines(names, args):
     for name in names:
         command = [sys.executable, "experiments/baselines.py", "--only", name]
+        command += task_arguments(args.labels)
         if args.data:
             command += ["--data", args.data]
         run(command)
@@ -113,22 +149,37 @@ def _row(kind, members, command, **figures):
 
 
 def ensemble(members):
-    """Mean of the members' probabilities, aligned on review ids; None if any is missing."""
-    accuracy = {}
+    """Mean of the members' probabilities, aligned on review ids; None if any is missing.
+
+    Binary members save P(class 1) ``[N]``, members of more classes ``[N, C]``;
+    the mean's figures are :func:`hatt.training.metrics.classification_metrics`
+    (the most probable class; for the ratings the MAE in stars too).
+    """
+    from hatt.training.metrics import classification_metrics, flat_metrics
+
+    figures = {}
     for split in ("validation", "test"):
         loaded = _split_arrays(members, split)
         if loaded is None:
             return None
         arrays, labels = loaded
         mean = np.mean([a["probabilities"] for a in arrays], axis=0)
-        accuracy[split] = float(np.mean((mean > 0.5) == labels))
-    return _row(
-        "ensemble",
-        members,
-        "mean of the members' probabilities",
-        test_accuracy=accuracy["test"],
-        validation_accuracy=accuracy["validation"],
-    )
+        metrics = classification_metrics(labels, mean, class_names(members[0], mean))
+        figures.update(flat_metrics(metrics, split))
+        figures[split] = metrics
+    return _row("ensemble", members, "mean of the members' probabilities", **figures)
+
+
+def class_names(metrics, probabilities):
+    """The class names of a results file (binary files written before they were saved: neg, pos)."""
+    names = metrics.get("class_names") or (
+        (metrics.get("test") or {}).get("confusion_matrix") or {}
+    ).get("classes")
+    if names:
+        return names
+    if np.ndim(probabilities) == 1:
+        return ("neg", "pos")
+    raise ValueError(f"{metrics['model']}: its results file names no classes (class_names)")
 
 
 def _logit(probabilities):
@@ -187,29 +238,37 @@ def stacked_ensemble(members):
     return row
 
 
-# name of the results file → (how it combines, the members); fixed in advance,
-# never chosen on test
+# Per task: name of the results file → (how it combines, the members); fixed in
+# advance, never chosen on test. The stacked ensemble is binary only.
 ENSEMBLES = {
-    "ensemble": (ensemble, FAMILIES),
-    "ensemble_with_nb_lr": (ensemble, (*FAMILIES, "nb_lr")),
-    "ensemble_stacked": (stacked_ensemble, (*FAMILIES, "nb_lr")),
+    "binary": {
+        "ensemble": (ensemble, FAMILIES),
+        "ensemble_with_nb_lr": (ensemble, (*FAMILIES, "nb_lr")),
+        "ensemble_stacked": (stacked_ensemble, (*FAMILIES, "nb_lr")),
+    },
+    "rating": {
+        "ensemble": (ensemble, FAMILIES),
+        "ensemble_with_nb_lr": (ensemble, (*FAMILIES, "nb_lr")),
+    },
 }
 
 
-def collect():
+def collect(task="binary"):
+    """The rows of ``task``'s table: its results files, then its ensembles (rewritten)."""
+    results = task_folder(RESULTS, task)
     rows = []
     for name in (*(f"baseline_{b}" for b in BASELINES), *FAMILIES):
-        path = RESULTS / f"{name}.json"
+        path = results / f"{name}.json"
         if path.exists():
             rows.append(json.loads(path.read_text()))
     by_model = {r["model"]: r for r in rows}
-    for name, (combine, members) in ENSEMBLES.items():
+    for name, (combine, members) in ENSEMBLES[task].items():
         if all(m in by_model for m in members):
             combined = combine([by_model[m] for m in members])
             if combined is not None:
-                (RESULTS / f"{name}.json").write_text(json.dumps(combined, indent=2) + "\n")
-        if (RESULTS / f"{name}.json").exists():
-            rows.append(json.loads((RESULTS / f"{name}.json").read_text()))
+                (results / f"{name}.json").write_text(json.dumps(combined, indent=2) + "\n")
+        if (results / f"{name}.json").exists():
+            rows.append(json.loads((results / f"{name}.json").read_text()))
     return rows
 
 
@@ -227,6 +286,52 @@ def table(rows):
             f"| {r['train_seconds'] / 60:.1f} | {r['parameters']:,} | `{r['command']}` |"
         )
     return "\n".join(lines)
+
+
+def figure(row, split, key):
+    """``row``'s flat ``SPLIT_KEY`` figure, else the one under ``row[SPLIT]``; None if neither."""
+    value = row.get(f"{split}_{key}")
+    return value if value is not None else (row.get(split) or {}).get(key)
+
+
+def rating_table(rows):
+    """The ratings task's table: accuracy, macro-F1 and the MAE in stars (– when missing)."""
+
+    def show(value, pattern="{:.3f}", scale=1):
+        return "–" if value is None else pattern.format(value * scale)
+
+    lines = [
+        "| model | test accuracy | macro-F1 | MAE (stars) | MAE of the median (stars) "
+        "| validation accuracy | epochs | training minutes | parameters | command |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [
+            r["model"],
+            show(figure(r, "test", "accuracy"), "{:.2f} %", 100),
+            show(figure(r, "test", "macro_f1")),
+            show(figure(r, "test", "mae")),
+            show(figure(r, "test", "mae_median")),
+            show(figure(r, "validation", "accuracy"), "{:.2f} %", 100),
+            show(r.get("epochs"), "{}"),
+            show(r.get("train_seconds"), "{:.1f}", 1 / 60),
+            show(r.get("parameters"), "{:,}"),
+            f"`{r['command']}`",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+RATING_INTRO = (
+    "## IMDB ratings (8 classes)\n\n"
+    "The same reviews and splits labelled with their star rating (1-4 and 7-10, from "
+    "the file names `<id>_<rating>.txt`): `python experiments/run_all.py --labels rating`. "
+    "Accuracy is the share of exact ratings; macro-F1 the mean of the eight classes' F1; "
+    "MAE the mean absolute error in stars of the most probable rating (a 7 predicted for "
+    "a 4 is 3 stars off), and the MAE of the median that of the median of the predicted "
+    "distribution, the prediction with the least expected error. Settings were chosen on "
+    "the validation split only (seed {seeds}).\n\n"
+)
 
 
 def parts_table(rows):
@@ -256,22 +361,29 @@ def parts_table(rows):
     return "\n".join(lines) + "\n"
 
 
-def write_tables(rows):
+def _seeds(rows):
+    return ", ".join(sorted({str(r.get("seed")) for r in rows}))
+
+
+def write_tables(rows, rating_rows=()):
+    """RESULTS.md (the binary table, its parts, the ratings table, the deletion test) and README."""
     body = table(rows)
-    seeds = sorted({str(r.get("seed")) for r in rows})
     text = (
         "# Results on IMDB\n\n"
         "Generated by `python experiments/run_all.py` from `experiments/results/*.json`; "
         "do not edit by hand.\n\n"
         "Test accuracy is measured once, on the full 25,000-review test split; every "
         "setting and the early-stopping epoch were chosen on the 2,500-review validation "
-        f"split carved out of `train/` (seed {', '.join(seeds)}). Training minutes are "
+        f"split carved out of `train/` (seed {_seeds(rows)}). Training minutes are "
         "wall time on the machine that ran the row (2 CPU cores unless said otherwise).\n\n"
         f"{body}\n"
     )
     parts = parts_table(rows)
     if parts:
         text += "\n" + parts
+    if rating_rows:
+        text += "\n" + RATING_INTRO.format(seeds=_seeds(rating_rows))
+        text += rating_table(rating_rows) + "\n"
     faithfulness = RESULTS / "faithfulness.md"  # written by experiments/faithfulness.py
     if faithfulness.exists():
         text += "\n" + faithfulness.read_text()
@@ -295,7 +407,7 @@ def main(argv=None):
         run_baselines([n for n in names if n in BASELINES], args)
         for name in (n for n in names if n in FAMILIES):
             train_family(name, args)
-    write_tables(collect())
+    write_tables(collect("binary"), collect("rating"))
 
 
 if __name__ == "__main__":

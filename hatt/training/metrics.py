@@ -94,6 +94,31 @@ def classification_metrics(labels, probabilities, class_names):
     return metrics
 
 
+# The headline figures, written flat as ``test_accuracy``, ``test_macro_f1``, ... into
+# results files (metrics.json, experiments/results/*.json) for the results tables.
+FLAT_KEYS = ("accuracy", "macro_f1", "mae", "mae_median")
+
+
+def flat_metrics(metrics, prefix):
+    """The headline figures of ``metrics`` as ``{"PREFIX_accuracy": ..., ...}``.
+
+    Args:
+        metrics: dict from :func:`classification_metrics`.
+        prefix: the split's name, e.g. ``"test"``.
+
+    Returns:
+        dict of ``PREFIX_KEY`` for each of :data:`FLAT_KEYS` that ``metrics``
+        holds (``mae`` and ``mae_median`` only for numeric class names).
+
+    Example:
+
+    >>> from hatt.training.metrics import classification_metrics, flat_metrics
+    >>> sorted(flat_metrics(classification_metrics([0], [0.2], ["neg", "pos"]), "test"))
+    ['test_accuracy', 'test_macro_f1']
+    """
+    return {f"{prefix}_{key}": metrics[key] for key in FLAT_KEYS if key in metrics}
+
+
 # === The steps ===
 
 

@@ -2,6 +2,7 @@
 
 import inspect
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,9 +129,9 @@ def test_selection_never_receives_test_data(baselines, tmp_path, monkeypatch):
         seen["select"].extend(train.ids + validation.ids)
         return select(name, train, validation, **kwargs)
 
-    def spy_evaluate(model, split):
+    def spy_evaluate(model, split, *args):
         seen["evaluate"].append(split.ids[0].split("/")[0])
-        return evaluate(model, split)
+        return evaluate(model, split, *args)
 
     monkeypatch.setattr(baselines, "select_hyperparameters", spy_select)
     monkeypatch.setattr(baselines, "evaluate", spy_evaluate)
@@ -188,3 +189,157 @@ def test_main_writes_metrics_and_test_probabilities(baselines, tmp_path, monkeyp
     validation = np.load(metrics["validation_probabilities"])
     assert validation["probabilities"].shape == (10,)
     assert all(i.startswith("train/") for i in validation["ids"])
+
+
+# === More than two classes (the IMDB ratings task) on a planted 3-class corpus ===
+
+CUES = ("dreadful", "mediocre", "splendid")  # one cue word per class
+STARS = ("1", "5", "9")  # numeric class names, so the figures include the MAE
+
+
+def planted_three_class(baselines, n, seed, prefix):
+    """``n`` reviews of filler words; class k (cycling 0, 1, 2) holds ``CUES[k]``."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n, dtype=np.int64) % 3
+    texts = []
+    for label in labels:
+        words = list(rng.choice(FILLER, size=6))
+        words.insert(int(rng.integers(0, 6)), CUES[label])
+        texts.append(" ".join(words).capitalize() + ".")
+    ids = [f"{prefix}/{i}_{STARS[label]}" for i, label in enumerate(labels)]
+    return Split(baselines.tokenize(texts, progress=False), labels, ids)
+
+
+def three_class_splits(baselines):
+    return {
+        "train": planted_three_class(baselines, 90, seed=0, prefix="train"),
+        "validation": planted_three_class(baselines, 30, seed=1, prefix="train"),
+        "test": planted_three_class(baselines, 60, seed=2, prefix="test"),
+    }
+
+
+@pytest.mark.parametrize("name", ["tfidf_lr", "nb_lr"])
+def test_multiclass_pipeline_learns_the_planted_words(baselines, name):
+    splits = three_class_splits(baselines)
+    best, table = baselines.select_hyperparameters(
+        name, splits["train"], splits["validation"], progress=False, num_classes=3
+    )
+    grid = baselines.grid_of(name, 3)
+    assert len(table) == int(np.prod([len(v) for v in grid.values()]))
+    assert set(best) == set(grid)
+    model, _ = baselines.train(name, splits["train"], best, num_classes=3)
+    result = baselines.evaluate(model, splits["test"], STARS)
+    assert result["accuracy"] == 1.0 and result["metrics"]["mae"] == 0.0
+    assert result["probabilities"].shape == (60, 3)
+    np.testing.assert_allclose(result["probabilities"].sum(axis=1), 1.0, rtol=1e-6)
+    assert result["metrics"]["confusion_matrix"]["matrix"] == [[20, 0, 0], [0, 20, 0], [0, 0, 20]]
+    # each class's cue word carries its class's largest weight
+    vocabulary = model.named_steps["features"].vocabulary_
+    coef = model.named_steps["classifier"].coef_
+    assert coef.shape[0] == 3
+    for k, cue in enumerate(CUES):
+        assert coef[k].argmax() == vocabulary[cue]
+
+
+def test_nb_one_vs_rest_is_one_nb_lr_per_class(baselines):
+    """coef_[k] = w_k ⊙ r_k of an NB-LR of class k against the rest; the argmax predicts."""
+    from sklearn.linear_model import LogisticRegression
+
+    train = three_class_splits(baselines)["train"]
+    counts = baselines.create_features("nb_lr").fit_transform(train.texts)
+    model = baselines.NBOneVsRest(alpha=0.5, C=0.3, seed=0).fit(counts, train.labels)
+    binary = (counts.toarray() > 0).astype(float)
+    scores = []
+    for k in range(3):
+        ratios = ngram.log_count_ratios(counts, train.labels == k, alpha=0.5, dtype=np.float64)
+        reference = LogisticRegression(C=0.3, solver="liblinear", random_state=0)
+        reference.fit(binary * ratios, (train.labels == k).astype(int))
+        np.testing.assert_allclose(model.coef_[k], reference.coef_[0] * ratios, atol=1e-10)
+        scores.append(reference.decision_function(binary * ratios))
+    scores = np.stack(scores, axis=1)
+    np.testing.assert_allclose(model.decision_function(counts), scores, atol=1e-8)
+    np.testing.assert_array_equal(model.predict(counts), scores.argmax(axis=1))
+    sigmoids = 1 / (1 + np.exp(-scores))
+    np.testing.assert_allclose(
+        model.predict_proba(counts), sigmoids / sigmoids.sum(axis=1, keepdims=True)
+    )
+
+
+def test_multiclass_selection_reads_validation_only(baselines):
+    """Each grid point's accuracy is a multinomial LR fit on train, scored on validation."""
+    from sklearn.linear_model import LogisticRegression
+
+    splits = three_class_splits(baselines)
+    train, validation = splits["train"], splits["validation"]
+    grid = {"C": [1e-4, 10.0]}
+    best, table = baselines.select_hyperparameters(
+        "tfidf_lr", train, validation, grid=grid, progress=False, num_classes=3
+    )
+    features = baselines.create_features("tfidf_lr", **baselines.SETTINGS["tfidf_lr"]["fixed"])
+    x_train = features.fit_transform(train.texts)
+    x_validation = features.transform(validation.texts)
+    for row in table:
+        reference = LogisticRegression(C=row["C"], solver="lbfgs", max_iter=1000, random_state=1337)
+        reference.fit(x_train, train.labels)
+        accuracy = np.mean(reference.predict(x_validation) == validation.labels)
+        assert row["validation_accuracy"] == pytest.approx(accuracy)
+    assert best == {"C": 10.0} and table[1]["validation_accuracy"] == 1.0
+    # shifting the validation labels (k → k+1) makes the strong model wrong everywhere
+    shifted = Split(validation.texts, (validation.labels + 1) % 3, validation.ids)
+    _, shifted_table = baselines.select_hyperparameters(
+        "tfidf_lr", train, shifted, grid=grid, progress=False, num_classes=3
+    )
+    assert shifted_table[1]["validation_accuracy"] == 0.0
+
+
+def test_load_task_asks_load_corpus_for_the_ratings(baselines, monkeypatch):
+    import hatt.data
+
+    calls = []
+
+    def fake_load_corpus(source, **kwargs):
+        calls.append((source, kwargs))
+        return type("Corpus", (), {"class_names": list(STARS)})()
+
+    monkeypatch.setattr(hatt.data, "load_corpus", fake_load_corpus, raising=False)
+    corpus, class_names = baselines.load_task("rating", "/data/aclImdb", seed=7, limit=50)
+    assert class_names == STARS and corpus.class_names == list(STARS)
+    assert calls == [
+        (
+            "/data/aclImdb",
+            {
+                "labels": "rating",
+                "progress": True,
+                "validation_size": 2500,
+                "seed": 7,
+                "limit": 50,
+            },
+        )
+    ]
+    with pytest.raises(ValueError, match="task='stars'"):
+        baselines.load_task("stars")
+
+
+def test_main_on_ratings_writes_the_multiclass_figures(baselines, tmp_path, monkeypatch):
+    splits = three_class_splits(baselines)
+    raw = type("Corpus", (), dict(splits))  # texts are already tokens: tokenizing keeps them
+    monkeypatch.setattr(baselines, "load_task", lambda task, *a, **k: (raw, STARS))
+    monkeypatch.setattr(baselines, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(baselines, "RUNS", tmp_path / "runs")
+    baselines.main(["--labels", "rating", "--only", "nb_lr", "--quiet"])
+    # the ratings' results go to their own folder, with the binary files' names
+    out = tmp_path / "results" / "rating" / "baseline_nb_lr.json"
+    metrics = json.loads(out.read_text())
+    assert REQUIRED_KEYS <= set(metrics)
+    assert metrics["task"] == "rating" and metrics["class_names"] == list(STARS)
+    assert metrics["test_accuracy"] == 1.0 and metrics["test_macro_f1"] == 1.0
+    assert metrics["test_mae"] == 0.0 and metrics["test_mae_median"] == 0.0
+    assert "validation_mae" in metrics and metrics["validation_accuracy"] == 1.0
+    assert metrics["test"]["per_class"]["5"]["support"] == 20
+    assert metrics["parameters"] == 3 * metrics["hyperparameters"]["features"] + 3
+    assert "one-vs-rest" in metrics["hyperparameters"]["solver"]
+    assert "--labels rating" in metrics["command"]
+    saved = np.load(metrics["test_probabilities"])
+    assert saved["probabilities"].shape == (60, 3)
+    assert Path(metrics["test_probabilities"]).parent == tmp_path / "runs" / "rating"
+    np.testing.assert_array_equal(saved["probabilities"].argmax(axis=1), saved["labels"])

@@ -155,3 +155,178 @@ def test_stacked_ensemble_weighs_the_parts_on_validation(tmp_path, run_all):
     run_all.write_tables(rows)
     results = (tmp_path / "RESULTS.md").read_text()
     assert "| cnn | 80.00 (80.00) | 90.00 (90.00) | 92.50 (92.50) | 0.500 | 1.000 |" in results
+
+
+# === The IMDB ratings task: its own folder and table, the binary one unchanged ===
+
+STARS = ["1", "5", "9"]
+
+
+def write_rating_member(tmp_path, name, probabilities, labels, ids, flat=True, **extra):
+    """A ratings results file: [N, 3] probabilities saved, figures flat or only under "test"."""
+    from hatt.training.metrics import classification_metrics, flat_metrics
+
+    folder = tmp_path / "results" / "rating"
+    folder.mkdir(exist_ok=True)
+    probabilities = np.array(probabilities, "float32")
+    paths = {}
+    for split in ("validation", "test"):
+        path = tmp_path / f"rating_{name}_{split}.npz"
+        np.savez(path, probabilities=probabilities, labels=np.array(labels, "int8"), ids=ids)
+        paths[f"{split}_probabilities"] = str(path)
+    figures = {}
+    for split in ("validation", "test"):
+        metrics = classification_metrics(labels, probabilities, STARS)
+        figures[split] = metrics
+        if flat:
+            figures.update(flat_metrics(metrics, split))
+    row = {
+        "model": name,
+        "class_names": STARS,
+        **figures,
+        "epochs": 2,
+        "train_seconds": 90.0,
+        "parameters": 500,
+        "seed": 1337,
+        "command": f"hatt train {name} --labels rating",
+        **paths,
+        **extra,
+    }
+    file = f"baseline_{name}.json" if name in ("tfidf_lr", "nb_lr") else f"{name}.json"
+    (folder / file).write_text(json.dumps(row))
+    return row
+
+
+def test_rating_table_is_written_next_to_the_binary_one(tmp_path, run_all):
+    labels, ids = [0, 1, 2, 2], ["a", "b", "c", "d"]
+    # cnn: right on 3 of 4 (the last "9" predicted "1": 8 stars off; its median is "5")
+    write_rating_member(
+        tmp_path,
+        "cnn",
+        [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8], [0.45, 0.2, 0.35]],
+        labels,
+        ids,
+    )
+    # rnn: figures only under "test" / "validation", no flat keys (read all the same)
+    write_rating_member(
+        tmp_path,
+        "rnn",
+        [[0.6, 0.3, 0.1], [0.1, 0.8, 0.1], [0.1, 0.5, 0.4], [0.1, 0.1, 0.8]],
+        labels,
+        ids,
+        flat=False,
+    )
+    for name in ("transformer", "han"):
+        write_rating_member(tmp_path, name, [[1 / 3] * 3] * 4, labels, ids)
+    write_rating_member(tmp_path, "tfidf_lr", [[0.5, 0.3, 0.2]] * 4, labels, ids, epochs=None)
+    write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"])  # a binary row
+    (tmp_path / "README.md").write_text("<!-- results:start -->\n<!-- results:end -->\n")
+
+    rating_rows = run_all.collect("rating")
+    assert [r["model"] for r in rating_rows] == [
+        "tfidf_lr",
+        "cnn",
+        "rnn",
+        "transformer",
+        "han",
+        "ensemble (cnn + rnn + transformer + han)",
+    ]  # no nb_lr: no ensemble with it; no stacked ensemble for the ratings
+    mean = np.mean(
+        [
+            [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8], [0.45, 0.2, 0.35]],
+            [[0.6, 0.3, 0.1], [0.1, 0.8, 0.1], [0.1, 0.5, 0.4], [0.1, 0.1, 0.8]],
+            [[1 / 3] * 3] * 4,
+            [[1 / 3] * 3] * 4,
+        ],
+        axis=0,
+    )
+    stars = np.array([1.0, 5.0, 9.0])
+    ensemble = rating_rows[-1]
+    assert ensemble["test_accuracy"] == np.mean(mean.argmax(axis=1) == labels)
+    assert ensemble["test_mae"] == pytest.approx(
+        np.mean(np.abs(stars[mean.argmax(axis=1)] - stars[labels]))
+    )
+    assert ensemble["test"]["confusion_matrix"]["classes"] == STARS
+    assert ensemble["train_seconds"] == 360.0 and ensemble["epochs"] is None
+    saved = json.loads((tmp_path / "results" / "rating" / "ensemble.json").read_text())
+    assert saved["test_accuracy"] == ensemble["test_accuracy"]
+
+    run_all.write_tables(run_all.collect("binary"), rating_rows)
+    results = (tmp_path / "RESULTS.md").read_text()
+    binary_table, rating_part = results.split("## IMDB ratings (8 classes)")
+    assert "| cnn | 50.00 % | 50.00 % | 3 | 2.0 | 1,000 | `hatt train cnn` |" in binary_table
+    assert "--labels rating" in rating_part and "seed 1337" in rating_part
+    # accuracy 3/4, macro-F1 mean of (2/3, 1, 2/3), MAE 8/4 stars, MAE of the median 4/4
+    assert (
+        "| cnn | 75.00 % | 0.778 | 2.000 | 1.000 | 75.00 % | 2 | 1.5 | 500 "
+        "| `hatt train cnn --labels rating` |" in rating_part
+    )
+    assert "| rnn | 75.00 % | 0.778 | 1.000 | 1.000 | 75.00 % |" in rating_part
+    assert "| tfidf_lr | 25.00 % | 0.133 | 5.000 | 3.000 | 25.00 % | – | 1.5 | 500 |" in rating_part
+    readme = (tmp_path / "README.md").read_text()
+    assert "IMDB ratings" not in readme and "| cnn | 50.00 % |" in readme
+
+
+def test_without_rating_results_the_tables_are_as_before(tmp_path, run_all):
+    write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"])
+    (tmp_path / "README.md").write_text("no table here\n")
+    assert run_all.collect("rating") == []
+    run_all.write_tables(run_all.collect("binary"), run_all.collect("rating"))
+    results = (tmp_path / "RESULTS.md").read_text()
+    assert "IMDB ratings" not in results and "| cnn | 50.00 % |" in results
+
+
+@pytest.fixture
+def commands(run_all, monkeypatch):
+    """Record the commands run_all would run; a family's run writes a metrics.json."""
+    seen = []
+
+    def fake_run(command):
+        seen.append(command)
+        if "--run-dir" in command:
+            run_dir = Path(command[command.index("--run-dir") + 1])
+            run_dir.mkdir(parents=True)
+            (run_dir / "metrics.json").write_text(json.dumps({"model": command[3]}))
+
+    monkeypatch.setattr(run_all, "run", fake_run)
+    monkeypatch.setattr(run_all, "write_tables", lambda rows, rating_rows=(): None)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("labels", "subfolder", "task_arguments"),
+    [("binary", "", []), ("rating", "rating", ["--labels", "rating"])],
+)
+def test_each_task_runs_in_its_own_folders(
+    tmp_path, run_all, commands, labels, subfolder, task_arguments
+):
+    runs, exports = tmp_path / "runs", tmp_path / "saved_models"
+    run_all.main(
+        ["--labels", labels, "--only", "nb_lr", "han"]
+        + ["--runs", str(runs), "--export-dir", str(exports), "--data", "/d"]
+    )
+    baseline, family = commands
+    assert baseline[1:] == [
+        "experiments/baselines.py",
+        "--only",
+        "nb_lr",
+        *task_arguments,
+        "--data",
+        "/d",
+    ]
+    assert family[1:] == [
+        "-m",
+        "hatt.cli",
+        "train",
+        "han",
+        *task_arguments,
+        "--data",
+        "/d",
+        "--run-dir",
+        str(runs / subfolder / "han") if subfolder else str(runs / "han"),
+        "--export-dir",
+        str(exports / subfolder) if subfolder else str(exports),
+        "--restart",
+    ]
+    saved = json.loads((tmp_path / "results" / subfolder / "han.json").read_text())
+    assert saved["command"] == " ".join(["hatt", "train", "han", *task_arguments])

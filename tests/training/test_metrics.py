@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from hatt.training.metrics import classification_metrics, format_metrics, median_prediction
+from hatt.training.metrics import (
+    classification_metrics,
+    flat_metrics,
+    format_metrics,
+    median_prediction,
+)
 
 STARS = ["1", "2", "3", "4", "7", "8", "9", "10"]
 
@@ -172,3 +177,15 @@ def test_format_metrics_states_both_errors_for_numeric_classes():
     assert format_metrics(metrics).splitlines()[0] == (
         "accuracy 50.00 % · macro-F1 0.2222 · MAE 4.000 (median prediction 3.500) · 2 examples"
     )
+
+
+def test_flat_metrics_names_the_split():
+    metrics = classification_metrics([0, 1], [[0.9, 0.1], [0.3, 0.7]], ["1", "10"])
+    assert flat_metrics(metrics, "test") == {
+        "test_accuracy": 1.0,
+        "test_macro_f1": 1.0,
+        "test_mae": 0.0,
+        "test_mae_median": 0.0,
+    }
+    binary = flat_metrics(classification_metrics([0, 1], [0.9, 0.7], ["neg", "pos"]), "valid")
+    assert binary == {"valid_accuracy": 0.5, "valid_macro_f1": pytest.approx(1 / 3)}
