@@ -61,6 +61,13 @@ def parse_args(argv=None):
         help="the task to run: positive/negative (default) or the 8 star ratings",
     )
     parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
+    parser.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a setting passed to every `hatt train` (recorded in the results' command)",
+    )
     parser.add_argument("--runs", default=str(ROOT / "runs" / "experiments"))
     parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
     parser.add_argument(
@@ -89,7 +96,8 @@ def task_arguments(task):
 def train_family(name, args):
     run_dir = task_folder(args.runs, args.labels) / name
     # the family's preset (hatt/presets/FAMILY.json)
-    command = ["hatt", "train", name, *task_arguments(args.labels)]
+    settings = [part for pair in args.set for part in ("--set", pair)]
+    command = ["hatt", "train", name, *task_arguments(args.labels), *settings]
     if args.data:
         command += ["--data", args.data]
     export_dir = str(task_folder(args.export_dir, args.labels)) if args.export_dir else ""
@@ -98,7 +106,9 @@ def train_family(name, args):
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
-    metrics["command"] = shlex.join(["hatt", "train", name, *task_arguments(args.labels)])
+    metrics["command"] = shlex.join(
+        ["hatt", "train", name, *task_arguments(args.labels), *settings]
+    )
     results = task_folder(RESULTS, args.labels)
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
