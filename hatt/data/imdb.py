@@ -76,7 +76,7 @@ def _how_to_provide(reason):
 
 @dataclasses.dataclass(repr=False)
 class Imdb(TextCorpus):
-    """IMDB's three splits: a :class:`hatt.data.TextCorpus` whose classes default to the binary task.
+    """IMDB's splits: a :class:`hatt.data.TextCorpus` whose classes default to the binary task.
 
     ``Imdb(train, validation, test, source)`` is the binary corpus (label 1 =
     positive); the ratings corpus has ``class_names`` ``("1", ..., "10")``.
@@ -111,7 +111,7 @@ def _extract(tarball, progress=True):
         target = extract_archive(tarball, progress)
     except DataNotFoundError as error:
         raise DataNotFoundError(
-            _how_to_provide(f"{tarball} is not a readable .tar.gz ({error}).")
+            _how_to_provide(f"{tarball} is not a readable .tar.gz ({error.__cause__}).")
         ) from error
     root = find_root(target)
     if root is None:

@@ -585,7 +585,10 @@ def real_ratings(tmp_path_factory):
     path = os.environ.get("HATT_IMDB") or (str(SHARED_TARBALL) if SHARED_TARBALL.exists() else "")
     if not path or not Path(path).exists():
         pytest.skip("real IMDB not available: set HATT_IMDB to an aclImdb folder or .tar.gz")
-    return load_corpus(path, labels="rating", progress=False)
+    with pytest.MonkeyPatch.context() as patch:  # HATT_CACHE's extraction, else a fresh one
+        if not os.environ.get("HATT_CACHE"):
+            patch.setenv("HATT_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return load_corpus(path, labels="rating", progress=False)
 
 
 @pytest.mark.imdb
