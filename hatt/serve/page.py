@@ -29,8 +29,8 @@ _PAGE_CSS = """
 body { max-width: 84em; margin: 0 auto; padding: .8em 1.2em; }
 header h1 { margin: .2em 0; }
 header p { margin: .2em 0 .8em 0; color: #57606a; }
-label.review { display: block; font-weight: 600; margin-bottom: .3em; }
-textarea { width: 100%; box-sizing: border-box; min-height: 9em; font: inherit; padding: .5em;
+label.review-label { display: block; font-weight: 600; margin-bottom: .3em; }
+textarea { width: 100%; box-sizing: border-box; min-height: 7em; font: inherit; padding: .5em;
            border: 1px solid #d0d7de; border-radius: 6px; resize: vertical; }
 .controls { display: flex; flex-wrap: wrap; gap: .6em 1.2em; align-items: end; margin: .6em 0; }
 .controls fieldset { border: 1px solid #d0d7de; border-radius: 6px; padding: .3em .6em;
@@ -68,8 +68,8 @@ PAGE_HTML = f"""<!DOCTYPE html>
 each model weighed.</p></header>
 <main>
 <form id="form" autocomplete="off">
-<label class="review" for="review">Review</label>
-<textarea id="review" name="review" rows="8" required
+<label class="review-label" for="review">Review</label>
+<textarea id="review" name="review" rows="6" required
  placeholder="A wonderful, moving film. The acting was superb!"></textarea>
 <div class="controls">
 <fieldset><legend>Left</legend>
