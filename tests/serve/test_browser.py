@@ -78,8 +78,9 @@ def submit_review(driver, url, text, models=("cnn", "han")):
     before = driver.find_element(By.TAG_NAME, "body").get_attribute("data-explained") or "0"
     driver.find_element(By.ID, "submit").click()
     wait.until(
-        lambda d: (d.find_element(By.TAG_NAME, "body").get_attribute("data-explained") or "0")
-        != before
+        lambda d: (
+            (d.find_element(By.TAG_NAME, "body").get_attribute("data-explained") or "0") != before
+        )
     )
     wait.until(
         expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#column-1 .words span"))

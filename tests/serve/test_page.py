@@ -35,7 +35,13 @@ def test_the_page_is_self_contained(client):
     assert scripts == [{"src": "/static/page.js", "defer": None}]  # same origin, no inline code
     assert not re.search(r"(https?:)?//[a-z]", page.replace("http-equiv", ""))  # no other host
     assert not any(tag == "link" for tag, _ in parser.tags)
-    for needed in ('id="review"', 'id="model-0"', 'id="model-1"', 'id="method-0"', 'name="viewport"'):
+    for needed in (
+        'id="review"',
+        'id="model-0"',
+        'id="model-1"',
+        'id="method-0"',
+        'name="viewport"',
+    ):
         assert needed in page
     script = client.get("/static/page.js")
     assert script.headers["content-type"].startswith("text/javascript")
