@@ -18,7 +18,8 @@ Routes:
   "explanations": [...]}`` (tokens and their scores);
 - ``GET /``: the page; ``GET /static/page.js``; ``GET /ui/models``,
   ``POST /ui/explain`` (one review's card, rendered by
-  :func:`hatt.inspect.html.review_html`) and ``GET /ui/imdb-review``.
+  :func:`hatt.inspect.html.review_html`), ``GET /ui/imdb-review`` and
+  ``GET /ui/stats`` (model calls and reviews per batcher).
 """
 
 import asyncio
@@ -269,6 +270,15 @@ async def ui_explain(request, server):
 
 
 @_json_errors
+async def ui_stats(request, server):
+    """Model calls and reviews per model and action, since the start (batching at work)."""
+    out = {}
+    for (name, action), batcher in server.batchers.items():
+        out.setdefault(name, {})[action] = {"calls": batcher.calls, "texts": batcher.texts}
+    return JSONResponse(out)
+
+
+@_json_errors
 async def ui_imdb_review(request, server):
     test = await server.imdb_test()
     index = random.randrange(len(test.texts))
@@ -329,6 +339,7 @@ def create_app(models, settings=None):
             Route("/ui/models", ui_models, methods=["GET"]),
             Route("/ui/explain", ui_explain, methods=["POST"]),
             Route("/ui/imdb-review", ui_imdb_review, methods=["GET"]),
+            Route("/ui/stats", ui_stats, methods=["GET"]),
         ],
         exception_handlers={404: _not_found, HTTPException: _http_error},
         lifespan=lifespan,

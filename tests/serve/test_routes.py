@@ -217,6 +217,12 @@ async def _concurrently(app, requests):
         return await asyncio.gather(*(client.post(path, json=body) for path, body in requests))
 
 
+async def _get(app, path):
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+        return await client.get(path)
+
+
 def test_concurrent_requests_are_batched_and_answer_as_alone(served):
     settings = serve.Settings(max_batch_size=64, batch_wait_ms=200)
     app = serve.create_app(served, settings)
@@ -225,6 +231,8 @@ def test_concurrent_requests_are_batched_and_answer_as_alone(served):
     responses = asyncio.run(_concurrently(app, requests))
     batcher = app.state.server.batchers[("han", "serving_default")]
     assert batcher.texts == len(requests) and batcher.calls < len(requests)
+    stats = asyncio.run(_get(app, "/ui/stats")).json()
+    assert stats == {"han": {"serving_default": {"calls": batcher.calls, "texts": len(requests)}}}
     alone = serve.create_app(served, serve.Settings(batching=False))
     separately = asyncio.run(_concurrently(alone, requests))
     assert alone.state.server.batchers[("han", "serving_default")].calls == len(requests)
