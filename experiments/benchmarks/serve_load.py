@@ -63,11 +63,11 @@ def parse_args(argv=None):
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--texts", type=int, default=1, help="reviews per request")
-    parser.add_argument("--verbs", default="predict,explain")
+    parser.add_argument("--verbs", default="predict,explain", help="'' for the light load only")
     parser.add_argument("--batching", default="on,off", help="on, off or on,off")
     parser.add_argument("--light-seconds", type=float, default=10.0)
     parser.add_argument("--max-batch-size", type=int, default=64)
-    parser.add_argument("--batch-wait-ms", type=float, default=5.0)
+    parser.add_argument("--batch-wait-ms", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS)
@@ -291,7 +291,7 @@ def run_server(models, args, batching, reviews):
     singles = bodies_for(reviews, 1)
     with ServerProcess([f"{n}={p}" for n, p in models.items()], args, batching) as server:
         for name in models:
-            for verb in args.verbs.split(","):
+            for verb in [v for v in args.verbs.split(",") if v]:
                 path = f"/v1/models/{name}:{verb}"
                 action = "explain" if verb == "explain" else "predict"
                 calls, texts = stats(server.port, name, action)

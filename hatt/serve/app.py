@@ -62,7 +62,7 @@ class Settings:
     max_texts: int = 256
     batching: bool = True
     max_batch_size: int = 64
-    batch_wait_ms: float = 5.0
+    batch_wait_ms: float = 0.0
     threads: int = 2
     imdb: str | None = None
 

@@ -3,13 +3,14 @@
 A :class:`Batcher` serves one model and one kind of call (``:predict`` or
 ``:explain``). Each request puts its texts on an ``asyncio`` queue and
 awaits its share of the result. One worker task takes the first waiting
-request, then keeps taking requests until the batch holds
-``max_batch_size`` texts or ``max_wait_ms`` have passed since it started
-the batch, and runs the model once on all of them in a worker thread, so
-the event loop keeps accepting requests while the model runs; those queue
-up and form the next batch. Under light load a request waits at most
-``max_wait_ms``; under heavy load batches fill up and the model runs on
-large batches back to back, which is where the throughput comes from.
+request and every request queued behind it, then waits up to
+``max_wait_ms`` for more, until the batch holds ``max_batch_size`` texts,
+and runs the model once on all of them in a worker thread, so the event
+loop keeps accepting requests while the model runs; those queue up and form
+the next batch. Under light load a request waits at most ``max_wait_ms``
+(``hatt serve``'s default is 0: a lone request runs at once); under heavy
+load the model runs back to back on the batches that queued meanwhile,
+which is where the throughput comes from.
 
 If a batch of several requests fails, each request is run again on its own,
 so only the request whose texts make the model fail gets the error.
@@ -34,8 +35,8 @@ class Batcher:
             (same length). Runs in ``executor``'s threads.
         max_batch_size: Texts a model call takes at most (a request with
             more texts runs alone, as one call).
-        max_wait_ms: How long the first request of a batch waits for
-            others to join it (milliseconds, >= 0).
+        max_wait_ms: How long a batch waits for more requests once it
+            has taken those already queued (milliseconds, >= 0).
         executor: A ``concurrent.futures`` executor for the model calls
             (`None`: asyncio's default).
 
@@ -52,7 +53,7 @@ class Batcher:
     [8, 7]
     """
 
-    def __init__(self, run, max_batch_size=64, max_wait_ms=5.0, executor=None):
+    def __init__(self, run, max_batch_size=64, max_wait_ms=0.0, executor=None):
         if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int):
             raise ValueError(
                 f"Expected max_batch_size to be a positive int. Received: {max_batch_size!r}"
@@ -109,25 +110,42 @@ class Batcher:
             await self._run_batch(batch)
 
     async def _next(self, timeout=None):
+        """The next waiting request; `None` if none comes within `timeout` seconds.
+
+        A request already queued is taken at once, whatever the timeout. The
+        wait does not use `asyncio.wait_for` on `Queue.get`: a cancelled
+        `get` never takes an item, and a `get` that finished as the time ran
+        out is still returned, so no request is ever dropped.
+        """
         if self._carried is not None:
             request, self._carried = self._carried, None
             return request
+        if not self._queue.empty():
+            return self._queue.get_nowait()
         if timeout is None:
             return await self._queue.get()
-        return await asyncio.wait_for(self._queue.get(), timeout)
+        if timeout <= 0:
+            return None
+        getter = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({getter}, timeout=timeout)
+        if not done:
+            getter.cancel()
+            await asyncio.wait({getter})
+        return None if getter.cancelled() else getter.result()
 
     async def _collect(self):
-        """The next batch: the first waiting request and those that join it in time."""
+        """The next batch: the first waiting request and those that join it in time.
+
+        Requests that queued while the previous batch ran join at once; then
+        the batch waits up to `max_wait_ms` for more, until it holds
+        `max_batch_size` texts.
+        """
         batch = [await self._next()]
         size = len(batch[0].texts)
         deadline = time.monotonic() + self.max_wait_ms / 1000.0
         while size < self.max_batch_size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 and self._queue.empty():
-                break
-            try:
-                request = await self._next(max(remaining, 0.0))
-            except TimeoutError:
+            request = await self._next(deadline - time.monotonic())
+            if request is None:
                 break
             if size + len(request.texts) > self.max_batch_size:
                 self._carried = request  # it starts the next batch

@@ -66,8 +66,9 @@ def add_serve_command(sub):
     batching.add_argument(
         "--batch-wait-ms",
         type=float,
-        default=5.0,
-        help="how long a batch waits for concurrent requests to join it",
+        default=0.0,
+        help="how long a batch waits for more requests once it has taken those queued "
+        "(0: none; requests that queue while the model runs form the next batch)",
     )
     batching.add_argument(
         "--threads", type=int, default=2, help="worker threads that run the models"

@@ -72,9 +72,10 @@ def test_a_lone_request_waits_at_most_the_max_wait():
     assert asyncio.run(_gather(immediate, [["x"]])) == [["X"]]
 
 
-def test_requests_arriving_while_the_model_runs_form_the_next_batch():
+@pytest.mark.parametrize("wait", [0, 1])
+def test_requests_arriving_while_the_model_runs_form_the_next_batch(wait):
     run = Recorder(seconds=0.5)
-    batcher = Batcher(run, max_batch_size=64, max_wait_ms=1)
+    batcher = Batcher(run, max_batch_size=64, max_wait_ms=wait)
     results = asyncio.run(_gather(batcher, [[f"r{i}"] for i in range(6)], stagger=0.02))
     assert results == [[f"R{i}"] for i in range(6)]
     assert len(run.batches) == 2 and run.batches[0] == ["r0"]  # the rest queued meanwhile

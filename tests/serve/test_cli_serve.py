@@ -30,7 +30,7 @@ def test_options_and_their_defaults():
     assert args.models == ["saved_models/han", "cnn=saved_models/cnn"]
     assert (args.host, args.port, args.func) == ("127.0.0.1", 8501, serve_cli.cmd_serve)
     assert args.max_texts == 256 and args.max_body_bytes == 1 << 20
-    assert not args.no_batching and args.max_batch_size == 64 and args.batch_wait_ms == 5.0
+    assert not args.no_batching and args.max_batch_size == 64 and args.batch_wait_ms == 0.0
     with pytest.raises(SystemExit):
         parse([])  # at least one model
 
