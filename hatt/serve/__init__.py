@@ -19,8 +19,17 @@ Public API: :func:`load_models`, :func:`create_app`, :func:`serve`,
 :class:`Settings`, :class:`ServedModel`.
 """
 
-from hatt.serve.app import Settings, create_app
-from hatt.serve.models import ServedModel, load_models, model_name, served_model
+import importlib
+
+# Imported on first use, so that `hatt.serve.cli` (which `hatt` registers) is cheap to import.
+_LAZY = {
+    "Settings": "app",
+    "create_app": "app",
+    "ServedModel": "models",
+    "load_models": "models",
+    "model_name": "models",
+    "served_model": "models",
+}
 
 __all__ = [
     "ServedModel",
@@ -50,7 +59,16 @@ def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
     """
     import uvicorn
 
+    from hatt.serve.app import create_app
+    from hatt.serve.models import load_models
+
     if not isinstance(models, dict):
         models = load_models(models)
     app = create_app(models, settings)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"hatt.serve.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'hatt.serve' has no attribute {name!r}")
