@@ -7,6 +7,10 @@ highlighted in blue by their weight (Yang et al. 2016, figure 5). Hovering
 a word or a band shows its weights (`title` attributes). The page has inline
 CSS only: no scripts, no fonts, no images, no network.
 
+`review_html` renders one review as an HTML fragment (styled by `CSS`): the
+one renderer, used for each card of `to_html` / `write_html` and by the page
+of `hatt serve`.
+
 `write_html` keeps pages usable for thousands of reviews: at most
 `max_reviews` reviews (200 by default, about 4 MB) a page, in several
 linked pages (`out.html`, `out-2.html`, `out-3.html`, ...).
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import hatt
 
-_CSS = """
+CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
        max-width: 60em; color: #1f2328; background: #fff; line-height: 1.6; }
 h1 { font-size: 1.4em; margin-bottom: .2em; }
@@ -50,27 +54,48 @@ def _rgba(rgb, alpha):
     return f"rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f})"
 
 
-def _label(value):
-    return {1: "positive", 0: "negative"}.get(value, "?")
+def _class_name(e, index):
+    """The name of class `index` for `e` (its `class_names` when it has them)."""
+    names = getattr(e, "class_names", None)
+    if names and 0 <= index < len(names):
+        return str(names[index])
+    return {1: "positive", 0: "negative"}.get(index, "?")
 
 
-def _review(number, e):
+def _prediction_tag(e):
+    """The predicted class and its probability (binary: also `p(positive)`)."""
     esc = html.escape
-    parts = [f'<section class="review" id="review-{number}">']
-    tags = [
-        f'<span class="tag {"pos" if e.prediction else "neg"}">predicted {_label(e.prediction)}'
-        f" (p(positive) = {e.probability:.3f})</span>"
-    ]
+    label = getattr(e, "predicted_label", None)
+    if label is not None:
+        probability = float(e.predicted_probability)
+        text = f"predicted {esc(str(label))} (p = {probability:.3f})"
+    else:
+        text = f"predicted {_class_name(e, e.prediction)} (p(positive) = {e.probability:.3f})"
+    kind = "pos" if e.prediction else "neg"
+    if len(getattr(e, "class_names", None) or ()) > 2:
+        kind = "class"
+    return f'<span class="tag {kind}">{text}</span>'
+
+
+def _tags(e):
+    """The header tags of a review: prediction, true label, family and score kind."""
+    esc = html.escape
+    tags = [_prediction_tag(e)]
     if e.label is not None:
         right = e.label == e.prediction
         tags.append(
-            f'<span class="tag {"right" if right else "wrong"}">true {_label(e.label)}'
+            f'<span class="tag {"right" if right else "wrong"}">'
+            f"true {esc(_class_name(e, e.label))}"
             f" · {'correct' if right else 'wrong'}</span>"
         )
     tags.append(f'<span class="tag">{esc(e.family)} · {esc(e.score_kind)}</span>')
-    parts.append(f"<h2>Review {number} {''.join(tags)}</h2>")
-    if not e.sentences:
-        parts.append('<p class="gap">No words: the review is empty for the model.</p>')
+    return "".join(tags)
+
+
+def _sentence_rows(e):
+    """One `<div class="sentence">` per sentence (band + highlighted words), gaps included."""
+    esc = html.escape
+    parts = []
     shares = e.sentence_shares()
     top_share = max(shares, default=0.0) or 1.0
     shading = e.display_weights()
@@ -105,6 +130,34 @@ def _review(number, e):
         )
     if e.gap_before is not None and e.gap_before >= len(e.sentences):
         parts.append(gap)
+    return parts
+
+
+def review_html(e, number=1, heading=None):
+    """One review's explanation as an HTML fragment: THE renderer of a review.
+
+    `write_html` / `to_html` put one per review on a page; `hatt serve`'s
+    page inserts the same fragment for each model it asks. Everything from
+    the review (words, raw text, names) is escaped; the fragment has no
+    scripts and no external references, only inline colours; style it with
+    `CSS`.
+
+    Args:
+        e: A `hatt.inspect.Explanation`.
+        number: The review's number (its `id="review-N"` and heading).
+        heading: The heading's text before the tags; defaults to
+            `"Review {number}"`.
+
+    Returns:
+        A `<section class="review">` element (str).
+    """
+    esc = html.escape
+    heading = f"Review {number}" if heading is None else heading
+    parts = [f'<section class="review" id="review-{int(number)}">']
+    parts.append(f"<h2>{esc(heading)} {_tags(e)}</h2>")
+    if not e.sentences:
+        parts.append('<p class="gap">No words: the review is empty for the model.</p>')
+    parts.extend(_sentence_rows(e))
     parts.append(
         f"<details><summary>original text</summary><div>{esc(e.text)}</div></details></section>"
     )
@@ -134,11 +187,11 @@ def to_html(explanations, title="hatt: what the model looked at"):
 def _page(explanations, title, first, navigation):
     """One page: the header, `navigation` (HTML), reviews numbered from `first`."""
     esc = html.escape
-    body = "\n".join(_review(i, e) for i, e in enumerate(explanations, first))
+    body = "\n".join(review_html(e, i) for i, e in enumerate(explanations, first))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>\n"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n"
         f"<h1>{esc(title)}</h1>\n"
         f'<p class="meta">{_summary(explanations)} · hatt {esc(hatt.__version__)}</p>\n'
         f"{_legend(explanations)}\n{navigation}\n{body}\n{navigation}\n</body></html>\n"

@@ -1,0 +1,398 @@
+"""Load test of `hatt serve` on 127.0.0.1: throughput, latency, errors; with and without batching.
+
+Starts `hatt serve` (as `python -m hatt.serve.cli`) in a child process on a
+free port of 127.0.0.1, once with batching on and once with it off, serving
+the CNN and the HAN. For each model and each verb (`:predict`, `:explain`)
+it runs `--clients` concurrent clients for `--seconds` seconds (after
+`--warmup` seconds not counted): each client keeps one HTTP/1.1 connection
+and sends one request after another, each holding `--texts` IMDB test
+reviews (row format). Every run stops by itself; every request has a
+timeout. A light-load run (one client, one review a request) measures the
+latency a single user sees.
+
+Reported per run: requests/s, reviews/s, p50 / p95 / p99 latency (ms),
+errors (any answer but 200, or no answer), and the mean number of reviews a
+model call took (the server's `/ui/stats`).
+
+Side by side, in the same process and on the same reviews: a scikit-learn
+TF-IDF + logistic regression pipeline on raw text (what a user might pick
+instead), fitted on `--train` training reviews, its `predict` timed on
+the test reviews (in-process, no HTTP), and the hatt models' own
+`Predictor.predict_proba` in-process at batch 64, for the HTTP overhead.
+
+    HATT_IMDB=/path/aclImdb_v1_labeled.tar.gz python experiments/benchmarks/serve_load.py \\
+        --cnn saved_models/cnn --han saved_models/han --clients 32 --seconds 60
+
+Writes experiments/results/serve_load.json and serve_load.md.
+
+Targets (2 cores): 0 errors under 32 clients for 60 s; `:predict` >= 1,000
+reviews/s for the CNN and >= 300 for the HAN with batching on; p99 of a
+single-review request under light load <= 100 ms for the CNN.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "experiments" / "results" / "serve_load.json"
+TARGETS = {"cnn_predict_reviews_per_s": 1000, "han_predict_reviews_per_s": 300, "cnn_p99_ms": 100}
+TIMEOUT_S = 60.0
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cnn", default="saved_models/cnn", help="the CNN model ('' to skip)")
+    parser.add_argument("--han", default="saved_models/han", help="the HAN model ('' to skip)")
+    parser.add_argument("--data", default=None, help="IMDB source (default: $HATT_IMDB)")
+    parser.add_argument("--reviews", type=int, default=2000, help="test reviews to send")
+    parser.add_argument("--train", type=int, default=5000, help="reviews to fit TF-IDF + LR on")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--texts", type=int, default=1, help="reviews per request")
+    parser.add_argument("--verbs", default="predict,explain", help="'' for the light load only")
+    parser.add_argument("--batching", default="on,off", help="on, off or on,off")
+    parser.add_argument("--light-seconds", type=float, default=10.0)
+    parser.add_argument("--max-batch-size", type=int, default=64)
+    parser.add_argument("--batch-wait-ms", type=float, default=0.0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip-sklearn", action="store_true")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    for name in ("clients", "reviews", "texts", "train"):
+        if getattr(args, name) < 1:
+            parser.error(f"Expected --{name} >= 1. Received: {getattr(args, name)}")
+    if not 0 < args.seconds <= 600:
+        parser.error(f"Expected --seconds in (0, 600]. Received: {args.seconds}")
+    return args
+
+
+# === Dataset ===
+
+
+def create_dataset(args):
+    """`--reviews` IMDB test reviews (balanced sample) and `--train` training reviews."""
+    from hatt.data import load_imdb
+    from hatt.inspect import balanced_sample
+
+    imdb = load_imdb(args.data, validation_size=0, progress=False)
+    test = balanced_sample(imdb.test.labels, args.reviews, seed=0)
+    train = balanced_sample(imdb.train.labels, args.train, seed=0)
+    return {
+        "test": [imdb.test.texts[i] for i in test],
+        "train": ([imdb.train.texts[i] for i in train], imdb.train.labels[train]),
+    }
+
+
+# === The server ===
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """`hatt serve` in a child process on 127.0.0.1; stopped with SIGINT on exit."""
+
+    def __init__(self, models, args, batching):
+        self.port = free_port()
+        command = [sys.executable, "-m", "hatt.serve.cli", *models, "--port", str(self.port)]
+        command += ["--max-batch-size", str(args.max_batch_size)]
+        command += ["--batch-wait-ms", str(args.batch_wait_ms), "--threads", str(args.threads)]
+        command += ["--max-texts", str(max(args.texts, 256))]
+        if not batching:
+            command.append("--no-batching")
+        self.command = command
+
+    def __enter__(self):
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+        self.log = tempfile.NamedTemporaryFile(
+            "w", prefix="serve_load-", suffix=".log", delete=False
+        )
+        self.process = subprocess.Popen(self.command, env=env, stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"hatt serve exited: see {self.log.name}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError("hatt serve did not start in 300 s")
+
+    def __exit__(self, *exc):
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+# === The clients ===
+
+
+async def _request(reader, writer, path, body):
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    writer.write(head.encode() + body)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
+async def _client(port, path, bodies, offset, start_at, stop_at, record):
+    """One client: one connection, requests back to back until `stop_at`."""
+    reader = writer = None
+    i = offset
+    while time.perf_counter() < stop_at:
+        body = bodies[i % len(bodies)]
+        i += 1
+        began = time.perf_counter()
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            status = await asyncio.wait_for(_request(reader, writer, path, body), TIMEOUT_S)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError, IndexError):
+            status = None
+            if writer is not None:
+                writer.close()
+            reader = writer = None
+        ended = time.perf_counter()
+        if began >= start_at:
+            record.append((ended - began, status))
+    if writer is not None:
+        writer.close()
+
+
+def load(port, path, bodies, clients, seconds, warmup):
+    """`clients` clients for `warmup` + `seconds` seconds; the measured requests."""
+    record = []
+
+    async def main():
+        start_at = time.perf_counter() + warmup
+        stop_at = start_at + seconds
+        await asyncio.gather(
+            *(
+                _client(port, path, bodies, k * 37, start_at, stop_at, record)
+                for k in range(clients)
+            )
+        )
+
+    asyncio.run(main())
+    return record
+
+
+def summarise(record, seconds, texts):
+    latencies = np.array([t for t, s in record if s == 200]) * 1000
+    errors = sum(1 for _, s in record if s != 200)
+    ok = len(latencies)
+    percentile = (
+        (lambda q: round(float(np.percentile(latencies, q)), 1)) if ok else (lambda q: None)
+    )
+    return {
+        "requests": len(record),
+        "errors": errors,
+        "requests_per_s": round(ok / seconds, 1),
+        "reviews_per_s": round(ok * texts / seconds, 1),
+        "p50_ms": percentile(50),
+        "p95_ms": percentile(95),
+        "p99_ms": percentile(99),
+    }
+
+
+def stats(port, name, action):
+    """``(model calls, reviews)`` the server's batcher of ``name`` / ``action`` has made."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/ui/stats", timeout=10) as response:
+        counts = json.load(response).get(name, {}).get(action, {"calls": 0, "texts": 0})
+    return counts["calls"], counts["texts"]
+
+
+def bodies_for(reviews, texts):
+    return [
+        json.dumps({"instances": reviews[i : i + texts]}).encode()
+        for i in range(0, len(reviews) - texts + 1, texts)
+    ]
+
+
+# === Side by side, in-process ===
+
+
+def sklearn_throughput(data, seconds=5.0):
+    """TF-IDF (1-2 grams) + logistic regression on raw text: `predict` reviews/s, in-process."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    texts, labels = data["train"]
+    pipeline = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2),
+        LogisticRegression(C=8.0, max_iter=1000),
+    )
+    pipeline.fit(texts, labels)
+    return _throughput(lambda batch: pipeline.predict(batch), data["test"], seconds)
+
+
+def _throughput(predict, reviews, seconds, batch=64):
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for i in range(0, len(reviews), batch):
+            predict(reviews[i : i + batch])
+            done += len(reviews[i : i + batch])
+            if time.perf_counter() - start >= seconds:
+                break
+    return round(done / (time.perf_counter() - start), 1)
+
+
+def hatt_in_process(models, data, seconds=5.0):
+    """Each model in-process at batch 64 (no HTTP): the server's ceiling.
+
+    `predict_proba` runs what `:predict` runs. Where a `model.keras` lies
+    beside the export, its classifier is also timed on ids alone
+    (`probability_from_ids`: tokenize, look up, classify, no attention and
+    no saliency), the work a `predict` signature without scores does.
+    """
+    from hatt import export
+
+    out = {}
+    for name, path in models.items():
+        predictor = export.load(path)
+        predictor.predict_proba(data["test"][:64])  # warm-up
+        run = predictor.predict_proba
+        out[f"hatt {name} predict_proba"] = _throughput(run, data["test"], seconds)
+        keras_file = Path(path) / "model.keras"
+        if keras_file.is_file():
+            keras_predictor = export.load(keras_file)
+
+            def ids_only(batch, p=keras_predictor):
+                return p.probability_from_ids(p.ragged_ids(batch), batch_size=len(batch))
+
+            ids_only(data["test"][:64])  # warm-up
+            out[f"hatt {name} classifier on ids (no scores)"] = _throughput(
+                ids_only, data["test"], seconds
+            )
+    return out
+
+
+# === Main ===
+
+
+def run_server(models, args, batching, reviews):
+    """Every (model, verb) under load, plus the light-load run, on one server."""
+    runs = []
+    bodies = bodies_for(reviews, args.texts)
+    singles = bodies_for(reviews, 1)
+    with ServerProcess([f"{n}={p}" for n, p in models.items()], args, batching) as server:
+        for name in models:
+            for verb in [v for v in args.verbs.split(",") if v]:
+                path = f"/v1/models/{name}:{verb}"
+                action = "explain" if verb == "explain" else "predict"
+                calls, texts = stats(server.port, name, action)
+                record = load(server.port, path, bodies, args.clients, args.seconds, args.warmup)
+                calls_after, texts_after = stats(server.port, name, action)
+                run = {"model": name, "verb": verb, "batching": batching}
+                run["reviews_per_model_call"] = round(
+                    (texts_after - texts) / max(calls_after - calls, 1), 1
+                )
+                run.update(clients=args.clients, texts=args.texts, seconds=args.seconds)
+                run.update(summarise(record, args.seconds, args.texts))
+                print(_row(run), flush=True)
+                runs.append(run)
+            if args.light_seconds > 0:
+                path = f"/v1/models/{name}:predict"
+                record = load(server.port, path, singles, 1, args.light_seconds, 1.0)
+                run = {"model": name, "verb": "predict (light load)", "batching": batching}
+                run.update(clients=1, texts=1, seconds=args.light_seconds)
+                run.update(summarise(record, args.light_seconds, 1))
+                print(_row(run), flush=True)
+                runs.append(run)
+    return runs
+
+
+HEADER = (
+    "| model | verb | batching | clients | reviews/request | requests/s | reviews/s "
+    "| p50 ms | p95 ms | p99 ms | errors / requests | reviews / model call |\n"
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def _row(run):
+    return (
+        f"| {run['model']} | {run['verb']} | {'on' if run['batching'] else 'off'} "
+        f"| {run['clients']} | {run['texts']} | {run['requests_per_s']} | {run['reviews_per_s']} "
+        f"| {run['p50_ms']} | {run['p95_ms']} | {run['p99_ms']} "
+        f"| {run['errors']} / {run['requests']} | {run.get('reviews_per_model_call', '')} |"
+    )
+
+
+def markdown(report):
+    lines = ["# hatt serve under load (experiments/benchmarks/serve_load.py)", ""]
+    lines += [f"Command: `{report['command']}`  ", f"Machine: {report['machine']}  "]
+    lines += [
+        f"Load average at the start (1, 5, 15 min): {report['load_average_at_start']} "
+        "(other jobs share the cores)",
+        "",
+    ]
+    lines += [HEADER, *(_row(r) for r in report["runs"]), ""]
+    lines += ["In-process `predict` throughput on the same reviews (no HTTP), batch 64:", ""]
+    lines += ["| model | reviews/s |", "|---|---:|"]
+    lines += [f"| {k} | {v} |" for k, v in report["in_process"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    models = {n: p for n, p in (("cnn", args.cnn), ("han", args.han)) if p}
+    for name, path in models.items():
+        if not Path(path).exists():
+            raise SystemExit(f"No {name} model at {path!r}: pass --{name} PATH or --{name} ''.")
+    data = create_dataset(args)
+    report = {
+        "command": " ".join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "models": models,
+        "targets": TARGETS,
+        "runs": [],
+        "in_process": {},
+    }
+    print(HEADER, flush=True)
+    for batching in args.batching.split(","):
+        report["runs"] += run_server(models, args, batching == "on", data["test"])
+    if not args.skip_sklearn:
+        report["in_process"]["sklearn TF-IDF + LR (raw text)"] = sklearn_throughput(data)
+    report["in_process"].update(hatt_in_process(models, data))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    args.output.with_suffix(".md").write_text(markdown(report))
+    print(markdown(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

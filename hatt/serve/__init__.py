@@ -1,0 +1,74 @@
+"""Serve hatt models over HTTP in TensorFlow Serving's REST dialect, with a page to read them.
+
+``hatt serve MODEL [MODEL ...]`` loads each model with
+:func:`hatt.export.load` and serves, on one port:
+
+- TF Serving's REST API: ``GET /v1/models/NAME`` (status),
+  ``GET /v1/models/NAME/metadata`` (signatures),
+  ``POST /v1/models/NAME:predict`` (row ``instances`` or columnar
+  ``inputs``), each also under ``/versions/N``; errors as ``{"error": ...}``;
+- KServe V1's ``POST /v1/models/NAME:explain``: the tokens each model saw
+  and their attention (or saliency) scores;
+- a page at ``/``: paste a review, see one or two models' predictions and
+  the sentence bands and word highlights of :mod:`hatt.inspect.html`.
+
+Concurrent requests are batched into one model call (:mod:`hatt.serve.batching`);
+requests are capped in size (413) and checked (400 naming the field).
+
+Public API: :func:`load_models`, :func:`create_app`, :func:`serve`,
+:class:`Settings`, :class:`ServedModel`.
+"""
+
+import importlib
+
+# Imported on first use, so that `hatt.serve.cli` (which `hatt` registers) is cheap to import.
+_LAZY = {
+    "Settings": "app",
+    "create_app": "app",
+    "ServedModel": "models",
+    "load_models": "models",
+    "model_name": "models",
+    "served_model": "models",
+}
+
+__all__ = [
+    "ServedModel",
+    "Settings",
+    "create_app",
+    "load_models",
+    "model_name",
+    "serve",
+    "served_model",
+]
+
+
+def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
+    """Load ``models`` and serve them until interrupted (uvicorn, one process).
+
+    Args:
+        models: Model paths as ``hatt predict`` takes them, each optionally
+            ``NAME=PATH``; or a ``{name: ServedModel}`` dict.
+        host: Interface to listen on (``127.0.0.1``: this machine only).
+        port: TCP port (8501, TF Serving's REST port, by default).
+        settings: A :class:`Settings` (limits, batching).
+        log_level: uvicorn's log level.
+
+    Example:
+
+    >>> hatt.serve.serve(["saved_models/han", "saved_models/cnn"], port=8501)
+    """
+    import uvicorn
+
+    from hatt.serve.app import create_app
+    from hatt.serve.models import load_models
+
+    if not isinstance(models, dict):
+        models = load_models(models)
+    app = create_app(models, settings)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"hatt.serve.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'hatt.serve' has no attribute {name!r}")

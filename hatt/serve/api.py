@@ -1,0 +1,277 @@
+"""TF Serving's REST dialect: URLs, request bodies and response bodies, without a server.
+
+Everything here is plain functions on parsed JSON and NumPy arrays, so the
+rules are tested without HTTP; :mod:`hatt.serve.app` wires them to routes.
+
+Requests (``POST /v1/models/NAME[/versions/N]:predict`` and ``:explain``):
+
+- row format: ``{"instances": ["a review", {"text": "another"}]}``;
+- columnar format: ``{"inputs": {"text": ["a review", ...]}}`` or
+  ``{"inputs": ["a review", ...]}``;
+- optional ``"signature_name"`` (``:predict``: ``"predict"``, the default,
+  or ``"serving_default"``) and ``"method"`` (``:explain``).
+
+Errors are :class:`ApiError` (an HTTP status and a message); the app
+answers them as TF Serving does, ``{"error": "..."}``.
+"""
+
+import json
+import re
+
+import numpy as np
+
+from hatt.serve import _compat
+from hatt.serve.models import PREDICT, SIGNATURES
+
+# /v1/models/NAME[/versions/N][/metadata | :VERB]
+ROUTE = re.compile(
+    r"(?P<name>[^/:]+)(?:/versions/(?P<version>[^/:]+))?"
+    r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?/?"
+)
+VERBS = ("predict", "explain")
+TOKEN_SHAPED = ("tokens", "word_attention")  # [T] (flat) or [S, W] (HAN) per review
+SENTENCE_SHAPED = ("sentence_attention",)  # [S] per review (HAN)
+
+
+class ApiError(Exception):
+    """A request the server answers with ``status`` and ``{"error": message}``."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# === URLs ============================================================================
+
+
+def parse_route(rest):
+    """``NAME[/versions/N][/metadata|:VERB]`` → ``(name, version or None, action)``.
+
+    ``action`` is ``"status"``, ``"metadata"``, ``"predict"`` or ``"explain"``.
+
+    Raises:
+        ApiError: 404 for a path that is not one of these; 400 for a version
+            that is not a non-negative integer.
+    """
+    match = ROUTE.fullmatch(rest)
+    if match is None:
+        raise ApiError(404, f"Malformed request: no such path /v1/models/{rest}")
+    version = match["version"]
+    if version is not None:
+        if not version.isdigit():
+            raise ApiError(
+                400, f"Expected the version to be a non-negative integer. Received: {version!r}"
+            )
+        version = int(version)
+    verb = match["verb"]
+    if verb is not None and verb not in VERBS:
+        raise ApiError(
+            404, f"Malformed request: unknown verb :{verb} (this server has :predict, :explain)"
+        )
+    action = "metadata" if match["metadata"] else verb or "status"
+    return match["name"], version, action
+
+
+def servable_not_found(name, version):
+    """TF Serving's 404 message for a model or version it does not hold."""
+    spec = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+    return ApiError(404, f"Servable not found for request: {spec}")
+
+
+# === Request bodies ====================================================================
+
+
+def parse_json(body):
+    """The request body (bytes) → a JSON object; :class:`ApiError` 400 otherwise."""
+    try:
+        value = json.loads(body)
+    except UnicodeDecodeError as error:
+        raise ApiError(400, f"Malformed JSON body: not UTF-8 ({error.reason})") from None
+    except ValueError as error:
+        raise ApiError(400, f"Malformed JSON body: {error}") from None
+    if not isinstance(value, dict):
+        raise ApiError(
+            400,
+            "Expected the body to be a JSON object with 'instances' or 'inputs'. "
+            f"Received: a JSON {type(value).__name__}",
+        )
+    return value
+
+
+def _text(value, field):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"text"} and isinstance(value["text"], str):
+        return value["text"]
+    shown = json.dumps(value)[:80]
+    raise ApiError(
+        400,
+        f'Expected {field} to be a string or an object {{"text": string}}. Received: '
+        f"{field}={shown}",
+    )
+
+
+def parse_texts(body, max_texts):
+    """The reviews of a request, and whether it used the columnar format.
+
+    Args:
+        body: The parsed JSON object.
+        max_texts: The most texts one request may hold.
+
+    Returns:
+        ``(texts, columnar)``.
+
+    Raises:
+        ApiError: 400 naming the field that is missing or of the wrong
+            type; 413 for more than ``max_texts`` texts.
+    """
+    if ("instances" in body) == ("inputs" in body):
+        which = "both" if "instances" in body else "neither"
+        raise ApiError(
+            400,
+            "Expected either 'instances' (row format) or 'inputs' (columnar format). "
+            f"Received: {which}",
+        )
+    columnar = "inputs" in body
+    field, values = ("inputs", body["inputs"]) if columnar else ("instances", body["instances"])
+    if columnar and isinstance(values, dict):
+        if set(values) != {"text"}:
+            raise ApiError(
+                400,
+                "Expected inputs to hold exactly one input, 'text'. "
+                f"Received: inputs with keys {sorted(values)}",
+            )
+        field, values = "inputs.text", values["text"]
+    if not isinstance(values, list):
+        raise ApiError(
+            400,
+            f"Expected {field} to be a list of reviews. Received: {field} of JSON type "
+            f"{type(values).__name__}",
+        )
+    if len(values) > max_texts:
+        raise ApiError(
+            413,
+            f"Expected at most {max_texts} texts a request. Received: {len(values)} in {field}",
+        )
+    if columnar:  # a column of strings; row format also takes {"text": ...} objects
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                raise ApiError(
+                    400,
+                    f"Expected {field}[{i}] to be a string. Received: "
+                    f"{field}[{i}]={json.dumps(value)[:80]}",
+                )
+        return list(values), True
+    return [_text(value, f"instances[{i}]") for i, value in enumerate(values)], False
+
+
+def parse_choice(body, field, choices, default):
+    """``body[field]`` if it is one of ``choices`` (``default`` when absent); else 400."""
+    value = body.get(field, default)
+    if value in ("", None):
+        value = default
+    if value not in choices:
+        raise ApiError(
+            400, f"Expected {field} to be one of {list(choices)}. Received: {field}={value!r}"
+        )
+    return value
+
+
+def parse_signature(body):
+    """The signature ``:predict`` runs: ``"predict"`` (default) or ``"serving_default"``."""
+    return parse_choice(body, "signature_name", SIGNATURES, PREDICT)
+
+
+# === Outputs ===========================================================================
+
+
+def _extent(tokens):
+    """Per axis, how far a review's real tokens reach (at least 1)."""
+    real = np.asarray(tokens) != ""
+    extent = []
+    for axis in range(real.ndim):
+        other = tuple(a for a in range(real.ndim) if a != axis)
+        used = np.flatnonzero(real.any(axis=other) if other else real)
+        extent.append(int(used[-1]) + 1 if used.size else 1)
+    return extent
+
+
+def rows_of(outputs):
+    """A batch's outputs → one dict per review, without the batch's padding.
+
+    The model pads ``tokens`` and the scores to the batch's longest review;
+    each row is cut back to its own tokens, so a review's answer does not
+    depend on the reviews it was batched with.
+    """
+    outputs = {k: np.asarray(v) for k, v in outputs.items()}
+    count = len(next(iter(outputs.values()))) if outputs else 0
+    rows = []
+    for i in range(count):
+        row = {k: np.asarray(v[i]) for k, v in outputs.items()}
+        if "tokens" in row:
+            extent = _extent(row["tokens"])
+            for key in TOKEN_SHAPED:
+                if key in row:
+                    row[key] = row[key][tuple(slice(0, e) for e in extent)]
+            for key in SENTENCE_SHAPED:
+                if key in row:
+                    row[key] = row[key][: extent[0]]
+        rows.append(row)
+    return rows
+
+
+def _pad_stack(arrays):
+    if arrays[0].ndim == 0:
+        return np.stack(arrays)
+    shape = [max(a.shape[i] for a in arrays) for i in range(arrays[0].ndim)]
+    value = "" if arrays[0].dtype.kind in "OUS" else 0
+    padded = [
+        np.pad(a, [(0, t - s) for s, t in zip(a.shape, shape, strict=True)], constant_values=value)
+        for a in arrays
+    ]
+    return np.stack(padded)
+
+
+def _json_value(value):
+    value = np.asarray(value)
+    if value.dtype.kind in "OUS":
+        return np.vectorize(str, otypes=[object])(value).tolist() if value.size else value.tolist()
+    return value.tolist()
+
+
+def predict_response(rows, columnar):
+    """TF Serving's response: ``{"predictions": [...]}`` or ``{"outputs": {...}}``.
+
+    Row format: one object per review (several named outputs). Columnar: one
+    list per output, token-shaped outputs padded to the request's longest
+    review (``""`` / 0), as TF Serving returns a tensor.
+    """
+    if not columnar:
+        return {"predictions": [{k: _json_value(v) for k, v in row.items()} for row in rows]}
+    if not rows:
+        return {"outputs": {}}
+    return {"outputs": {k: _json_value(_pad_stack([r[k] for r in rows])) for k in rows[0]}}
+
+
+def explanation_json(explanation):
+    """One review's explanation: the tokens the model saw and their scores."""
+    e = explanation
+    return {
+        "method": e.score_kind,
+        "family": e.family,
+        "tokens": e.tokens,
+        "sentences": e.sentences,
+        "word_scores": e.word_weights,
+        "sentence_scores": e.sentence_weights,
+        "omitted_words": e.omitted_words,
+        "gap_before": e.gap_before,
+    }
+
+
+def explain_response(explanations, class_names):
+    """KServe V1's explain response: ``{"predictions": [...], "explanations": [...]}``."""
+    return {
+        "predictions": [_compat.prediction_of(e, class_names) for e in explanations],
+        "explanations": [explanation_json(e) for e in explanations],
+    }

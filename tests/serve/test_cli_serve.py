@@ -1,0 +1,119 @@
+"""``hatt serve``'s options, its naming of models, and the command run for real."""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from hatt import serve
+from hatt.serve import cli as serve_cli
+from hatt.serve.models import load_models, model_name, parse_spec
+from tests.serve.conftest import fake_predictor
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="hatt")
+    serve_cli.add_serve_command(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+def test_options_and_their_defaults():
+    args = parse(["saved_models/han", "cnn=saved_models/cnn"])
+    assert args.models == ["saved_models/han", "cnn=saved_models/cnn"]
+    assert (args.host, args.port, args.func) == ("127.0.0.1", 8501, serve_cli.cmd_serve)
+    assert args.max_texts == 256 and args.max_body_bytes == 1 << 20
+    assert not args.no_batching and args.max_batch_size == 64 and args.batch_wait_ms == 0.0
+    with pytest.raises(SystemExit):
+        parse([])  # at least one model
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["m", "--max-texts", "0"], "max_texts"),
+        (["m", "--batch-wait-ms", "-1"], "batch_wait_ms"),
+        (["m", "--threads", "0"], "threads"),
+        (["m", "--port", "70000"], "--port"),
+    ],
+)
+def test_bad_options_fail_before_loading_anything(argv, words):
+    with pytest.raises(ValueError, match=words):
+        serve_cli.cmd_serve(parse(argv))
+
+
+def test_model_names(tmp_path):
+    version = tmp_path / "saved_models" / "cnn" / "3"
+    version.mkdir(parents=True)
+    (version / "saved_model.pb").write_bytes(b"")
+    assert model_name(version.parent) == "cnn"
+    assert model_name(version) == "cnn"
+    assert model_name(tmp_path / "runs" / "han-1" / "model.keras") == "han-1"
+    assert model_name(tmp_path / "best.keras") == "best"
+    assert parse_spec("fast=saved_models/cnn") == ("fast", "saved_models/cnn")
+    assert parse_spec(str(version.parent)) == ("cnn", str(version.parent))
+    with pytest.raises(ValueError, match="both named 'cnn'"):
+        load_models(["a/cnn", "b/cnn"], loader=lambda path: fake_predictor())
+    with pytest.raises(ValueError, match="name='bad name'"):
+        serve.served_model("bad name", fake_predictor())
+    with pytest.raises(ValueError, match="at least one model"):
+        load_models([])
+    loaded = load_models(["x/one", "two=x/one"], loader=lambda path: fake_predictor(version=4))
+    assert list(loaded) == ["one", "two"] and loaded["two"].version == 4
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+@pytest.mark.slow
+def test_the_command_serves_until_interrupted(exported):
+    port = _free_port()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("HATT_IMDB", None)
+    command = [sys.executable, "-m", "hatt.serve.cli", str(exported["cnn"].path)]
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--max-texts", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                status = _get(f"http://127.0.0.1:{port}/v1/models/cnn")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert server.poll() is None, server.communicate()[1][-3000:]
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.5)
+        assert status["model_version_status"][0]["state"] == "AVAILABLE"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/models/cnn:predict",
+            data=json.dumps({"instances": ["a", "b", "c"]}).encode(),
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 413  # --max-texts 2 reached the server
+        assert "at most 2 texts" in json.load(caught.value)["error"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=60)
+    assert server.returncode == 0, stderr[-3000:]
+    assert f"page and REST API on http://127.0.0.1:{port}/" in stderr

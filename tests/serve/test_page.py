@@ -1,0 +1,90 @@
+"""The page: self-contained, its cards are hatt's one renderer, escaped; the IMDB sample."""
+
+import html.parser
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+from hatt import serve
+from hatt.inspect import explain
+from hatt.inspect.html import review_html
+from tests.data.conftest import write_tiny_imdb
+
+SCRIPTED = 'Great film! <script>alert(1)</script> <img src=x onerror="alert(2)"> Loved it.'
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_the_page_is_self_contained(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    page = response.text
+    parser = _Tags()
+    parser.feed(page)
+    scripts = [attrs for tag, attrs in parser.tags if tag == "script"]
+    assert scripts == [{"src": "/static/page.js", "defer": None}]  # same origin, no inline code
+    assert not re.search(r"(https?:)?//[a-z]", page.replace("http-equiv", ""))  # no other host
+    assert not any(tag == "link" for tag, _ in parser.tags)
+    for needed in (
+        'id="review"',
+        'id="model-0"',
+        'id="model-1"',
+        'id="method-0"',
+        'name="viewport"',
+    ):
+        assert needed in page
+    script = client.get("/static/page.js")
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "innerHTML = result.html" in script.text and "http" not in script.text.replace(
+        "https://", ""
+    )
+
+
+def test_models_for_the_page(client, served):
+    info = client.get("/ui/models").json()
+    assert [m["name"] for m in info["models"]] == ["cnn", "han", "fake"]
+    assert info["models"][1] == {
+        "name": "han",
+        "version": served["han"].version,
+        "family": "han",
+        "score_kind": "attention",
+        "methods": ["attention"],
+        "class_names": ["negative", "positive"],
+    }
+    assert info["imdb"] is False
+
+
+@pytest.mark.parametrize("name", ["cnn", "han"])
+def test_cards_are_the_renderers_and_escape_the_review(client, served, name):
+    response = client.post("/ui/explain", json={"model": name, "text": SCRIPTED, "column": 1})
+    assert response.status_code == 200, response.text
+    card = response.json()["html"]
+    (expected,) = explain(served[name].predictor, [SCRIPTED], progress=False)
+    heading = f"{name} · version {served[name].version}"
+    assert card == review_html(expected, number=2, heading=heading)
+    assert "<script" not in card and "<img" not in card
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card  # the raw text, as text
+    assert response.json()["prediction"]["label"] in ("positive", "negative")
+
+
+def test_imdb_sample_only_when_data_is_given(client, served, tmp_path):
+    assert client.get("/ui/imdb-review").status_code == 404
+    root = write_tiny_imdb(tmp_path)
+    app = serve.create_app(served, serve.Settings(imdb=str(root)))
+    with TestClient(app) as with_data:
+        assert with_data.get("/ui/models").json()["imdb"] is True
+        test = __import__("hatt").data.load_imdb(str(root), validation_size=0, progress=False).test
+        for _ in range(3):
+            review = with_data.get("/ui/imdb-review").json()
+            assert review["text"] == test.texts[review["index"]]
+            assert review["label"] == int(test.labels[review["index"]])
