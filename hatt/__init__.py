@@ -5,7 +5,7 @@ serialization registry, so ``keras.saving.load_model("model.keras")`` works
 without ``custom_objects`` once ``import hatt`` has run.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 # Importing the subpackages registers their serializable classes with Keras.
 # (hatt.export registers TextModel, the end-to-end text → prediction model.)

@@ -17,6 +17,7 @@ import sys
 
 import hatt
 from hatt.models import FAMILIES
+from hatt.serve.cli import add_serve_command  # cheap: Starlette loads on first use
 from hatt.training.distribute import STRATEGIES
 
 MODEL_HELP = (
@@ -575,7 +576,8 @@ def add_inspect_command(sub):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="hatt",
-        description="Attention-based document classifiers for Keras 3, on IMDB reviews.",
+        description="Attention-based document classifiers for Keras 3: train, export, "
+        "inspect and serve them.",
     )
     parser.add_argument("--version", action="version", version=f"hatt {hatt.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -586,6 +588,7 @@ def build_parser():
         add_predict_command,
         add_prepare_command,
         add_inspect_command,
+        add_serve_command,
     ):
         add(sub)
     return parser

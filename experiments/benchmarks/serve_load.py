@@ -1,6 +1,6 @@
 """Load test of `hatt serve` on 127.0.0.1: throughput, latency, errors; with and without batching.
 
-Starts `hatt serve` (as `python -m hatt.serve.cli`) in a child process on a
+Starts `hatt serve` (as `python -m hatt.cli serve`) in a child process on a
 free port of 127.0.0.1, once with batching on and once with it off, serving
 the CNN and the HAN. For each model and each verb (`:predict`, `:explain`)
 it runs `--clients` concurrent clients for `--seconds` seconds (after
@@ -111,7 +111,7 @@ class ServerProcess:
 
     def __init__(self, models, args, batching):
         self.port = free_port()
-        command = [sys.executable, "-m", "hatt.serve.cli", *models, "--port", str(self.port)]
+        command = [sys.executable, "-m", "hatt.cli", "serve", *models, "--port", str(self.port)]
         command += ["--max-batch-size", str(args.max_batch_size)]
         command += ["--batch-wait-ms", str(args.batch_wait_ms), "--threads", str(args.threads)]
         command += ["--max-texts", str(max(args.texts, 256))]

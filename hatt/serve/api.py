@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from hatt.serve import _compat
+from hatt.serve import _predictor
 from hatt.serve.models import PREDICT, SIGNATURES
 
 # /v1/models/NAME[/versions/N][/metadata | :VERB]
@@ -272,6 +272,6 @@ def explanation_json(explanation):
 def explain_response(explanations, class_names):
     """KServe V1's explain response: ``{"predictions": [...], "explanations": [...]}``."""
     return {
-        "predictions": [_compat.prediction_of(e, class_names) for e in explanations],
+        "predictions": [_predictor.prediction_of(e, class_names) for e in explanations],
         "explanations": [explanation_json(e) for e in explanations],
     }

@@ -36,7 +36,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hatt.inspect import html as html_renderer
-from hatt.serve import _compat, api, page
+from hatt.serve import _predictor, api, page
 from hatt.serve.batching import Batcher, Unbatched
 
 logger = logging.getLogger("hatt.serve")
@@ -264,7 +264,7 @@ async def ui_explain(request, server):
         {
             "model": model.name,
             "html": html_renderer.review_html(explanation, number=column + 1, heading=heading),
-            "prediction": _compat.prediction_of(explanation, model.class_names),
+            "prediction": _predictor.prediction_of(explanation, model.class_names),
         }
     )
 

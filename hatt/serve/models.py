@@ -6,7 +6,7 @@ metadata) and explains reviews:
 
 - ``predict`` (the default of ``:predict``): ``probabilities``, ``label``
   and, for two classes, ``probability``; no attention or saliency computed
-  (see :func:`hatt.serve._compat.predict`);
+  (see :func:`hatt.serve._predictor.predict`);
 - ``serving_default``: every output of the export (also ``tokens``,
   ``word_attention`` and, for the HAN, ``sentence_attention``);
 - :meth:`ServedModel.explain`: :func:`hatt.inspect.explain`'s
@@ -21,7 +21,7 @@ import numpy as np
 
 from hatt import export
 from hatt import inspect as hatt_inspect
-from hatt.serve import _compat
+from hatt.serve import _predictor
 
 PREDICT = "predict"
 SERVING_DEFAULT = "serving_default"
@@ -70,8 +70,8 @@ class ServedModel:
     def run(self, signature, texts):
         """The outputs of ``signature`` (:data:`SIGNATURES`) for ``texts``: NumPy arrays."""
         if signature == PREDICT:
-            return _compat.predict(self.predictor, texts)
-        return _compat.outputs(self.predictor, texts)
+            return _predictor.predict(self.predictor, texts)
+        return _predictor.outputs(self.predictor, texts)
 
     def explain(self, texts):
         """One :class:`hatt.inspect.Explanation` per text."""
@@ -152,7 +152,7 @@ def served_model(name, predictor):
             "Expected a model name of letters, digits, '.', '_' and '-' (not starting "
             f"with '.', '_' or '-'). Received: name={name!r}"
         )
-    names = _compat.class_names(predictor)
+    names = _predictor.class_names(predictor)
     model = ServedModel(name, predictor, predictor.version or 1, names, {})
     model.signatures = {
         signature: signature_def(signature, model.run(signature, WARM_UP), len(names))

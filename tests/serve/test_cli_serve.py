@@ -85,7 +85,7 @@ def test_the_command_serves_until_interrupted(exported):
     port = _free_port()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     env.pop("HATT_IMDB", None)
-    command = [sys.executable, "-m", "hatt.serve.cli", str(exported["cnn"].path)]
+    command = [sys.executable, "-m", "hatt.cli", "serve", str(exported["cnn"].path)]
     server = subprocess.Popen(
         [*command, "--port", str(port), "--max-texts", "2"],
         env=env,

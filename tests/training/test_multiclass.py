@@ -146,7 +146,9 @@ def test_every_family_trains_on_a_three_class_table_and_exports(family, table, t
     assert facts["class_names"] == list(CLASSES) and facts["num_classes"] == 3
 
     texts = [row["review"] for row in test_rows]
-    report = run_json_script(SERVE_SCRIPT, str(tmp_path / "saved" / family / "1"), json.dumps(texts))
+    report = run_json_script(
+        SERVE_SCRIPT, str(tmp_path / "saved" / family / "1"), json.dumps(texts)
+    )
     assert report["predict"]["keys"] == ["label", "probabilities"]  # no "probability" above 2
     for name in ("serving_default", "predict"):
         probabilities = np.array(report[name]["probabilities"])
