@@ -793,6 +793,9 @@ def _concatenate(parts):
     return out
 
 
+PREDICTION_KEYS = ("probabilities", "label", "probability")  # the `predict` signature's
+
+
 class Predictor:
     """A loaded hatt model: raw review text → class probabilities, label, tokens, attention.
 
@@ -879,7 +882,9 @@ class Predictor:
         As :meth:`__call__` without tokens and scores, which are not computed
         (the fast path a server's ``:predict`` uses).
         """
-        return self._run_batches("predict", texts, batch_size)
+        out = self._run_batches("predict", texts, batch_size)
+        # A model without a `predict` function (exports before 0.3) ran everything.
+        return {key: out[key] for key in PREDICTION_KEYS if key in out}
 
     def predict_proba(self, texts, batch_size=64):
         """Class probabilities: ``[N]`` of class 1 for two classes, ``[N, C]`` above."""
