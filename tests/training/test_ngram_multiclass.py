@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 
 import hatt
 from hatt import training
-from hatt.data import Imdb, Split
+from hatt.data import Imdb, Split, TextCorpus
 from hatt.layers import NgramLogit
 from hatt.models import head
 from hatt.training import ngram as ngram_lib
@@ -157,7 +157,7 @@ def corpus():
     train, validation, test = (
         planted_classes(n, seed) for n, seed in ((240, 0), (120, 1), (120, 2))
     )
-    return Imdb(train, validation, test, "planted-3")
+    return TextCorpus(train, validation, test, "planted-3", class_names=("0", "1", "2"))
 
 
 def config(fit, init="nblr"):
