@@ -9,6 +9,7 @@ import pytest
 
 from hatt.data import Split
 from hatt.training import METRIC_KEYS, ngram
+from hatt.training.metrics import classification_metrics
 from tests._scripts import load_experiment
 
 REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}
@@ -333,7 +334,7 @@ def test_main_on_ratings_writes_the_multiclass_figures(baselines, tmp_path, monk
     assert REQUIRED_KEYS <= set(metrics)
     assert metrics["task"] == "rating" and metrics["class_names"] == list(STARS)
     assert metrics["test_accuracy"] == 1.0 and metrics["test_macro_f1"] == 1.0
-    assert metrics["test_mae"] == 0.0 and metrics["test_mae_median"] == 0.0
+    assert metrics["test_mae"] == 0.0
     assert "validation_mae" in metrics and metrics["validation_accuracy"] == 1.0
     assert metrics["test"]["per_class"]["5"]["support"] == 20
     assert metrics["parameters"] == 3 * metrics["hyperparameters"]["features"] + 3
@@ -343,3 +344,8 @@ def test_main_on_ratings_writes_the_multiclass_figures(baselines, tmp_path, monk
     assert saved["probabilities"].shape == (60, 3)
     assert Path(metrics["test_probabilities"]).parent == tmp_path / "runs" / "rating"
     np.testing.assert_array_equal(saved["probabilities"].argmax(axis=1), saved["labels"])
+    # the figures are those of the saved probabilities (the median's MAE depends on how
+    # sure the strongly regularized one-vs-rest model is, so it is checked this way)
+    again = classification_metrics(saved["labels"], saved["probabilities"], STARS)
+    assert metrics["test_mae_median"] == pytest.approx(again["mae_median"])
+    assert metrics["test"]["confusion_matrix"] == again["confusion_matrix"]

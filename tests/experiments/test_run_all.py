@@ -330,3 +330,16 @@ def test_each_task_runs_in_its_own_folders(
     ]
     saved = json.loads((tmp_path / "results" / subfolder / "han.json").read_text())
     assert saved["command"] == " ".join(["hatt", "train", "han", *task_arguments])
+
+
+def test_class_names_come_from_the_results_file(run_all):
+    metrics = {"model": "cnn", "test": {"confusion_matrix": {"classes": ["1", "10"]}}}
+    assert run_all.class_names(metrics, np.zeros((2, 2))) == ["1", "10"]
+    assert run_all.class_names({"model": "cnn", "class_names": ["a", "b", "c"]}, None) == [
+        "a",
+        "b",
+        "c",
+    ]
+    assert run_all.class_names({"model": "old"}, np.zeros(3)) == ("neg", "pos")  # binary
+    with pytest.raises(ValueError, match="cnn: its results file names no classes"):
+        run_all.class_names({"model": "cnn"}, np.zeros((2, 3)))
