@@ -46,10 +46,13 @@ def _add_data(parser):
         "the star ratings 1-4 and 7-10 in the file names)",
     )
     parser.add_argument(
-        "--text-column", default="text", metavar="NAME", help="a table's text column (key)"
+        "--text-column", default=None, metavar="NAME", help="a table's text column (default: text)"
     )
     parser.add_argument(
-        "--label-column", default="label", metavar="NAME", help="a table's label column (key)"
+        "--label-column",
+        default=None,
+        metavar="NAME",
+        help="a table's label column (default: label)",
     )
     parser.add_argument(
         "--test",
@@ -82,7 +85,7 @@ def data_options(args):
                 "Expected --classes to be two or more distinct class names separated by "
                 f"commas. Received: --classes {args.classes!r}"
             )
-    return {
+    options = {
         "source": args.data,
         "labels": args.labels,
         "text_column": args.text_column,
@@ -90,6 +93,7 @@ def data_options(args):
         "test": args.test,
         "classes": classes,
     }
+    return {key: value for key, value in options.items() if value is not None}
 
 
 def _add_seed(parser, help, default=None):
@@ -190,7 +194,7 @@ def cmd_train(args):
         preset=args.preset,
         config_file=args.config,
         overrides=args.set,
-        **_train_data_options(args),
+        **_config_data_options(args),
         class_weight=args.class_weight,
         epochs=args.epochs,
         seed=args.seed,
@@ -218,17 +222,14 @@ def cmd_train(args):
     return 0
 
 
-def _train_data_options(args):
-    """The TrainConfig data fields that ``_add_data``'s flags give (``None``: not given)."""
+def _config_data_options(args):
+    """The TrainConfig data fields that ``_add_data``'s flags give (``None``: not given).
+
+    ``hatt train`` and ``hatt prepare`` lay them over the preset and ``--config``.
+    """
     options = data_options(args)
-    return {
-        "data": options["source"],
-        "labels": options["labels"],
-        "text_column": options["text_column"],
-        "label_column": options["label_column"],
-        "test_data": options["test"],
-        "classes": options["classes"],
-    }
+    names = {"source": "data", "test": "test_data"}  # load_corpus → TrainConfig
+    return {names.get(key, key): value for key, value in options.items()}
 
 
 def add_train_command(sub):
@@ -420,7 +421,7 @@ def cmd_prepare(args):
         args.model,
         preset=None,
         overrides=args.set,
-        data=args.data,
+        **_config_data_options(args),
         seed=args.seed,
         limit=args.limit,
     )
@@ -490,7 +491,8 @@ def _inspect_texts(args):
 
     if args.imdb_test < 1:
         raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
-    test = hatt.data.load_imdb(args.data, validation_size=0, progress=False).test  # test only
+    corpus = hatt.data.load_corpus(**data_options(args), validation_size=0, progress=False)
+    test = corpus.test
     chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
     return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
 

@@ -663,14 +663,15 @@ def test_data_options_are_load_corpus_arguments(tmp_path):
         ["data", "--data", "x.csv", "--test", "t.csv", "--classes", "b, a", "--label-column", "y"]
     )
     options = cli.data_options(args)
+    # only the flags given: the others keep load_corpus's defaults (or a --config file's)
     assert options == {
         "source": "x.csv",
-        "labels": None,
-        "text_column": "text",
         "label_column": "y",
         "test": "t.csv",
         "classes": ["b", "a"],
     }
+    train = parser.parse_args(["train", "cnn", "--data", "x.csv", "--test", "t.csv"])
+    assert cli._config_data_options(train) == {"data": "x.csv", "test_data": "t.csv"}
     args = parser.parse_args(["data", "--classes", "a,,b"])
     with pytest.raises(ValueError, match="--classes"):
         cli.data_options(args)
