@@ -199,12 +199,7 @@ class TextModel(keras.Model):
         return super().__call__(text_batch(inputs), *args, **kwargs)
 
     def call(self, inputs, training=False):
-        # An empty batch runs as one empty review, then is sliced away: some kernels
-        # (Conv1D's BiasAdd under oneDNN) reject a zero-sized batch.
-        size = tf.shape(inputs)[0]
-        inputs = tf.cond(size > 0, lambda: inputs, lambda: tf.constant([""]))
-        outputs = self._outputs(inputs)
-        return {key: value[:size] for key, value in outputs.items()}
+        return _on_nonempty(self._outputs, inputs)
 
     def _outputs(self, inputs):
         tokens = self.vectorizer.tokens(inputs)
@@ -219,12 +214,11 @@ class TextModel(keras.Model):
         The fast path (the SavedModel's ``predict`` signature): it runs the
         classifier alone, not its explanation view.
         """
-        inputs = text_batch(inputs)
-        size = tf.shape(inputs)[0]
-        inputs = tf.cond(size > 0, lambda: inputs, lambda: tf.constant([""]))
+        return _on_nonempty(self._classify, text_batch(inputs))
+
+    def _classify(self, inputs):
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(self.vectorizer.tokens(inputs)))
-        outputs = self._prediction(self.classifier(ids, training=False))
-        return {key: value[:size] for key, value in outputs.items()}
+        return self._prediction(self.classifier(ids, training=False))
 
     def _prediction(self, probabilities):
         """The head's output ``[batch, units]`` → ``probabilities``, ``label`` [, ``probability``]."""
@@ -333,6 +327,16 @@ class TextModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _on_nonempty(function, inputs):
+    """``function(inputs)``; an empty batch runs as one empty review, then is sliced away.
+
+    Some kernels (Conv1D's BiasAdd under oneDNN) reject a zero-sized batch.
+    """
+    size = tf.shape(inputs)[0]
+    inputs = tf.cond(size > 0, lambda: inputs, lambda: tf.constant([""]))
+    return {key: value[:size] for key, value in function(inputs).items()}
 
 
 def _check_pair(model, vectorizer):
