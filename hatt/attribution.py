@@ -34,12 +34,15 @@ from keras import ops
 METHODS = ("attention", "gradient_x_input", "integrated_gradients", "ngram")
 SIGNED_METHODS = METHODS[1:]  # their scores argue for (+) or against (-) the class
 
-# Gauss-Legendre nodes on [0, 1]: the completeness error of integrated gradients on real
-# IMDB reviews stays under 5 % at this many steps (docs: hatt.attribution.DEFAULT_STEPS).
-DEFAULT_STEPS = 32
-# At most this many embedding values a pass: the interpolation steps run in chunks of
-# as many copies of the batch as fit, so memory stays bounded whatever `steps` is.
-CHUNK_ELEMENTS = 2**22
+# Gauss-Legendre nodes on [0, 1]. The completeness error of integrated gradients stays
+# under 5 % at this many on every one of 256 IMDB test reviews explained by the trained
+# CNN (ReLU and max pooling: the roughest of the families along the path; median 0.1 %,
+# p95 0.8 %, max 4.3 %; at 32 steps the p99 was 5.8 %). The trained HAN is smooth: 1e-5.
+DEFAULT_STEPS = 64
+# At most this many embedding values a pass (4 MB): the points of the path run in chunks
+# of as many copies of the batch as fit, so memory stays bounded whatever `steps` is.
+# (16 reviews of 781 tokens, the trained CNN: 2**20 took 5.7 s, 2**22 6.9 s, 2**24 7.6 s.)
+CHUNK_ELEMENTS = 2**20
 
 
 def check_steps(steps):

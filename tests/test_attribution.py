@@ -368,13 +368,27 @@ def test_more_classes_explain_each_class_with_its_own_logit():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["cnn", "rnn", "han"])
-def test_signed_scores_flip_with_the_planted_cue_word(tiny, family):
-    """ "superb" argues for class 1, "dreadful" against it; explained as predicted, both for."""
+@pytest.mark.parametrize(
+    "family,methods",
+    [
+        ("cnn", attribution.SIGNED_METHODS),
+        ("rnn", attribution.SIGNED_METHODS),
+        # Saturated: gradient x input (a local slope) has the cue's sign wrong on some
+        # reviews; integrated gradients (the whole path) gives it the largest share.
+        ("transformer", ("integrated_gradients",)),
+        # The tiny HAN's deep part gives nearly its whole logit from zero embeddings
+        # already (IG's baseline): its words move it little either way. Its channel's
+        # shares still must flip.
+        ("han", ("ngram",)),
+    ],
+)
+def test_signed_scores_flip_with_the_planted_cue_word(tiny, family, methods):
+    """The cue "superb" argues for class 1, "dreadful" against; as predicted, both argue for."""
     text_model = export.load(tiny[family].run_dir).text_model
+    methods = [m for m in methods if m in text_model.methods]
+    assert methods
     base, _ = planted_corpus(6, 7, words=(6, 12), sentences=2, cues=("superb",))
     swapped = [text.replace("superb", "dreadful").replace("Superb", "Dreadful") for text in base]
-    methods = [m for m in text_model.methods if m in attribution.SIGNED_METHODS]
     for texts, cue, sign in ((base, "superb", 1.0), (swapped, "dreadful", -1.0)):
         as_class_one = numpy_dict(text_model.explain(texts, target=1))
         predicted = numpy_dict(text_model.explain(texts))
@@ -386,8 +400,8 @@ def test_signed_scores_flip_with_the_planted_cue_word(tiny, family):
             # towards class 1 for "superb", against it for "dreadful"
             assert np.all(sign * as_class_one[method][at_cue] > 0), (method, cue)
             # explained as predicted: the cue argues for the prediction, the most of any word
-            scores = predicted[method].reshape(len(texts), -1)
             assert np.all(predicted[method][at_cue] > 0), (method, cue)
+            scores = predicted[method].reshape(len(texts), -1)
             np.testing.assert_array_equal(
-                scores.argmax(-1), at_cue.reshape(len(texts), -1).argmax(-1)
+                scores.argmax(-1), at_cue.reshape(len(texts), -1).argmax(-1), err_msg=method
             )
