@@ -149,10 +149,11 @@ def attributions(function, inputs, embedded, steps=None):
 
 
 def _path_sums(function, inputs, embedded, alphas, gradient_weights, value_weights):
-    """Weighted sums over the points ``α_k e``: of ``∂f/∂e`` ``[G, rows, T, e]``, of ``f`` ``[V, batch]``.
+    """Weighted sums over the points ``α_k e`` of ``∂f/∂e`` and of ``f``.
 
-    ``copies`` points a pass, in a while loop; the last pass may hold fewer
-    points (the rest weigh 0).
+    Returns ``[G, rows, T, e]`` and ``[V, batch]`` (one sum per row of the
+    weights). A while loop evaluates ``copies`` points a pass; the last pass
+    may hold fewer (the rest weigh 0).
     """
     points, sums = len(alphas), (len(gradient_weights), len(value_weights))
     alphas = tf.constant(alphas)
@@ -204,16 +205,13 @@ def _tile(x, copies):
     return tf.tile(x, multiples)
 
 
-def completeness_error(attributions, delta, mask=None):
+def completeness_error(attributions, delta):
     """``|Σ attributions - delta| / max(|delta|, 1e-6)`` per row.
 
     Args:
         attributions: float ``[batch, ...]`` (any trailing axes are summed).
         delta: float ``[batch]``, ``f(e) - f(0)``.
-        mask: optional, the entries of ``attributions`` to sum.
     """
-    if mask is not None:
-        attributions = attributions * ops.cast(mask, attributions.dtype)
     axes = tuple(range(1, len(attributions.shape)))
     total = ops.sum(attributions, axis=axes) if axes else attributions
     return ops.abs(total - delta) / ops.maximum(ops.abs(delta), 1e-6)
