@@ -188,7 +188,8 @@ class NgramLogit(keras.layers.Layer):
             # Sorted, a feature's repeats are neighbours: keep the first of each run.
             features = ops.sort(features, axis=-1)
             first = ops.not_equal(features[:, 1:], features[:, :-1])
-            first = ops.concatenate([ops.ones_like(first[:, :1]), first], axis=-1)
+            # The first column of `features`, not of `first`: that is empty for a width of 1.
+            first = ops.concatenate([ops.ones_like(features[:, :1], dtype="bool"), first], axis=-1)
             keep = ops.logical_and(first, ops.greater_equal(features, 0))
         keep = ops.cast(keep, self.compute_dtype)
         if training and self.feature_dropout > 0:
@@ -243,6 +244,68 @@ class NgramLogit(keras.layers.Layer):
             total = total / ops.sqrt(ops.maximum(count, 1.0))
         return ops.expand_dims(total, -1) if self.units == 1 else total
 
+    def token_contributions(self, ids):
+        """Each token's exact share of the logits: `[..., L, units]`, summing to `call(ids)`.
+
+        Every real feature's weight, scaled by the reduction as in `call`
+        (inference: no feature dropout), is shared equally among the `n`
+        tokens of its n-gram. With `binary=True` a feature counts once per
+        review however often it occurs, so its weight is also shared equally
+        among its occurrences (in a nested review: over all sentences).
+        Summed over the tokens (and sentences), the shares give the logits of
+        `call` for every reduction; padding gets 0, and so does a token whose
+        n-grams touch padding only.
+
+        Args:
+            ids: int ids `[batch, T]` or `[batch, S, W]` (the dense layouts;
+                view a packed HAN through `hatt.models.dense_twin`).
+
+        Returns:
+            float tensor `[batch, T, units]` or `[batch, S, W, units]`.
+
+        Example:
+
+        >>> layer = hatt.layers.NgramLogit(vocabulary_size=10, buckets=64)
+        >>> ids = keras.ops.array([[5, 6, 7, 0]])
+        >>> shares = layer.token_contributions(ids)  # [1, 4, 1]
+        >>> keras.ops.sum(shares, axis=1)  # == layer(ids)
+        """
+        if isinstance(ids, list | tuple | dict):
+            raise ValueError(
+                "Expected ids to be a dense int tensor [batch, T] or [batch, S, W]; view a "
+                "packed HAN through hatt.models.dense_twin first. "
+                f"Received: ids of type {type(ids).__name__}"
+            )
+        ids = ops.convert_to_tensor(ids)
+        features, mask = ngram_feature_ids(ids, self.vocabulary_size, self.buckets, self.ngram)
+        shape = ops.shape(features)
+        rows = _flatten_rows(ops.where(mask, features, -1))  # [batch, D]: one review a row
+        share = ops.cast(ops.greater_equal(rows, 0), self.compute_dtype)
+        if self.binary:
+            occurrences, count = _feature_runs(rows)
+            share = share / ops.cast(occurrences, self.compute_dtype)
+        else:
+            count = ops.sum(share, axis=-1)
+        scale = self._scale(ops.cast(count, self.compute_dtype))  # [batch]
+        values = self._lookup(rows) * ops.expand_dims(share * ops.expand_dims(scale, -1), -1)
+        values = ops.reshape(values, (*shape, self.units))  # [..., F, units]
+        return _spread_over_tokens(values, ops.shape(ids)[-1], self.ngram, ids.shape[-1])
+
+    def _lookup(self, features):
+        """The weights of `features` (`[rows, F]`, padding `-1` reads feature 0): `[rows, F, units]`."""
+        table = ops.cast(self.embeddings, self.compute_dtype)
+        if self.units == 1:
+            return ops.expand_dims(ops.take(table, ops.maximum(features, 0)), -1)
+        return ops.take(table, ops.maximum(features, 0), axis=0)
+
+    def _scale(self, count):
+        """The factor `reduction` applies to a review's sum of weights, from its feature count."""
+        if self.reduction == "mean":
+            return 1.0 / ops.maximum(count, 1.0)
+        if self.reduction == "sqrt":
+            return 1.0 / ops.sqrt(ops.maximum(count, 1.0))
+        return ops.ones_like(count)
+
     def compute_output_shape(self, input_shape):
         if isinstance(input_shape, list | tuple) and isinstance(input_shape[0], list | tuple):
             return (input_shape[0][0], self.units)
@@ -278,3 +341,57 @@ def _flatten_rows(x):
     for size in shape[1:]:
         width = width * size
     return ops.reshape(x, (shape[0], width))
+
+
+def _feature_runs(features):
+    """How often each feature occurs in its row, and each row's number of distinct real features.
+
+    Args:
+        features: int `[rows, D]`, padding as `-1`.
+
+    Returns:
+        `(occurrences, distinct)`: int `[rows, D]` (the count of the
+        feature's value in its row, padding included) and `[rows]`.
+    """
+    order = ops.argsort(features, axis=-1)
+    ranked = ops.take_along_axis(features, order, axis=-1)
+    # Sorted, a feature's repeats are neighbours: a run starts where the value changes.
+    first = ops.concatenate(
+        [ops.ones_like(ranked[:, :1], dtype="bool"), ops.not_equal(ranked[:, 1:], ranked[:, :-1])],
+        axis=-1,
+    )
+    width = ops.shape(features)[1]
+    positions = ops.zeros_like(features, dtype="int32") + ops.arange(width, dtype="int32")
+    # The runs' start positions in order, then `width` (one more, closing the last run).
+    starts = ops.sort(ops.where(first, positions, width), axis=-1)
+    starts = ops.concatenate([starts, ops.zeros_like(starts[:, :1]) + width], axis=-1)
+    run = ops.cumsum(ops.cast(first, "int32"), axis=-1) - 1
+    length = ops.take_along_axis(starts, run + 1, axis=-1) - ops.take_along_axis(
+        starts, ops.maximum(run, 0), axis=-1
+    )
+    occurrences = ops.take_along_axis(length, ops.argsort(order, axis=-1), axis=-1)
+    distinct = ops.sum(ops.cast(ops.logical_and(first, ranked >= 0), "int32"), axis=-1)
+    return occurrences, distinct
+
+
+def _spread_over_tokens(values, length, ngram, static_length):
+    """Feature values `[..., F, units]` (as `ngram_feature_ids` orders them) → `[..., L, units]`.
+
+    The n-grams of order `n` start at positions `0 .. L - n`; each gives a
+    `1 / n` share of its value to each of its `n` tokens.
+    """
+    tokens = values[..., :length, :]  # the unigrams: one token each
+    start = length
+    for n in range(2, ngram + 1):
+        if static_length is not None and static_length < n:
+            break  # ngram_feature_ids made no block for this order
+        size = ops.maximum(length - n + 1, 0)
+        block = values[..., start : start + size, :] / n
+        start = start + size
+        # Token j gets the n-grams starting at j - n + 1 .. j: a window over the block
+        # padded with n - 1 zeros each side (long enough also when L < n).
+        padding = [(0, 0)] * (len(values.shape) - 2) + [(n - 1, n - 1), (0, 0)]
+        padded = ops.pad(block, padding)
+        for offset in range(n):
+            tokens = tokens + padded[..., offset : offset + length, :]
+    return tokens

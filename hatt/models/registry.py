@@ -237,12 +237,28 @@ class ExplanationView:
             the embedding output on (the ids still give the masks and feed
             the n-gram channel), for gradients with respect to the
             embeddings.
+        deep: `[ids, embedded]` → the deep part's logits alone (the Dense
+            `"logit"` layer's output, its bias included): the only part that
+            depends on the embeddings, so integrated gradients run it alone.
+        parts: `[ids, embedded]` → everything one forward pass gives:
+            `attention_model`'s outputs, `"deep_logits"` (as `deep`) and,
+            with the channel, `"ngram_logits"` (its output `[batch, units]`);
+            the logits are `deep_logits + ngram_logits` (the `Add` named
+            `"total_logit"`), or `deep_logits` without the channel.
+        logit_bias: The Dense `"logit"` layer's bias `[units]` (a
+            variable), or `None` when it has none.
+        channel: The `hatt.layers.NgramLogit` named `"ngram_logit"`, or
+            `None`.
         family, score_kind: as `family_of` and `score_kind` say.
     """
 
     attention: keras.Model
     embed: keras.Model
     logits: keras.Model
+    deep: keras.Model
+    parts: keras.Model
+    logit_bias: object
+    channel: object
     family: str
     score_kind: str
 
@@ -278,10 +294,22 @@ def _explanation_view(model):
         attention.input, {**attention.output, "logits": logits}, name=f"{model.name}_views"
     )
     embedding = head_lib.layer_or_none(model, "embedding") or model.get_layer("word_embedding")
+    from_embedded = [model.input, embedding.output]
+    logit_layer = model.get_layer("logit")
+    channel = head_lib.layer_or_none(model, "ngram_logit")
+    # Not the logits themselves: without the channel they are the deep logits, and a
+    # tensor given twice as an output of a model from an inner tensor loses one copy.
+    parts = {**attention.output, "deep_logits": logit_layer.output}
+    if channel is not None:
+        parts["ngram_logits"] = channel.output
     return ExplanationView(
         attention=views,
         embed=keras.Model(model.input, embedding.output, name=f"{model.name}_embed"),
-        logits=keras.Model([model.input, embedding.output], logits, name=f"{model.name}_logits"),
+        logits=keras.Model(from_embedded, logits, name=f"{model.name}_logits"),
+        deep=keras.Model(from_embedded, logit_layer.output, name=f"{model.name}_deep"),
+        parts=keras.Model(from_embedded, parts, name=f"{model.name}_parts"),
+        logit_bias=logit_layer.bias if logit_layer.use_bias else None,
+        channel=channel,
         family=family_of(model),
         score_kind=score_kind(model),
     )

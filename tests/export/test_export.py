@@ -76,6 +76,39 @@ report["modules"] = sorted(
 print(json.dumps(report))
 """
 
+# The `explain` signature, again without `keras` or `hatt`.
+EXPLAIN_SCRIPT = r"""
+import json, sys
+for name in ("keras", "hatt", "tf_keras"):
+    sys.modules[name] = None
+import numpy as np
+import tensorflow as tf
+
+paths, texts = json.loads(sys.argv[1]), json.loads(open(sys.argv[2], encoding="utf-8").read())
+report = {}
+for family, path in paths.items():
+    explain = tf.saved_model.load(path).signatures["explain"]
+    saved = {}
+    for prefix, batch in (("", texts["batch"]), ("empty/", [""]), ("blank/", ["   \t "])):
+        for key, value in explain(text=tf.constant(batch)).items():
+            value = value.numpy()
+            if value.dtype == object:
+                decoded = [b.decode("utf-8") for b in value.reshape(-1)]
+                value = np.array(decoded, dtype=str).reshape(value.shape)
+            saved[prefix + key] = value
+    np.savez(sys.argv[3] + f"/{family}.npz", **saved)
+    report[family] = {
+        "inputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in explain.structured_input_signature[1].items()},
+        "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in explain.structured_outputs.items()},
+        "empty_batch": {k: v.shape.as_list() for k, v in explain(text=tf.zeros([0], tf.string)).items()},
+    }
+report["modules"] = sorted(
+    {m.split(".")[0] for m, module in sys.modules.items() if module is not None}
+    & {"keras", "hatt", "tf_keras"}
+)
+print(json.dumps(report))
+"""
+
 # `import hatt` alone, then Keras' own loader on saved_models/NAME/model.keras.
 KERAS_SCRIPT = r"""
 import json, sys
@@ -215,6 +248,112 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_
                 assert np.all(single["tokens"] == "") and np.all(single["word_attention"] == 0)
 
 
+SIGNED = ("gradient_x_input", "integrated_gradients", "ngram")
+METHODS = {  # the fixtures': the CNN pools by max, the CNN and the HAN have the channel
+    "cnn": ["gradient_x_input", "integrated_gradients", "ngram"],
+    "rnn": ["attention", "gradient_x_input", "integrated_gradients"],
+    "transformer": ["attention", "gradient_x_input", "integrated_gradients"],
+    "han": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
+}
+TOTALS = ("logit", "logit_deep", "logit_ngram", "logit_bias", "ig_delta", "ig_completeness_error")
+
+
+def _check_explain_contract(family, out, methods):
+    """Shapes, dtypes, zeros on padding and the sums of the ``explain`` signature."""
+    tokens = out["tokens"]
+    n, real, han = len(tokens), tokens != "", family == "han"
+    assert tokens.ndim == (3 if han else 2)
+    assert out["target"].dtype == np.int32 and out["target"].shape == (n,)
+    np.testing.assert_array_equal(out["target"], out["probabilities"].argmax(-1))
+    for method in methods:
+        values = out[method]
+        assert values.shape == tokens.shape and values.dtype == np.float32, method
+        assert np.all(np.isfinite(values)) and np.all(values[~real] == 0), method
+    for key in TOTALS:
+        assert out[key].shape == (n,) and out[key].dtype == np.float32, key
+        assert np.all(np.isfinite(out[key])), key
+    parts = out["logit_deep"] + out["logit_ngram"] + out["logit_bias"]
+    np.testing.assert_allclose(parts, out["logit"], atol=1e-5)
+    # the logit is the model's (its sigmoid is class 1's probability), negated for class 0
+    z = np.where(out["target"] == 1, out["logit"], -out["logit"]).astype(np.float64)
+    np.testing.assert_allclose(1 / (1 + np.exp(-z)), out["probability"], atol=1e-6)
+    axes = tuple(range(1, tokens.ndim))
+    if "ngram" in methods:
+        np.testing.assert_allclose(out["ngram"].sum(axes), out["logit_ngram"], atol=1e-5)
+    else:
+        assert np.all(out["logit_ngram"] == 0)
+    if "attention" in methods:
+        _check_weights(tokens, out["attention"])
+    if han:
+        for method in set(methods) & set(SIGNED):
+            np.testing.assert_allclose(
+                out[f"sentence_{method}"], out[method].sum(-1), atol=1e-5, err_msg=method
+            )
+
+
+def test_explain_signature_serves_every_method_without_hatt_or_keras(
+    exported, tiny, tiny_corpus, tmp_path
+):
+    texts = {"batch": list(tiny_corpus.test.texts)[:8] + ["", "   ", "superb"]}
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    paths = {f: str(exported[f].saved_model) for f in FAMILIES}
+    report = run_json_script(
+        EXPLAIN_SCRIPT, json.dumps(paths), str(tmp_path / "texts.json"), str(tmp_path)
+    )
+    assert report.pop("modules") == []  # neither hatt nor keras was imported
+    for family in FAMILIES:
+        facts = json.loads((exported[family].path / export.EXPORT_FILE).read_text())
+        methods = facts["methods"]
+        assert methods == METHODS[family]
+        signature = report[family]
+        assert signature["inputs"] == {"text": ["string", [None]]}
+        assert sorted(signature["outputs"]) == sorted(facts["signatures"]["explain"])
+        rank = 3 if family == "han" else 2
+        assert signature["outputs"]["tokens"] == ["string", [None] * rank]
+        assert signature["outputs"]["target"] == ["int32", [None]]
+        for method in methods:
+            assert signature["outputs"][method] == ["float32", [None] * rank]
+        for key in TOTALS:
+            assert signature["outputs"][key] == ["float32", [None]]
+        assert all(shape[0] == 0 for shape in signature["empty_batch"].values())
+
+        saved = dict(np.load(tmp_path / f"{family}.npz"))
+        batch = {k: v for k, v in saved.items() if "/" not in k}
+        _check_explain_contract(family, batch, methods)
+        for prefix in ("empty/", "blank/"):  # no token: finite, nothing attributed
+            single = {k.split("/", 1)[1]: v for k, v in saved.items() if k.startswith(prefix)}
+            _check_explain_contract(family, single, methods)
+            assert np.all(single["tokens"] == "")
+            for method in set(methods) & set(SIGNED):
+                assert np.all(single[method] == 0)
+        # the SavedModel's Predictor and the Keras one give the same arrays
+        for predictor in (export.load(exported[family].path), export.load(tiny[family].run_dir)):
+            assert predictor.methods == tuple(methods)
+            local = predictor.explain(texts["batch"], batch_size=4)
+            assert set(local) == set(batch)
+            np.testing.assert_array_equal(local["tokens"].astype(str), batch["tokens"])
+            np.testing.assert_array_equal(local["label"].astype(str), batch["label"])
+            for key in set(batch) - {"tokens", "label"}:
+                np.testing.assert_allclose(local[key], batch[key], atol=1e-4, err_msg=key)
+
+
+def test_an_export_without_the_explain_signature_asks_for_a_reexport(tiny, tmp_path):
+    """A SavedModel written before `explain` existed: prediction works, explain says what to do."""
+    text_model = export.load_run(tiny["rnn"].run_dir)
+    text_model(tf.constant(["warm up. warm up."]))
+    archive = keras.export.ExportArchive()
+    archive.track(text_model)
+    spec = [tf.TensorSpec([None], tf.string, name="text")]
+    archive.add_endpoint("serving_default", lambda text: text_model(text), input_signature=spec)
+    archive.add_endpoint("predict", lambda text: text_model.classify(text), input_signature=spec)
+    archive.write_out(str(tmp_path / "1"), verbose=False)
+    old = export.load(tmp_path / "1")
+    assert old.methods == ()
+    assert old.predict(["superb"])["probabilities"].shape == (1, 2)
+    with pytest.raises(export.ExportError, match=r"no `explain` signature.*hatt export RUN_DIR"):
+        old.explain(["superb"])
+
+
 def test_keras_file_is_the_same_model_after_import_hatt_alone(exported, tiny_corpus, tmp_path):
     # the CNN (saliency through a gradient) and the HAN (dense twin of the packed model);
     # the other families' .keras files load in-process in the tests below
@@ -269,6 +408,8 @@ def test_export_metadata_names_family_and_score_kind(exported, tiny):
         kind = "saliency" if family == "cnn" else "attention"
         for record in (facts, inside):
             assert (record["family"], record["score_kind"], record["version"]) == (family, kind, 1)
+            assert record["explain_steps"] == hatt.attribution.DEFAULT_STEPS
+            assert record["methods"] == METHODS[family]
         assert facts["source_run"] == str(tiny[family].run_dir.resolve())
         assert facts["metrics"] == {"epochs": EPOCHS}  # from the run's metrics.json
         assert facts["versions"] == [1]

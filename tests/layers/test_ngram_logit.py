@@ -254,3 +254,108 @@ def test_a_file_saved_before_units_existed_loads_unchanged(tmp_path):
 def test_bad_arguments_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         NgramLogit(**{"vocabulary_size": V, **kwargs})
+
+
+# === token_contributions: each token's exact share of the logits ========================
+
+
+def _feature(gram):
+    """The feature id of an n-gram of ids, as `reference` hashes it."""
+    if len(gram) == 1:
+        return int(gram[0])
+    h = gram[0]
+    for g in gram[1:]:
+        h = (h * V + g) % BUCKETS
+    return V + int(h)
+
+
+def token_reference(ids, weights, ngram=2, reduction="sum", binary=False):
+    """Per token: Σ over its n-grams of weight × scale / n (binary: / the feature's occurrences)."""
+    weights = np.asarray(weights).reshape(len(weights), -1)
+    ids = np.asarray(ids)
+    out = np.zeros((*ids.shape, weights.shape[1]))
+    for r, review in enumerate(ids.reshape(len(ids), -1, ids.shape[-1]) if ids.size else []):
+        grams = [  # (sentence, start, n, feature)
+            (s, i, n, _feature(seq[i : i + n]))
+            for s, seq in enumerate(review)
+            for n in range(1, ngram + 1)
+            for i in range(len(seq) - n + 1)
+            if (seq[i : i + n] != 0).all()
+        ]
+        features = [g[3] for g in grams]
+        count = len(set(features)) if binary else len(features)
+        scale = {"sum": 1.0, "mean": 1 / max(count, 1), "sqrt": 1 / np.sqrt(max(count, 1))}
+        view = out[r].reshape(len(review), ids.shape[-1], -1)
+        for s, i, n, feature in grams:
+            share = weights[feature] * scale[reduction] / n
+            if binary:
+                share = share / features.count(feature)
+            view[s, i : i + n] += share
+    return out
+
+
+@UNITS
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("reduction", ["sum", "mean", "sqrt"])
+@pytest.mark.parametrize("ngram", [1, 3])
+def test_token_contributions_sum_to_the_logits(units, binary, reduction, ngram):
+    layer, weights = layer_with_weights(ngram, reduction, units, binary=binary)
+    flat = np.array(
+        [[3, 4, 3, 4, 3, 0], [5, 5, 5, 5, 0, 0], [0, 0, 0, 0, 0, 0], [9, 0, 0, 0, 0, 0]]
+    )
+    nested = np.array([[[3, 4, 0], [3, 4, 7]], [[8, 9, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]]])
+    for ids in (flat, nested, flat[:, :1], nested[:, :, :2]):
+        shares = keras.ops.convert_to_numpy(layer.token_contributions(ids))
+        assert shares.shape == (*ids.shape, units)
+        np.testing.assert_allclose(
+            shares.sum(axis=tuple(range(1, ids.ndim))),
+            keras.ops.convert_to_numpy(layer(ids)),
+            atol=1e-5,
+        )
+        np.testing.assert_allclose(
+            shares, token_reference(ids, weights, ngram, reduction, binary), atol=1e-5
+        )
+        assert np.all(shares[ids == 0] == 0)  # padding gets nothing
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_token_contributions_by_hand_on_a_tiny_vocabulary(binary):
+    """ids 3 4 3 with bigrams, reduction "sqrt": the shares written out."""
+    layer, w = layer_with_weights(2, "sqrt", binary=binary)
+    w34, w43 = w[_feature([3, 4])], w[_feature([4, 3])]
+    if binary:  # features {3, 4, (3 4), (4 3)}; feature 3 occurs twice, so halves
+        expected = np.array([w[3] / 2 + w34 / 2, w[4] + w34 / 2 + w43 / 2, w[3] / 2 + w43 / 2])
+        expected /= np.sqrt(4)
+    else:  # five features: 3, 4, 3, (3 4), (4 3)
+        expected = np.array([w[3] + w34 / 2, w[4] + w34 / 2 + w43 / 2, w[3] + w43 / 2])
+        expected /= np.sqrt(5)
+    shares = keras.ops.convert_to_numpy(layer.token_contributions(np.array([[3, 4, 3, 0]])))
+    np.testing.assert_allclose(shares[0, :, 0], [*expected, 0.0], rtol=1e-5)
+
+
+def test_token_contributions_under_a_traced_function_with_unknown_shapes():
+    import tensorflow as tf
+
+    layer, weights = layer_with_weights(3, "sqrt", 3, binary=True)
+    traced = tf.function(
+        layer.token_contributions, input_signature=[tf.TensorSpec([None, None, None], tf.int32)]
+    )
+    for ids in (np.array([[[3, 4, 0], [3, 4, 7]]]), np.array([[[4]], [[5]]]), np.zeros((0, 2, 2))):
+        ids = ids.astype("int32")
+        np.testing.assert_allclose(
+            traced(ids).numpy(), token_reference(ids, weights, 3, "sqrt", True), atol=1e-5
+        )
+
+
+def test_token_contributions_refuse_the_packed_layout():
+    layer, _ = layer_with_weights(2)
+    with pytest.raises(ValueError, match="dense_twin"):
+        layer.token_contributions([np.array([[1]]), np.array([[3, 4]])])
+
+
+@UNITS
+def test_binary_counts_the_one_feature_of_a_one_token_batch(units):
+    """A batch whose longest review has one token has one feature column: still counted."""
+    layer, weights = layer_with_weights(3, "sum", units, binary=True)
+    out = keras.ops.convert_to_numpy(layer(np.array([[4], [0]])))
+    np.testing.assert_allclose(out, [weights[4].reshape(-1), np.zeros(units)], rtol=1e-6)

@@ -88,3 +88,17 @@ def test_packed_han_with_a_multiclass_channel_has_a_dense_twin():
     ragged = tf.ragged.constant(reviews, dtype=tf.int32, ragged_rank=2)
     inputs = {k: np.asarray(v) for k, v in pack_sentences(ragged, (3, 6)).items()}
     np.testing.assert_allclose(to_numpy(packed(inputs)), to_numpy(twin(ids)), atol=1e-5)
+
+
+def test_explanation_view_parts_sum_to_the_multiclass_logits():
+    model = build_small("han", num_classes=3, ngram=CHANNEL)
+    wide = with_channel_weights(model)
+    view = hatt.models.explanation_view(model)
+    ids = keras.ops.convert_to_tensor(batch_for("han"))
+    embedded = view.embed(ids)
+    parts = {k: to_numpy(v) for k, v in view.parts([ids, embedded]).items()}
+    assert parts["deep_logits"].shape == parts["ngram_logits"].shape == (len(ids), 3)
+    np.testing.assert_allclose(parts["ngram_logits"], to_numpy(wide(ids)), atol=1e-6)
+    total = parts["deep_logits"] + parts["ngram_logits"]
+    np.testing.assert_allclose(softmax(total), parts["probability"], atol=1e-6)
+    assert tuple(view.logit_bias.shape) == (3,)

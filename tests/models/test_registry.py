@@ -160,3 +160,40 @@ def test_explanation_view_leaves_the_model_viewable_and_savable(tmp_path):
     model.save(tmp_path / "han.keras")
     reloaded = keras.saving.load_model(tmp_path / "han.keras")
     np.testing.assert_allclose(to_numpy(reloaded(ids)), to_numpy(model(ids)), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", hatt.models.FAMILIES)
+@pytest.mark.parametrize("channel", [None, {"buckets": 16, "order": 2}])
+def test_explanation_view_splits_the_logits_into_deep_part_and_channel(family, channel):
+    model = build_small(family, ngram=channel)
+    wide = model.get_layer("ngram_logit") if channel else None
+    if channel:
+        wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
+    logit = model.get_layer("logit")
+    logit.bias.assign(np.array([0.25], "float32"))
+    view = hatt.models.explanation_view(model)
+    assert view.channel is wide and view.logit_bias is logit.bias
+    ids = keras.ops.convert_to_tensor(batch_for(family))
+    embedded = view.embed(ids)
+    parts = {k: to_numpy(v) for k, v in view.parts([ids, embedded]).items()}
+    expected = {"probability", "word_attention", "deep_logits"}
+    expected |= {"sentence_attention"} if family == "han" else set()
+    assert set(parts) == expected | ({"ngram_logits"} if channel else set())
+    logits = to_numpy(view.logits([ids, embedded]))
+    np.testing.assert_allclose(
+        parts["deep_logits"] + parts.get("ngram_logits", 0), logits, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        to_numpy(view.deep([ids, embedded])), parts["deep_logits"], atol=1e-6
+    )
+    # the deep part alone: the Dense "logit" layer over the document vector, its bias included
+    document = to_numpy(keras.Model(model.inputs, logit.input)(ids))
+    kernel, bias = (to_numpy(w) for w in logit.weights)
+    np.testing.assert_allclose(parts["deep_logits"], document @ kernel + bias, atol=1e-5)
+    if channel:
+        np.testing.assert_allclose(parts["ngram_logits"], to_numpy(wide(ids)), atol=1e-6)
+    # zero embeddings reach the deep part only: the channel still reads the ids
+    zeros = keras.ops.zeros_like(embedded)
+    moved = {k: to_numpy(v) for k, v in view.parts([ids, zeros]).items()}
+    if channel:
+        np.testing.assert_allclose(moved["ngram_logits"], parts["ngram_logits"], atol=1e-6)
