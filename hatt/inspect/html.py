@@ -107,6 +107,7 @@ def _shade_css():
     """The word shades' classes (see `shade_class`)."""
     return "\n".join(
         f".words .{prefix}{level} {{ background: {_rgba(rgb, WORD_ALPHA * level / LEVELS)}; }}"
+        + (f" .words .{prefix}{level} {{ color: #fff; }}" if level > 0.6 * LEVELS else "")
         for prefix, rgb in (("w", WORD_RGB), ("p", TOWARDS_RGB), ("n", AGAINST_RGB))
         for level in range(1, LEVELS + 1)
     )
@@ -176,8 +177,10 @@ def _band(e, method, s, han):
         title, text = f"sentence {method_label(method)} {value:.4f}", f"{value:.2f}"
     else:
         title, text = f"sum of its word weights {value:.4f}", f"{value:.2f}"
-    style = colour(shade, signed, SENTENCE_RGB, BAND_ALPHA)
-    return f'<div class="band" style="background:{style}" title="{html.escape(title)}">{text}</div>'
+    style = f"background:{colour(shade, signed, SENTENCE_RGB, BAND_ALPHA)}"
+    if abs(shade) > 0.6:  # legible on a strong band
+        style += ";color:#fff"
+    return f'<div class="band" style="{style}" title="{html.escape(title)}">{text}</div>'
 
 
 def _sentence_rows(e, method):
@@ -395,8 +398,8 @@ def _method_legend(explanations, method):
     if is_signed(method):
         explained = _explained(explanations)
         text = (
-            f"<b>{esc(method_label(method))}</b> explains the logit of {esc(explained)}: "
-            f"{esc(_SIGNED_HOW[method])}. Words"
+            f"<b>{esc(method_label(method))}</b>: {esc(_SIGNED_HOW[method])}. Signed: it "
+            f"explains the logit of {esc(explained)}. Words"
             f"{_swatch(_rgba(AGAINST_RGB, WORD_ALPHA), 'rgba(255,255,255,0)', _rgba(TOWARDS_RGB, WORD_ALPHA))}"
             "red: against the class, white: 0, blue: towards it; the band: the sentence's "
             "sum. Scaled by the review's largest |score|. Attention, by contrast, is "

@@ -311,11 +311,13 @@ def test_signed_scores_use_a_diverging_palette_and_attention_a_sequential_one(sc
 def test_the_legend_says_which_method_is_shown_and_which_class_it_explains(scored):
     page = to_html(scored)
     # two reviews predicted positive, one negative: the legend points at each review's class
-    assert "<b>integrated gradients</b> explains the logit of each review&#x27;s predicted" in page
+    assert "explains the logit of each review&#x27;s predicted class" in page
+    assert "<b>integrated gradients</b>: integrated gradients over the word embeddings" in page
     assert "class-agnostic" in page and "<b>attention</b>" in page
     assert "each word&#x27;s contribution to the logit of &#x27;negative&#x27;" in page
     one = to_html(scored[:1])
-    assert "<b>n-gram channel</b> explains the logit of class &#x27;positive&#x27;" in one
+    assert "<b>n-gram channel</b>: the n-gram channel&#x27;s exact share" in one
+    assert "Signed: it explains the logit of class &#x27;positive&#x27;." in one
     assert 'class="legend view m-ngram"' in one  # switched with the method
     # the decomposition: deep part + n-gram channel + bias = the logit, on every review
     for e in scored:
