@@ -215,3 +215,25 @@ def test_inspect_rejects_a_method_the_model_lacks_before_running_it(fake_model, 
     assert "invalid choice: 'lime'" in capsys.readouterr().err
     assert cli.main(["inspect", "fake", "--text", MIXED, "--quiet"]) == 0
     assert "(shown: gradient_x_input)" in capsys.readouterr().err  # the default without attention
+
+
+@pytest.mark.skipif(
+    not hasattr(export.Predictor, "explain"),
+    reason="Predictor.explain (the explain signature of issue 13) is not on this branch yet",
+)
+def test_inspect_method_all_on_a_real_model(tiny, tmp_path, capsys):
+    run_dir = tiny["han"].run_dir
+    argv = ["inspect", str(run_dir), "--text", REVIEW, "--method", "all", "--steps", "8",
+            "--no-color", "--json", str(tmp_path / "e.json"), "--html", str(tmp_path / "p.html")]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "han · every method" in out and "logit of " in out and "n-gram channel" in out
+    (saved,) = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
+    assert set(saved["scores"]) == {"attention", "gradient_x_input", "integrated_gradients",
+                                    "ngram"}  # fmt: skip
+    assert set(saved["decomposition"]) == {"deep", "ngram", "bias", "logit"}
+    assert saved["completeness_error"] >= 0
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert 'id="show-all" checked' in page
+    for method in saved["scores"]:
+        assert f'class="view m-{method}"' in page

@@ -383,3 +383,66 @@ def test_more_classes_explain_the_predicted_one():
 def test_the_methods_are_those_of_hatt_attribution():
     attribution = pytest.importorskip("hatt.attribution")  # helper A's module, once merged
     assert METHODS == attribution.METHODS
+
+
+# --- end to end through a real model's explain signature (helper A's, issue 13) ------------
+
+needs_explain = pytest.mark.skipif(
+    not hasattr(export.Predictor, "explain"),
+    reason="Predictor.explain (the explain signature of issue 13) is not on this branch yet",
+)
+
+
+def _real(values, tokens):
+    """The values at the real (non-padding) tokens, in order."""
+    return [float(v) for v, t in zip(np.ravel(values), np.ravel(tokens), strict=True) if t != ""]
+
+
+@needs_explain
+@pytest.mark.parametrize("family", ["cnn", "han"])
+def test_every_method_end_to_end_in_memory_and_from_the_saved_model(tiny, exported, family):
+    texts = [*REVIEWS, "", "Superb."]
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
+    text_model = export.TextModel(model, vectorizer)
+    predictor = export.Predictor.from_text_model(text_model)
+    raw = predictor.explain(texts)
+    served = predictor(texts)  # serving_default: word_weights stay what it gives
+    expected_methods = {"cnn": METHODS[1:], "han": METHODS}[family]  # both have the channel
+    for source in (text_model, exported[family].path):
+        explained = explain(source, texts, batch_size=3, progress=False)
+        for i, e in enumerate(explained):
+            assert e.methods == e.views == expected_methods
+            tokens = raw["tokens"][i]
+            assert e.tokens == [t for t in np.ravel(tokens) if t != ""]
+            for m in e.methods:  # every method aligned to the same tokens, exactly its scores
+                assert [len(s) for s in e.scores[m]] == [len(s) for s in e.sentences]
+                flat = [v for s in e.scores[m] for v in s]
+                np.testing.assert_allclose(flat, _real(raw[m][i], tokens), atol=1e-4)
+            np.testing.assert_allclose(
+                e.weights, _real(served["word_attention"][i], tokens), atol=1e-5
+            )
+            d = e.decomposition
+            assert d["deep"] + d["ngram"] + d["bias"] == pytest.approx(d["logit"], abs=1e-4)
+            assert d["logit"] == pytest.approx(float(raw["logit"][i]), abs=1e-4)
+            ngram = sum(map(sum, e.scores["ngram"]))  # the channel's exact share
+            assert ngram == pytest.approx(d["ngram"], abs=1e-4)
+            assert e.explained_class == e.prediction == int(raw["target"][i])
+            assert e.completeness_error == pytest.approx(
+                float(raw["ig_completeness_error"][i]), abs=1e-4
+            )
+            if family == "han" and e.sentences:
+                kept = [s for s in range(tokens.shape[0]) if any(t != "" for t in tokens[s])]
+                for m in ("gradient_x_input", "integrated_gradients", "ngram"):
+                    np.testing.assert_allclose(
+                        e.sentence_scores[m], raw[f"sentence_{m}"][i][kept], atol=1e-4
+                    )
+                np.testing.assert_allclose(
+                    e.sentence_scores["attention"], raw["sentence_attention"][i][kept], atol=1e-5
+                )
+    # the planted cue: "dreadful" argues for the negative prediction it explains
+    (e,) = explain(text_model, ["A dreadful film... it was dreadful"], progress=False)
+    if e.prediction == 0:
+        cue = [
+            v for t, v in zip(e.tokens, np.ravel(e.scores["ngram"]), strict=True) if t == "dreadful"
+        ]
+        assert all(v > 0 for v in cue)
