@@ -685,7 +685,15 @@ def _runner(predictor, methods, steps):
     methods = check_methods(methods, available)
     if steps is None:
         return predictor.explain, methods
-    return (lambda chunk: predictor.explain(chunk, steps=steps)), methods
+    if predictor.kind != "keras":  # the signature's steps were fixed at export
+        raise ValueError(
+            "Expected steps=None for a SavedModel: its explain signature runs integrated "
+            f"gradients at its export's steps ({predictor.metadata.get('explain_steps', '?')}). "
+            "Load the run directory or saved_models/NAME/model.keras to choose them. "
+            f"Received: steps={steps!r}"
+        )
+    text_model = predictor.text_model
+    return (lambda chunk: text_model.explain(chunk, steps=steps)), methods
 
 
 def explain(
@@ -718,8 +726,10 @@ def explain(
         methods: The methods to keep (`None`: all the model has,
             `predictor.methods`); a name the model does not have raises a
             `ValueError` listing its methods.
-        steps: Integrated gradients' steps (`None`: the model's default,
-            `hatt.attribution.DEFAULT_STEPS`).
+        steps: Integrated gradients' steps (`None`: the model's: a
+            SavedModel's export steps, else `hatt.attribution.DEFAULT_STEPS`).
+            Other steps need a Keras model (a run directory, a `.keras`
+            file, a model in memory): a SavedModel's are fixed.
 
     Returns:
         A list of :class:`Explanation`, one per text.

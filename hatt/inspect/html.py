@@ -402,9 +402,10 @@ def _method_legend(explanations, method):
             f"explains the logit of {esc(explained)}. Words"
             f"{_swatch(_rgba(AGAINST_RGB, WORD_ALPHA), 'rgba(255,255,255,0)', _rgba(TOWARDS_RGB, WORD_ALPHA))}"
             "red: against the class, white: 0, blue: towards it; the band: the sentence's "
-            "sum. Scaled by the review's largest |score|. Attention, by contrast, is "
-            "class-agnostic."
+            "sum. Scaled by the review's largest |score|."
         )
+        if any("attention" in e.views for e in explanations):
+            text += " Attention, by contrast, is class-agnostic."
     else:
         band = (
             f"sentence {method_label(method)}"

@@ -99,6 +99,7 @@ class FakePredictor(export.Predictor):
     `methods` as `hatt.export.Predictor.methods`; without `"attention"` its
     `score_kind` is `"saliency"` (a CNN). Calling it (`serving_default`)
     fails: `hatt.inspect.explain` must make one `explain` call per batch.
+    It poses as a Keras model (`kind="keras"`), whose steps may be chosen.
     """
 
     def __init__(self, family="rnn", methods=("attention", "gradient_x_input",
@@ -107,12 +108,17 @@ class FakePredictor(export.Predictor):
         self._methods = tuple(methods)
         self.score_kind = "attention" if "attention" in methods else "saliency"
         self.class_names = ("negative", "positive")
-        self.source, self.kind, self.version, self.metadata = "fake", "fake", None, {}
+        self.source, self.kind, self.version, self.metadata = "fake", "keras", None, {}
         self.calls = []
 
     @property
     def methods(self):
         return self._methods
+
+    @property
+    def text_model(self):
+        """Its own TextModel: `explain(texts, steps=None)` (other steps go through it)."""
+        return self
 
     def explain(self, texts, batch_size=None, steps=None):
         self.calls.append((list(texts), steps))

@@ -299,6 +299,9 @@ def test_methods_and_steps_are_checked_before_the_model_runs():
     (e,) = explain(fake, SCORED[:1], methods="integrated_gradients")
     assert e.views == ("integrated_gradients",) and e.completeness_error is not None
     assert fake.calls[-1][1] is None  # the model's default steps
+    fake.kind, fake.metadata = "saved_model", {"explain_steps": 32}
+    with pytest.raises(ValueError, match=r"SavedModel: .* export's steps \(32\).*steps=7"):
+        explain(fake, SCORED[:1], steps=7)
 
 
 def test_an_export_without_the_explain_signature_keeps_its_one_view():
