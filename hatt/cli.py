@@ -497,49 +497,86 @@ def _inspect_texts(args):
     return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
 
 
-def cmd_inspect(args):
+def _inspect_method(args, predictor):
+    """--method checked against the model's methods before anything runs."""
+    views = tuple(getattr(predictor, "methods", None) or ()) or (predictor.score_kind,)
+    if args.method not in (None, "all") and args.method not in views:
+        raise ValueError(
+            f"Expected --method to be one of this model's methods {views} or 'all'. "
+            f"Received: --method {args.method}"
+        )
+    return args.method
+
+
+def _write_inspect_outputs(args, explanations, method):
+    """The --html pages, --png images and --json file asked for; their paths."""
     from pathlib import Path
 
     from hatt import inspect as hatt_inspect
 
-    if args.html_per_page < 0:
-        raise ValueError(
-            f"Expected --html-per-page to be >= 0. Received: --html-per-page {args.html_per_page}"
-        )
-    texts, labels = _inspect_texts(args)
-    explanations = hatt_inspect.explain(args.model, texts, labels=labels, progress=not args.quiet)
-    if not args.quiet:
-        hatt_inspect.to_terminal(explanations, color=False if args.no_color else None)
     written = []
     if args.html:
         from hatt.inspect.html import page_paths
 
         per_page = args.html_per_page or None
         pages = 1 if per_page is None else max(1, -(-len(explanations) // per_page))
-        hatt_inspect.write_html(explanations, args.html, max_reviews=per_page)
+        hatt_inspect.write_html(explanations, args.html, max_reviews=per_page, method=method)
         written.extend(page_paths(args.html, pages))
     if args.png:
-        written.extend(hatt_inspect.write_pngs(explanations, args.png))
+        written.extend(hatt_inspect.write_pngs(explanations, args.png, method=method))
     if args.json:
         Path(args.json).write_text(
             json.dumps([e.to_dict() for e in explanations], indent=1, ensure_ascii=False) + "\n",
             encoding="utf-8",
         )
         written.append(args.json)
-    kind = explanations[0].score_kind if explanations else "?"
-    print(f"{len(explanations)} review(s) explained with {kind} scores", file=sys.stderr)
+    return written
+
+
+def cmd_inspect(args):
+    from hatt import inspect as hatt_inspect
+
+    if args.html_per_page < 0:
+        raise ValueError(
+            f"Expected --html-per-page to be >= 0. Received: --html-per-page {args.html_per_page}"
+        )
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"Expected --steps to be >= 1. Received: --steps {args.steps}")
+    texts, labels = _inspect_texts(args)
+    predictor = hatt.export.as_predictor(args.model)
+    method = _inspect_method(args, predictor)  # before the model runs
+    explanations = hatt_inspect.explain(
+        predictor, texts, labels=labels, progress=not args.quiet, steps=args.steps
+    )
+    if not args.quiet:
+        hatt_inspect.to_terminal(
+            explanations, color=False if args.no_color else None, method=method
+        )
+    written = _write_inspect_outputs(args, explanations, method)
+    views = ", ".join(explanations[0].views) if explanations else "?"
+    shown = method or (explanations[0].default_method() if explanations else "?")
+    print(
+        f"{len(explanations)} review(s) explained with {views} scores (shown: {shown})",
+        file=sys.stderr,
+    )
     for path in written:
         print(f"  wrote {path}", file=sys.stderr)
     return 0
 
 
 def add_inspect_command(sub):
+    from hatt.inspect.explain import METHODS
+    from hatt.inspect.html import MAX_REVIEWS
+
     inspect = sub.add_parser(
         "inspect",
         help="show which words and sentences a trained model's predictions rest on",
-        description="Explain MODEL's predictions: attention weights (saliency for the CNN) "
-        "per sentence and word, in the terminal, as one HTML page and as PNG heat maps. "
-        "The HTML and PNG colours are relative to each review.",
+        description="Explain MODEL's predictions per sentence and word with every method "
+        "it has: attention (unsigned, class-agnostic), gradient × input and integrated "
+        "gradients (signed contributions to the predicted class's logit) and the n-gram "
+        "channel's exact share, with the logit split into deep part, n-gram channel and "
+        "bias; in the terminal, as one HTML page (with a method switch) and as PNG heat "
+        "maps. Colours are relative to each review.",
     )
     inspect.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     source = inspect.add_mutually_exclusive_group(required=True)
@@ -559,14 +596,32 @@ def add_inspect_command(sub):
     inspect.add_argument(
         "--html-per-page",
         type=int,
-        default=200,
+        default=MAX_REVIEWS,
         metavar="N",
         help="reviews per HTML page, the pages linked to each other (0: all on one page)",
     )
     inspect.add_argument(
         "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
     )
-    inspect.add_argument("--json", metavar="OUT.json", help="write the explanations as JSON")
+    inspect.add_argument(
+        "--method",
+        choices=(*METHODS, "all"),
+        help="the scores the terminal, the PNGs and the HTML page (which holds them all) show "
+        "first; 'all': every method, side by side (default: attention when the model has "
+        "it, else gradient_x_input)",
+    )
+    inspect.add_argument(
+        "--steps",
+        type=int,
+        metavar="N",
+        help="integrated gradients' steps (default: the model's, hatt.attribution.DEFAULT_STEPS)",
+    )
+    inspect.add_argument(
+        "--json",
+        metavar="OUT.json",
+        help="write the explanations as JSON (every method, the logit decomposition and "
+        "integrated gradients' completeness error)",
+    )
     inspect.add_argument("--no-color", action="store_true", help="plain terminal output")
     _add_quiet(inspect, "no terminal view")
     inspect.set_defaults(func=cmd_inspect)

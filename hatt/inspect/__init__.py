@@ -1,11 +1,15 @@
 """Look inside a trained model: which words and sentences its prediction rests on.
 
-`explain(model, texts)` returns one `Explanation` per review (tokens, word
-weights, sentence weights for the HAN, probability, true label when known);
-the renderers draw a list of them: `to_html` / `write_html` (one
-self-contained page), `to_png` / `write_pngs` (matplotlib heat maps) and
-`to_terminal` (rich). `deletion_test` checks whether the weights point at
-the words the prediction depends on.
+`explain(model, texts)` returns one `Explanation` per review: tokens, every
+method's word and sentence scores (`scores`, `sentence_scores`: attention,
+and the signed gradient × input, integrated gradients and n-gram channel
+contributions to the explained class's logit), the logit's decomposition
+(deep part + n-gram channel + bias), the probability and the true label
+when known. The renderers draw a list of them, with `method=` (one of the
+model's methods, or `"all"`): `to_html` / `write_html` (one self-contained
+page with a method switch), `to_png` / `write_pngs` (matplotlib heat maps,
+a panel per method) and `to_terminal` (rich). `deletion_test` checks whether
+the scores point at the words the prediction depends on.
 
 Models are reached through `hatt.export` (`load`, `as_predictor`): the one
 path from raw text to probabilities, tokens and scores, shared with

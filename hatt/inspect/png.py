@@ -1,17 +1,23 @@
 """Explanations as PNG heat maps (matplotlib, Agg backend: no display needed).
 
-One figure per review. HAN: a sentences × words grid, each cell holding its
-word and coloured by `sqrt(sentence attention) × word attention` (relative
-to the review's maximum), with a strip on the left coloured by the sentence
-attention. Flat models: the review's words wrapped into rows of
-`FLAT_COLUMNS`, coloured by their weight (relative to the review's maximum).
-A HAN sentence longer than `MAX_COLUMNS` words continues on the next rows
-(a thin line marks where each sentence starts). Long reviews are cut to
-`MAX_ROWS` rows; the figure says so.
+One figure per review, one panel per method shown (`method="all"`: every
+method the model has, stacked, each titled). HAN: a sentences × words grid,
+each cell holding its word, with a strip on the left coloured by the
+sentence's score. Flat models: the review's words wrapped into rows of
+`FLAT_COLUMNS`. A HAN sentence longer than `MAX_COLUMNS` words continues on
+the next rows (a thin line marks where each sentence starts). Long reviews
+are cut to `MAX_ROWS` rows; the figure says so.
 
-Every image is `WIDTH_PX` pixels wide and `png_size(explanation)[1]` high:
-`round(DPI * (HEADER_INCHES + ROW_INCHES * rows))` for the rows shown
-(at least one).
+Attention (unsigned) is drawn from white to blue (words) and red (the
+sentence strip), HAN words by `sqrt(sentence attention) × word attention`;
+the signed methods on a diverging map, red (against the explained class) –
+white (0) – blue (towards it). Each panel is relative to the review's
+largest |score| for its method.
+
+Every image is `WIDTH_PX` pixels wide and `png_size(explanation, method)[1]`
+high: `round(DPI * (HEADER_INCHES + ROW_INCHES * rows))` for one method
+(`rows`: the rows shown, at least one), and `round(DPI * (HEADER_INCHES +
+panels * (PANEL_INCHES + ROW_INCHES * rows)))` for several.
 """
 
 import warnings
@@ -25,10 +31,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 
+from hatt.inspect.explain import is_signed, method_label  # noqa: E402
+
 DPI = 100
 WIDTH_INCHES = 16.0
 WIDTH_PX = int(DPI * WIDTH_INCHES)
 HEADER_INCHES = 1.6
+PANEL_INCHES = 0.35  # a panel's title, when a figure has several
 ROW_INCHES = 0.34
 MAX_ROWS = 30
 MAX_COLUMNS = 20  # words per HAN row (longer sentences wrap)
@@ -37,22 +46,23 @@ MAX_CHARS = 12
 
 WORD_CMAP = LinearSegmentedColormap.from_list("hatt_words", ["#ffffff", "#0969da"])
 SENTENCE_CMAP = LinearSegmentedColormap.from_list("hatt_sentences", ["#ffffff", "#cf222e"])
+# signed scores: against the explained class (red) – 0 (white) – towards it (blue)
+DIVERGING_CMAP = LinearSegmentedColormap.from_list("hatt_signed", ["#b2182b", "#ffffff", "#2166ac"])
 
 
-def _grid(explanation):
+def _grid(explanation, method=None):
     """Rows of (words, shading) to draw, the sentence strip values (or None), notes."""
     e = explanation
-    shading = e.display_weights()
+    shading = e.display_scores(method)
     notes = []
     if e.sentence_weights is not None:
-        shares = e.sentence_shares()
-        top = max(shares, default=0.0) or 1.0
+        shares = e.sentence_display(method)
         rows, strip, starts = [], [], []
         for s, (words, shade) in enumerate(zip(e.sentences, shading, strict=True)):
             for i in range(0, len(words), MAX_COLUMNS):  # long sentences wrap onto more rows
                 starts.append(i == 0)
                 rows.append((words[i : i + MAX_COLUMNS], shade[i : i + MAX_COLUMNS]))
-                strip.append(shares[s] / top)
+                strip.append(shares[s])
         columns = min(max((len(w) for w, _ in rows), default=1), MAX_COLUMNS)
     else:
         tokens = [t for s in e.sentences for t in s]
@@ -74,100 +84,159 @@ def _grid(explanation):
     return rows, strip, starts, columns, notes
 
 
-def _heat(ax, values, cmap):
-    """Weights in [0, 1] as cells of `cmap`; NaN cells (no token, no sentence) stay blank."""
+def _heat(ax, values, cmap, signed=False):
+    """Shading in [0, 1] (signed: [-1, 1]) as cells of `cmap`; NaN cells stay blank."""
     ax.imshow(
         np.ma.masked_invalid(values),
-        cmap=cmap,
-        vmin=0,
+        cmap=DIVERGING_CMAP if signed else cmap,
+        vmin=-1 if signed else 0,
         vmax=1,
         aspect="auto",
         interpolation="nearest",
     )
 
 
-def png_size(explanation):
+def png_size(explanation, method=None):
     """`(width, height)` in pixels of the PNG :func:`to_png` writes for `explanation`."""
-    rows = _grid(explanation)[0]
-    return WIDTH_PX, int(round(DPI * (HEADER_INCHES + ROW_INCHES * max(len(rows), 1))))
+    panels = len(explanation.methods_to_show(method))
+    rows = max(len(_grid(explanation, explanation.methods_to_show(method)[0])[0]), 1)
+    if panels == 1:
+        inches = HEADER_INCHES + ROW_INCHES * rows
+    else:
+        inches = HEADER_INCHES + panels * (PANEL_INCHES + ROW_INCHES * rows)
+    return WIDTH_PX, int(round(DPI * inches))
 
 
 def _short(word):
     return word if len(word) <= MAX_CHARS else word[: MAX_CHARS - 1] + "…"
 
 
-def figure(explanation):
-    """The matplotlib figure for one explanation (close it when done)."""
-    e = explanation
-    rows, strip, starts, columns, notes = _grid(e)
-    n_rows = max(len(rows), 1)
-    width, height = png_size(e)
-    fig = plt.figure(figsize=(width / DPI, height / DPI), dpi=DPI)
-    top = 1 - (HEADER_INCHES - 0.25) / (height / DPI)
-    bottom = 0.15 / (height / DPI)
-    left_strip = 0.05 if strip is not None else 0.0
-    grid_left = 0.015 + left_strip + (0.01 if strip is not None else 0)
-    ax = fig.add_axes([grid_left, bottom, 0.985 - grid_left, top - bottom])
-    values = np.full((n_rows, columns), np.nan)
+def _words_axes(fig, rect, rows, columns, signed):
+    """The grid of words, each cell coloured by its shading."""
+    ax = fig.add_axes(rect)
+    values = np.full((max(len(rows), 1), columns), np.nan)
     for r, (_, shade) in enumerate(rows):
         values[r, : len(shade)] = shade
-    _heat(ax, values, WORD_CMAP)
+    _heat(ax, values, WORD_CMAP, signed)
     font = 9 if columns <= 16 else 8
     for r, (words, shade) in enumerate(rows):
         for c, (word, value) in enumerate(zip(words, shade, strict=True)):
             ax.text(
-                c,
-                r,
-                _short(word),
-                ha="center",
-                va="center",
-                fontsize=font,
-                color="white" if value > 0.6 else "black",
-            )
+                c, r, _short(word), ha="center", va="center", fontsize=font,
+                color="white" if abs(value) > 0.6 else "black",
+            )  # fmt: skip
     ax.set_xticks([])
     ax.set_yticks([])
     for spine in ax.spines.values():
         spine.set_color("#d0d7de")
-    if strip is not None:
-        sx = fig.add_axes([0.015, bottom, left_strip, top - bottom])
-        column = np.asarray(strip + [np.nan] * (n_rows - len(strip)))[:, None]
-        _heat(sx, column, SENTENCE_CMAP)
-        shares = e.sentence_shares()
-        sentence = -1
-        for r, first in enumerate(starts):
-            if first:
-                sentence += 1
-                sx.text(0, r, f"{shares[sentence]:.2f}", ha="center", va="center", fontsize=8)
-                if r:  # a thin line where a new sentence starts
-                    ax.axhline(r - 0.5, color="#8c959f", linewidth=0.6)
-                    sx.axhline(r - 0.5, color="#8c959f", linewidth=0.6)
-        sx.set_xticks([])
-        sx.set_yticks([])
-    han = e.sentence_weights is not None
-    title = e.headline()
-    scale = (
-        "left strip: sentence attention (red); cells: sqrt(sentence) × word attention (blue)"
-        if han
-        else f"cells: word {e.score_kind}, rows of {FLAT_COLUMNS} words in reading order"
+    return ax
+
+
+def _strip_axes(fig, rect, ax, e, method, strip, starts, n_rows):
+    """The HAN's sentence strip, each sentence's score written in it, lines between sentences."""
+    signed = is_signed(method)
+    sx = fig.add_axes(rect)
+    column = np.asarray(strip + [np.nan] * (n_rows - len(strip)))[:, None]
+    _heat(sx, column, SENTENCE_CMAP, signed)
+    values = e.sentence_scores[method]
+    sentence = -1
+    for r, first in enumerate(starts):
+        if first:
+            sentence += 1
+            text = f"{values[sentence]:+.2f}" if signed else f"{values[sentence]:.2f}"
+            sx.text(0, r, text, ha="center", va="center", fontsize=8)
+            if r:  # a thin line where a new sentence starts
+                ax.axhline(r - 0.5, color="#8c959f", linewidth=0.6)
+                sx.axhline(r - 0.5, color="#8c959f", linewidth=0.6)
+    sx.set_xticks([])
+    sx.set_yticks([])
+
+
+def _panel(fig, e, method, bottom, top):
+    """One method's heat map between `bottom` and `top` (figure fractions)."""
+    rows, strip, starts, columns, _ = _grid(e, method)
+    left_strip = 0.05 if strip is not None else 0.0
+    grid_left = 0.015 + left_strip + (0.01 if strip is not None else 0)
+    ax = _words_axes(
+        fig, [grid_left, bottom, 0.985 - grid_left, top - bottom], rows, columns, is_signed(method)
     )
-    subtitle = scale + "; colours relative to this review's maximum"
+    if strip is not None:
+        rect = [0.015, bottom, left_strip, top - bottom]
+        _strip_axes(fig, rect, ax, e, method, strip, starts, max(len(rows), 1))
+
+
+def _subtitle(e, methods):
+    """What the colours of the figure mean."""
     if not e.sentences:
-        subtitle = "no words: the review is empty for the model"
-    fig.text(0.015, 1 - 0.3 / (height / DPI), title, fontsize=12, weight="bold", va="top")
-    fig.text(0.015, 1 - 0.72 / (height / DPI), subtitle, fontsize=9, va="top", color="#57606a")
+        return "no words: the review is empty for the model"
+    if len(methods) > 1:
+        return (
+            f"signed methods: blue towards {e.explained_label!r}, red against, white 0; "
+            "attention: white to blue (words), red (sentences); each panel relative to "
+            "this review's maximum |score|"
+        )
+    han = e.sentence_weights is not None
+    method = methods[0]
+    if is_signed(method):
+        scale = e.method_note(method) + (
+            "; left strip: the sentence's sum" if han else f"; rows of {FLAT_COLUMNS} words"
+        )
+    elif han:
+        scale = (
+            "left strip: sentence attention (red); cells: sqrt(sentence) × word attention (blue)"
+        )
+    else:
+        scale = f"cells: word {method_label(method)}, rows of {FLAT_COLUMNS} words in reading order"
+    return scale + "; colours relative to this review's maximum"
+
+
+def figure(explanation, method=None):
+    """The matplotlib figure for one explanation (close it when done).
+
+    Args:
+        explanation: A `hatt.inspect.Explanation`.
+        method: One of `explanation.views`, `"all"` (a panel each), or
+            `None` for the default (attention when the model has it).
+    """
+    e = explanation
+    methods = e.methods_to_show(method)
+    width, height = png_size(e, method)
+    inches = height / DPI
+    fig = plt.figure(figsize=(width / DPI, inches), dpi=DPI)
+    if len(methods) == 1:
+        _panel(fig, e, methods[0], 0.15 / inches, 1 - (HEADER_INCHES - 0.25) / inches)
+    else:
+        rows = max(len(_grid(e, methods[0])[0]), 1)
+        y = HEADER_INCHES - 0.25  # inches from the top
+        for m in methods:
+            fig.text(
+                0.015, 1 - (y + 0.08) / inches, e.method_note(m), fontsize=10, weight="bold",
+                va="top",
+            )  # fmt: skip
+            y += PANEL_INCHES
+            _panel(fig, e, m, 1 - (y + ROW_INCHES * rows) / inches, 1 - y / inches)
+            y += ROW_INCHES * rows
+    notes = _grid(e, methods[0])[4]
+    if e.decomposition_line() is not None:
+        notes = [e.decomposition_line(), *notes]
+    fig.text(0.015, 1 - 0.3 / inches, e.headline(method), fontsize=12, weight="bold", va="top")
+    fig.text(0.015, 1 - 0.72 / inches, _subtitle(e, methods), fontsize=9, va="top", color="#57606a")
     if notes:
         fig.text(
-            0.015, 1 - 1.05 / (height / DPI), "; ".join(notes), fontsize=9, va="top",
-            color="#9a6700",
+            0.015, 1 - 1.05 / inches, "; ".join(notes), fontsize=9, va="top", color="#9a6700",
         )  # fmt: skip
     return fig
 
 
-def to_png(explanation, path):
-    """Write one explanation's heat map to `path` (PNG, :func:`png_size` pixels)."""
+def to_png(explanation, path, method=None):
+    """Write one explanation's heat map to `path` (PNG, :func:`png_size` pixels).
+
+    `method`: one of the explanation's methods, `"all"` (a panel each) or
+    `None` (the default view).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = figure(explanation)
+    fig = figure(explanation, method)
     try:
         with warnings.catch_warnings():
             # Emoji and rare scripts may lack a glyph in the default font: drawn as boxes.
@@ -188,9 +257,15 @@ def png_paths(path, count):
     return [path.with_name(f"{path.stem}_{i}{path.suffix or '.png'}") for i in range(1, count + 1)]
 
 
-def write_pngs(explanations, path):
-    """Write one PNG per explanation (names from :func:`png_paths`); return the paths."""
+def write_pngs(explanations, path, method=None):
+    """Write one PNG per explanation (names from :func:`png_paths`); return the paths.
+
+    `method` as for :func:`to_png`; checked on every explanation before any
+    file is written.
+    """
+    for explanation in explanations:
+        explanation.methods_to_show(method)
     paths = png_paths(path, len(explanations))
     for explanation, target in zip(explanations, paths, strict=True):
-        to_png(explanation, target)
+        to_png(explanation, target, method)
     return paths

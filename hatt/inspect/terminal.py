@@ -1,4 +1,10 @@
-"""Explanations in the terminal (rich): a weight bar per sentence, words shaded by weight."""
+"""Explanations in the terminal (rich): a score bar per sentence, words shaded by score.
+
+Attention (unsigned) shades words from white to blue; the signed methods
+(which explain the logit of the explained class) shade words blue towards
+the class and red against it. `method="all"` prints one block per method
+under each review's header and its logit decomposition.
+"""
 
 import io
 import sys
@@ -7,15 +13,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hatt.inspect.explain import ALL, is_signed, method_label
+
 BAR_WIDTH = 12
 
 
-def _header(number, explanation):
-    return f"Review {number} · {explanation.headline()}"
-
-
 def _word_style(weight):
-    """Background from white to strong blue by weight in [0, 1]; None below 0.08."""
+    """Unsigned: background from white to strong blue by weight in [0, 1]; None below 0.08."""
     if weight < 0.08:
         return None
     red = int(255 - 215 * weight)
@@ -24,74 +28,140 @@ def _word_style(weight):
     return f"{foreground} on rgb({red},{green},255)"
 
 
-def legend(explanations):
-    """One line that says what the bars and shading show."""
+def _signed_style(value):
+    """Signed, in [-1, 1]: blue towards the explained class, red against; None near 0."""
+    strength = abs(value)
+    if strength < 0.08:
+        return None
+    fade = int(255 - 200 * strength)
+    foreground = "white" if strength > 0.55 else "black"
+    if value > 0:
+        return f"{foreground} on rgb({fade},{int(255 - 150 * strength)},255)"
+    return f"{foreground} on rgb(255,{fade},{fade})"
+
+
+def _methods(explanations, method):
+    """The methods shown, checked on every explanation (a bad name fails before printing)."""
+    shown = []
+    for e in explanations:
+        for m in e.methods_to_show(method):
+            if m not in shown:
+                shown.append(m)
+    return shown
+
+
+def legend(explanations, method=None):
+    """What the bars and shading show, one line per method shown."""
+    lines = []
     han = any(e.sentence_weights is not None for e in explanations)
-    kinds = sorted({e.score_kind for e in explanations})
-    bar = "sentence attention" if han else "the sentence's share of the word weights"
-    shade = (
-        "sqrt(sentence weight) × word weight (Yang et al. 2016)"
-        if han
-        else "word " + " / ".join(kinds)
-    )
-    return (
-        f"bars: {bar}, relative to the review's top sentence (number: the weight); "
-        f"words: shaded by {shade}, relative to the review's strongest word"
-    )
+    for m in _methods(explanations, method):
+        if is_signed(m):
+            lines.append(
+                f"{method_label(m)}: words shaded blue (towards the explained class) or red "
+                "(against it) by their contribution to its logit; bars: the sentence's sum; "
+                "relative to the review's largest |score|"
+            )
+            continue
+        bar = f"sentence {method_label(m)}" if han else "the sentence's share of the word weights"
+        shade = (
+            f"sqrt(sentence weight) × word {method_label(m)} (Yang et al. 2016)"
+            if han
+            else f"word {method_label(m)}"
+        )
+        agnostic = " (class-agnostic)" if m == "attention" else ""
+        lines.append(
+            f"{method_label(m)}{agnostic}: bars: {bar}, relative to the review's top sentence "
+            f"(number: the score); words: shaded by {shade}, relative to the review's strongest word"
+        )
+    return "\n".join(lines)
 
 
-def render(explanations, console):
+def _mark(word, value, signed):
+    """Without colour: `*word*` (unsigned) or `[+word]` / `[-word]` (signed) from half the top."""
+    if abs(value) < 0.5:
+        return word
+    if not signed:
+        return f"*{word}*"
+    return f"[+{word}]" if value > 0 else f"[-{word}]"
+
+
+def _plain_note(methods):
+    """How words are marked without colour, for the methods shown."""
+    marks = []
+    if any(not is_signed(m) for m in methods):
+        marks.append("*word* (unsigned scores)")
+    if any(is_signed(m) for m in methods):
+        marks.append("[+word] / [-word] (towards / against the explained class)")
+    return f"no colour: {' and '.join(marks)} mark the words with at least half the top |score|"
+
+
+def _table(e, method, plain):
+    """One method's block: a bar and the shaded words per sentence."""
+    signed = is_signed(method)
+    values = e.sentence_scores[method]
+    bars = e.sentence_display(method)
+    shading = e.display_scores(method)
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(ratio=1, overflow="fold")
+    gap = Text(f"[… {e.omitted_words} words not seen by the model …]", style="italic")
+    for s, words in enumerate(e.sentences):
+        if e.gap_before == s and e.omitted_words:
+            table.add_row("", "", gap)
+        filled = round(BAR_WIDTH * abs(bars[s]))
+        colour = "red" if not signed or bars[s] < 0 else "blue"
+        bar = Text("█" * filled, style=colour)
+        bar.append("·" * (BAR_WIDTH - filled), style="dim")
+        line = Text()
+        for word, value in zip(words, shading[s], strict=True):
+            style = _signed_style(value) if signed else _word_style(value)
+            line.append(_mark(word, value, signed) if plain else word, style=style)
+            line.append(" ")
+        table.add_row(f"{values[s]:+.3f}" if signed else f"{values[s]:.3f}", bar, line)
+    if e.gap_before == len(e.sentences) and e.omitted_words:
+        table.add_row("", "", gap)
+    return table
+
+
+def render(explanations, console, method=None):
     """Print `explanations` to a `rich.console.Console`.
 
     Without colour (`console.no_color`, or not a terminal), words shaded at
     least half as strongly as the review's strongest word are marked
-    `*word*` instead.
+    `*word*` (attention), `[+word]` (towards the explained class) or
+    `[-word]` (against it) instead.
     """
     plain = console.no_color or console.color_system is None
-    console.print(legend(explanations), style="dim")
+    methods = _methods(explanations, method)
+    console.print(legend(explanations, method), style="dim")
     if plain:
-        console.print("no colour: *word* marks the words with at least half the top weight")
+        console.print(_plain_note(methods))
     for number, e in enumerate(explanations, 1):
         console.print()
-        console.print(Text(_header(number, e), style="bold"))
+        shown = e.methods_to_show(method)
+        console.print(Text(f"Review {number} · {e.headline(method)}", style="bold"))
+        if e.decomposition_line() is not None:
+            console.print(Text("  " + e.decomposition_line()))
         if not e.sentences:
             console.print("  (no words: the review is empty for the model)")
             continue
-        shares = e.sentence_shares()
-        top_share = max(shares) or 1.0
-        shading = e.display_weights()
-        table = Table.grid(padding=(0, 1))
-        table.add_column(justify="right", no_wrap=True)
-        table.add_column(no_wrap=True)
-        table.add_column(ratio=1, overflow="fold")
-        gap = Text(f"[… {e.omitted_words} words not seen by the model …]", style="italic")
-        for s, (words, share) in enumerate(zip(e.sentences, shares, strict=True)):
-            if e.gap_before == s and e.omitted_words:
-                table.add_row("", "", gap)
-            filled = round(BAR_WIDTH * share / top_share)
-            bar = Text("█" * filled, style="red")
-            bar.append("·" * (BAR_WIDTH - filled), style="dim")
-            line = Text()
-            for word, weight in zip(words, shading[s], strict=True):
-                if plain and weight >= 0.5:
-                    word = f"*{word}*"
-                line.append(word, style=_word_style(weight))
-                line.append(" ")
-            table.add_row(f"{share:.3f}", bar, line)
-        if e.gap_before == len(e.sentences) and e.omitted_words:
-            table.add_row("", "", gap)
-        console.print(table)
+        for m in shown:
+            if len(methods) > 1 or method == ALL:
+                console.print(Text(f"  {e.method_note(m)}", style="italic"))
+            console.print(_table(e, m, plain))
 
 
-def to_terminal(explanations, file=None, color=None, width=None):
+def to_terminal(explanations, file=None, color=None, width=None, method=None):
     """Print explanations for a terminal; also return them as plain text.
 
-    Each review gets a header (family, score kind, prediction, true label),
-    then one line per sentence: its weight as a number and a bar (HAN:
-    sentence attention; flat models: the sum of the sentence's word
-    weights), and its words shaded by weight, relative to the review's
-    strongest word. Works when the output is not a terminal (no colour
-    codes are written then, unless `color=True`).
+    Each review gets a header (family, method, prediction, true label) and
+    the explained class's logit in parts when the model gives them, then,
+    per method shown, one line per sentence: its score as a number and a bar
+    (HAN attention: sentence attention; flat models: the sum of the
+    sentence's word scores), and its words shaded by score, relative to the
+    review's strongest word. Works when the output is not a terminal (no
+    colour codes are written then, unless `color=True`).
 
     Args:
         explanations: List of `hatt.inspect.Explanation`.
@@ -100,10 +170,14 @@ def to_terminal(explanations, file=None, color=None, width=None):
             decide (on for a terminal).
         width: Line width; `None` for the terminal's (80 when not a
             terminal).
+        method: One of the explanations' methods, `"all"` (one block per
+            method) or `None` (the default view: attention when the model
+            has it, else gradient × input).
 
     Returns:
         The rendered text without colour codes.
     """
+    _methods(explanations, method)  # a bad name fails before anything is printed
     out = io.StringIO() if file is False else (sys.stdout if file is None else file)
     console = Console(
         file=out,
@@ -114,5 +188,5 @@ def to_terminal(explanations, file=None, color=None, width=None):
         highlight=False,
         record=True,
     )
-    render(explanations, console)
+    render(explanations, console, method)
     return console.export_text(styles=False)

@@ -2,6 +2,7 @@
 
 import html.parser
 import json
+import re
 import struct
 
 import numpy as np
@@ -10,16 +11,22 @@ import pytest
 from hatt import cli, export
 from hatt.inspect import explain, png_size
 from tests.data.conftest import write_tiny_imdb
+from tests.inspect._fake import FakePredictor
 
 REVIEW = 'The plot was superb! The "actor" was it &amp; 😀.<br />Watch it'
 
 
 class _Words(html.parser.HTMLParser):
+    """The words of each method's view (`div.view.m-METHOD`) of a page."""
+
     def __init__(self):
         super().__init__()
-        self.words, self.depth = [], 0
+        self.words, self.depth, self.view = {}, 0, None
 
     def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div" and "view" in classes:
+            self.view = next(c[2:] for c in classes if c.startswith("m-"))
         if tag == "div" and ("class", "words") in attrs:
             self.depth += 1
 
@@ -29,7 +36,7 @@ class _Words(html.parser.HTMLParser):
 
     def handle_data(self, data):
         if self.depth and data.strip():
-            self.words.append(data)
+            self.words.setdefault(self.view, []).append(data)
 
 
 @pytest.mark.parametrize("family", ["han", "rnn"])
@@ -52,7 +59,7 @@ def test_inspect_writes_terminal_html_and_png(tiny, tmp_path, capsys, family):
     parser = _Words()
     parser.feed(page)
     parser.close()
-    assert parser.words == expected.tokens
+    assert parser.words == {m: expected.tokens for m in expected.views}  # every method's view
     assert "<script" not in page and "http" not in page.replace("hatt", "")
     header = (out / "review.png").read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
@@ -66,7 +73,12 @@ def test_inspect_reads_files_and_imdb_test_reviews(tiny, tmp_path, monkeypatch, 
     reviews.write_bytes(b"A superb film.\n\nDreadful \xff\xfe plot.\n")  # invalid UTF-8
     assert cli.main(["inspect", str(tiny["cnn"].run_dir), "--file", str(reviews), "--quiet"]) == 0
     captured = capsys.readouterr()
-    assert "2 review(s) explained with saliency scores" in captured.err
+    # the CNN has no attention: its default view is gradient × input (an export without
+    # the explain signature: its one saliency view)
+    assert re.search(
+        r"2 review\(s\) explained with .* scores \(shown: (gradient_x_input|saliency)\)",
+        captured.err,
+    )
     assert captured.out == ""
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path / "corpus")
@@ -131,3 +143,97 @@ def test_inspect_splits_a_long_html_report_into_linked_pages(tiny, tmp_path, cap
     assert "page-2.html" in pages[0].read_text(encoding="utf-8")
     assert cli.main([*argv, "--html-per-page", "-1"]) == 2
     assert "--html-per-page" in capsys.readouterr().err
+
+
+# --- --method and --steps (a stand-in model with every method: tests/inspect/_fake.py) ------
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    """`hatt inspect fake ...` explains with a FakePredictor (the family set by the test)."""
+
+    def use(predictor):
+        monkeypatch.setattr(export, "as_predictor", lambda model, vectorizer=None: predictor)
+        return predictor
+
+    return use
+
+
+MIXED = "A superb cast. The plot was bad."
+
+
+def test_inspect_method_and_steps_reach_every_view_and_the_json(fake_model, tmp_path, capsys):
+    fake = fake_model(FakePredictor("han"))
+    argv = [
+        "inspect", "fake", "--text", MIXED, "--text", "Dreadful!", "--method",
+        "integrated_gradients", "--steps", "9", "--no-color", "--json", str(tmp_path / "e.json"),
+        "--html", str(tmp_path / "page.html"), "--png", str(tmp_path / "review.png"),
+    ]  # fmt: skip
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert [steps for _, steps in fake.calls] == [9]  # --steps reaches the model
+    out = captured.out
+    assert "han · integrated gradients (logit of positive)" in out
+    assert "logit of 'positive' " in out and "+ n-gram channel " in out  # the decomposition
+    assert "[+superb]" in out and "[-bad]" in out and "attention" not in out.split("\n", 1)[1]
+    assert "(shown: integrated_gradients)" in captured.err
+    saved = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
+    for review in saved:  # the JSON has every method whatever --method shows
+        assert set(review["scores"]) == {"attention", "gradient_x_input",
+                                         "integrated_gradients", "ngram"}  # fmt: skip
+        d = review["decomposition"]
+        assert d["deep"] + d["ngram"] + d["bias"] == pytest.approx(d["logit"], abs=1e-5)
+        assert review["completeness_error"] == pytest.approx(0.01, abs=1e-4)
+    assert [r["explained_class"] for r in saved] == [1, 0]
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert 'id="show-integrated_gradients" checked' in page
+    assert (tmp_path / "review_1.png").exists() and (tmp_path / "review_2.png").exists()
+
+
+def test_inspect_method_all_shows_every_method(fake_model, capsys):
+    fake_model(FakePredictor("rnn"))
+    assert cli.main(["inspect", "fake", "--text", MIXED, "--method", "all", "--no-color"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for note in ("attention: the model's own weights", "gradient × input: each word's",
+                 "integrated gradients: each word's", "n-gram channel: each word's"):  # fmt: skip
+        assert note in out
+    assert "rnn · every method" in out
+
+
+def test_inspect_rejects_a_method_the_model_lacks_before_running_it(fake_model, capsys):
+    fake = fake_model(FakePredictor("cnn", methods=("gradient_x_input", "integrated_gradients")))
+    assert cli.main(["inspect", "fake", "--text", MIXED, "--method", "ngram"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "hatt inspect: error: Expected --method to be one of this " \
+        "model's methods ('gradient_x_input', 'integrated_gradients') or 'all'. " \
+        "Received: --method ngram" in err  # fmt: skip
+    assert fake.calls == []
+    assert cli.main(["inspect", "fake", "--text", MIXED, "--steps", "0"]) == 2
+    assert "--steps" in capsys.readouterr().err and fake.calls == []
+    with pytest.raises(SystemExit):  # argparse: not a method at all
+        cli.main(["inspect", "fake", "--text", MIXED, "--method", "lime"])
+    assert "invalid choice: 'lime'" in capsys.readouterr().err
+    assert cli.main(["inspect", "fake", "--text", MIXED, "--quiet"]) == 0
+    assert "(shown: gradient_x_input)" in capsys.readouterr().err  # the default without attention
+
+
+@pytest.mark.skipif(
+    not hasattr(export.Predictor, "explain"),
+    reason="Predictor.explain (the explain signature of issue 13) is not on this branch yet",
+)
+def test_inspect_method_all_on_a_real_model(tiny, tmp_path, capsys):
+    run_dir = tiny["han"].run_dir
+    argv = ["inspect", str(run_dir), "--text", REVIEW, "--method", "all", "--steps", "8",
+            "--no-color", "--json", str(tmp_path / "e.json"), "--html", str(tmp_path / "p.html")]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "han · every method" in out and "logit of " in out and "n-gram channel" in out
+    (saved,) = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
+    assert set(saved["scores"]) == {"attention", "gradient_x_input", "integrated_gradients",
+                                    "ngram"}  # fmt: skip
+    assert set(saved["decomposition"]) == {"deep", "ngram", "bias", "logit"}
+    assert saved["completeness_error"] >= 0
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert 'id="show-all" checked' in page
+    for method in saved["scores"]:
+        assert f'class="view m-{method}"' in page
