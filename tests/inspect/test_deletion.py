@@ -19,6 +19,7 @@ from hatt.inspect.deletion import (
     deletion_count,
     method_scores,
 )
+from tests.conftest import planted
 
 # === A hand-set model: z = Σ w[id] + b, p(class 1) = sigmoid(z) =======================
 
@@ -78,15 +79,14 @@ class LinearText:
         return out
 
 
-class FakePredictor(export.Predictor):
-    methods = ("attention", "gradient_x_input", "integrated_gradients")
-
-
 def fake_predictor(nested=False, family="rnn"):
-    return FakePredictor(
+    """A real Predictor over the fake TextModel, with three of the methods."""
+    predictor = export.Predictor(
         None, family=family, score_kind="attention", source=".", kind="keras",
         text_model=LinearText(nested),
     )  # fmt: skip
+    predictor.methods = ("attention", "gradient_x_input", "integrated_gradients")
+    return predictor
 
 
 FLAT_REVIEWS = [
@@ -267,3 +267,40 @@ def test_deletion_test_rejects_bad_settings():
     assert (
         list(only["by_method"]) == ["attention", RANDOM] and only["ig_completeness_error"] is None
     )
+
+
+# === Tiny trained models: the planted word decides =====================================
+
+
+@pytest.mark.parametrize("family", ["cnn", "han"])
+def test_on_tiny_models_ig_and_ngram_find_the_planted_word(tiny, family):
+    texts = planted(24, 7).texts
+    predictor = export.load(tiny[family].run_dir)  # the loader hatt inspect uses
+    result = deletion_test(predictor, texts, ks=(10,), random_draws=3, steps=8, progress=False)
+    assert result["reviews"] == 24 and result["family"] == family
+    assert result["methods"] == list(predictor.methods)
+    chance = result["by_method"][RANDOM]["by_k"]["10"]
+    # Not gradient x input: the tiny HAN is saturated (p > 0.9999), where the local gradient
+    # gives the planted word a negative score (measured: -0.2) while IG's path does not.
+    for method in ("integrated_gradients", "ngram"):
+        ten = result["by_method"][method]["by_k"]["10"]
+        # The top word is the planted one: removing it flips most predictions, and keeping
+        # the top 10 % alone keeps them; 10 % random words rarely hold it.
+        assert ten["comprehensiveness"] > 0.3 and ten["comprehensiveness"] > 3 * max(
+            chance["comprehensiveness"], 0.01
+        ), method
+        assert ten["sufficiency"] < chance["sufficiency"], method
+        assert ten["comprehensiveness_flip_rate"] > chance["comprehensiveness_flip_rate"]
+        assert 0.0 <= ten["below_random"] < 0.5 and 0.0 <= ten["both_negligible"] <= 1.0
+    assert result["ig_completeness_error"]["median"] < 0.05
+    # the in-memory model, in other batches and chunks, is the same model
+    model, vectorizer = tiny[family].model, tiny[family].vectorizer
+    again = deletion_test(
+        model, texts, ks=(10,), random_draws=3, steps=8, progress=False, vectorizer=vectorizer,
+        batch_size=5, chunk_size=7,
+    )  # fmt: skip
+    for method, found in result["by_method"].items():
+        for key, value in found["by_k"]["10"].items():
+            assert again["by_method"][method]["by_k"]["10"][key] == pytest.approx(
+                value, abs=1e-5
+            ), (method, key)
