@@ -219,6 +219,8 @@ def deletion_test(
     ks = _check_ks(ks)
     if isinstance(random_draws, bool) or not isinstance(random_draws, int) or random_draws < 1:
         raise ValueError(f"Expected random_draws >= 1. Received: random_draws={random_draws!r}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"Expected chunk_size >= 1. Received: chunk_size={chunk_size!r}")
     predictor = export.as_predictor(model, vectorizer)
     predictor.text_model  # noqa: B018  (a SavedModel fails here, before any work)
     methods = _check_methods(methods, predictor)

@@ -261,6 +261,8 @@ def test_deletion_test_rejects_bad_settings():
             deletion_test(predictor, ["2"], ks=bad, progress=False)
     with pytest.raises(ValueError, match="random_draws"):
         deletion_test(predictor, ["2"], random_draws=0, progress=False)
+    with pytest.raises(ValueError, match="chunk_size=0"):
+        deletion_test(predictor, ["2"], chunk_size=0, progress=False)
     with pytest.raises(ValueError, match=r"methods=\['ngram'\]"):
         deletion_test(predictor, ["2"], methods=["ngram"], progress=False)
     only = deletion_test(predictor, ["2 3"], methods=["attention", RANDOM], progress=False)
