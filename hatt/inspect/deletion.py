@@ -1,25 +1,41 @@
-"""Is the attention telling the truth? The deletion test (ERASER comprehensiveness).
+"""Do the scores point at what the prediction rests on? ERASER's deletion test, per method.
 
-For each review, delete the top-k % of its tokens ranked by the model's own
-word scores (attention; gradient × input saliency for the CNN) and, as the
-baseline, k % of its tokens drawn at random; run the model again and measure
-how much the probability of the class it predicted on the full review drops
-(DeYoung et al., 2020). Scores that point at what the prediction rests on
-drop it far more than random deletions.
+For each review and each explanation method (:data:`hatt.attribution.METHODS`
+the model has) plus random, rank the review's tokens, take the top k % and
+run the model again twice (DeYoung et al., 2020):
+
+- **comprehensiveness**: ``p_c(x) - p_c(x without the top k %)``: how much
+  the probability of the explained class ``c`` (the one predicted on the
+  full review) drops when the top tokens are removed. Higher is more
+  faithful.
+- **sufficiency**: ``p_c(x) - p_c(only the top k %)``, the kept tokens in
+  their order: how much is lost when nothing else is left. Lower is more
+  faithful.
+
+Each is reported at every ``k`` and as its AOPC, the mean over the ``k``'s
+(the "bins"; ERASER's paper uses ``{1, 5, 10, 20, 50}`` %, hatt's default
+is ``{5, 10, 20}`` %). Random is averaged over several draws per review and
+``k``: the comprehensiveness ratio of a method to random says how much
+better than chance its top tokens are.
+
+Ranking: signed methods (``gradient_x_input``, ``integrated_gradients``,
+``ngram``) rank by the signed score, most supportive of the explained class
+first (a word that argues against it is not "important" for it); attention
+is unsigned and ranks by its weight, for the HAN by word × sentence
+attention (the word's share of the document). Ties keep token order.
 
 Deletion works on the model's own ids: each review is tokenized and looked
 up once, tokens are removed (the sequence gets shorter, as ERASER specifies;
 replacing them by the out-of-vocabulary id would not remove evidence, since
 `[UNK]` is a trained token that stands for rare words), and the model runs on
-the edited ids. For the HAN a
-word's rank is its share of the document, word attention × sentence
-attention; a sentence whose words are all deleted disappears, as it would
-from a review that never had them.
+the edited ids. For the HAN a sentence whose words are all removed
+disappears, as it would from a review that never had them.
 
 The model is reached through the one path from text to explanations
-(:func:`hatt.export.as_predictor`): the scores that rank the tokens are the
-ones :func:`hatt.inspect.explain` shows, and the edited ids run through the
-same :class:`hatt.export.TextModel`. A SavedModel takes raw text only, so it
+(:func:`hatt.export.as_predictor`): the scores are those of
+:meth:`hatt.export.TextModel.explain_from_ids`, the ones `hatt inspect`
+shows, and the edited ids run through the same
+:class:`hatt.export.TextModel`. A SavedModel takes raw text only, so it
 cannot be given edited ids: pass the `.keras` file or the run directory.
 """
 
@@ -31,17 +47,23 @@ from hatt.inspect._progress import Progress
 
 DEFAULT_KS = (5, 10, 20)
 NEGLIGIBLE = 1e-3  # a probability change too small to count (saturated predictions)
+RANDOM = "random"  # the baseline: k % of the tokens drawn at random
+UNSIGNED = ("attention",)  # ranked by size; the other methods by their signed score
+METRICS = ("comprehensiveness", "sufficiency")
 
 
 def deletion_count(k, n):
-    """Tokens to delete for `k` % of `n` tokens: rounded half up, at least 1, at most `n`."""
+    """Tokens in the top `k` % of `n` tokens: rounded half up, at least 1, at most `n`."""
     return int(min(n, max(1, np.floor(k * n / 100 + 0.5)))) if n else 0
 
 
-def _review_arrays(ragged, nested):
+# === Reviews as flat ids ===============================================================
+
+
+def _review_arrays(ragged):
     """Per review: flat ids (numpy) and, for nested ids, its sentence lengths."""
     reviews = []
-    if nested:
+    if ragged.ragged_rank == 2:
         for review in ragged:
             sentences = [np.asarray(s, np.int32) for s in review.numpy()]
             lengths = [len(s) for s in sentences]
@@ -51,14 +73,6 @@ def _review_arrays(ragged, nested):
         for review in ragged:
             reviews.append((review.numpy().astype(np.int32), None))
     return reviews
-
-
-def _ranking(word, sentence, lengths, i, n):
-    """Row `i`'s word scores over its `n` real tokens, flat, in token order."""
-    if lengths is None:
-        return np.asarray(word[i, :n], np.float64)
-    parts = [word[i, s, :length] * sentence[i, s] for s, length in enumerate(lengths)]
-    return np.concatenate(parts).astype(np.float64) if parts else np.zeros([0])
 
 
 def _rebuild(variants, nested):
@@ -78,7 +92,7 @@ def _rebuild(variants, nested):
 def _delete(flat, lengths, positions):
     """Remove `positions` from a review; nested reviews keep their sentence structure."""
     keep = np.ones(len(flat), bool)
-    keep[positions] = False
+    keep[np.asarray(positions, np.int64)] = False
     if lengths is None:
         return flat[keep], None
     bounds = np.cumsum([0, *lengths])
@@ -86,18 +100,77 @@ def _delete(flat, lengths, positions):
     return flat[keep], new_lengths
 
 
+# === Scores: one flat array per review and method ======================================
+
+
+def method_scores(predictor, ragged, methods, steps=None, batch_size=64):
+    """Every review's ranking scores per method, flat over its real tokens, in token order.
+
+    Reads :meth:`hatt.export.TextModel.explain_from_ids`, `batch_size`
+    reviews at a time. A signed method's score is its word score; attention
+    is the word weight, for the HAN word × sentence attention.
+
+    Args:
+        predictor: A :class:`hatt.export.Predictor` over a Keras model.
+        ragged: Ragged ids, `[N, (T)]` or `[N, (S), (W)]`.
+        methods: Names of methods the model has (`predictor.methods`).
+        steps: Integrated Gradients steps (`None`: the default).
+        batch_size: Reviews per explain call.
+
+    Returns:
+        A dict: `"target"` `[N]` int (the explained class: the one
+        predicted on the full review), `"ig_completeness_error"` `[N]`
+        float (NaN where the explanation has none), and `"scores"`:
+        `{method: list of N float arrays}`, review `i`'s as long as its
+        tokens.
+    """
+    size = export.check_batch_size(batch_size)
+    reviews = _review_arrays(ragged)
+    out = {"target": [], "ig_completeness_error": [], "scores": {m: [] for m in methods}}
+    for start in range(0, len(reviews), size):
+        part = predictor.text_model.explain_from_ids(ragged[start : start + size], steps=steps)
+        part = {key: np.asarray(value) for key, value in part.items()}
+        rows = len(part["target"])
+        out["target"].extend(int(t) for t in part["target"])
+        error = part.get("ig_completeness_error", np.full([rows], np.nan))
+        out["ig_completeness_error"].extend(float(e) for e in error)
+        for method in methods:
+            out["scores"][method].extend(
+                _flat(part, method, j, reviews[start + j]) for j in range(rows)
+            )
+    out["target"] = np.asarray(out["target"], np.int64)
+    out["ig_completeness_error"] = np.asarray(out["ig_completeness_error"], np.float64)
+    return out
+
+
+def _flat(part, method, j, review):
+    """Row `j`'s scores of `method` over its real tokens (HAN attention: word × sentence)."""
+    flat, lengths = review
+    word = part[method][j]
+    if lengths is None:
+        return np.asarray(word[: len(flat)], np.float64)
+    sentence = part["sentence_attention"][j] if method in UNSIGNED else np.ones(len(lengths))
+    pieces = [word[s, :length] * sentence[s] for s, length in enumerate(lengths)]
+    return np.concatenate(pieces).astype(np.float64) if pieces else np.zeros([0])
+
+
+# === The test ==========================================================================
+
+
 def deletion_test(
     model,
     texts,
+    methods=None,
     ks=DEFAULT_KS,
     random_draws=5,
     seed=0,
+    steps=None,
     progress=True,
     chunk_size=64,
     vectorizer=None,
     batch_size=64,
 ):
-    """Delete each review's top-scored tokens versus random ones; measure the drop.
+    """ERASER comprehensiveness and sufficiency of each method's top-k % tokens, and random's.
 
     Args:
         model: A Keras-backed model for :func:`hatt.export.as_predictor`: a
@@ -106,125 +179,217 @@ def deletion_test(
             with `vectorizer`. (A SavedModel raises a clear error: its
             signature takes raw text, not edited ids.)
         texts: List of raw reviews.
-        ks: Percentages of each review's tokens to delete (of the tokens
-            the model sees, at least one).
-        random_draws: Random deletions per review and `k` (averaged).
-        seed: Seed of the random deletions.
+        methods: Methods to rank by (names of `hatt.attribution.METHODS`
+            the model has); `None`: all of `predictor.methods`. Random is
+            always measured.
+        ks: Percentages of each review's tokens in its top (of the tokens
+            the model sees, at least one); also the AOPC's bins.
+        random_draws: Random top-k sets per review and `k` (averaged).
+        seed: Seed of the random draws.
+        steps: Integrated Gradients steps (`None`: the default).
         progress: Show a progress bar (on stderr).
         chunk_size: Reviews whose variants are built and run together.
         vectorizer: The `hatt.data.Vectorizer` of an in-memory `keras.Model`.
         batch_size: Reviews (or edited variants) per model call.
 
     Returns:
-        A dict: `"reviews"` (count), `"ks"`, `"random_draws"`, `"seed"`,
-        `"family"`, `"score_kind"`, `"mean_tokens"`, and `"by_k"` mapping
-        each `k` (as str) to `"ranked_drop"` and `"random_drop"` (the mean
-        drop of the predicted class's probability over the reviews),
-        `"ratio"` (ranked / random; `None` when the random drop is not
-        positive), `"ranked_flip_rate"` and `"random_flip_rate"` (share of
-        deletions that change the predicted class), `"ranked_drop_sem"` and
-        `"random_drop_sem"` (standard errors of the means),
-        `"ranked_below_random"` (share of reviews whose ranked drop is below
-        their mean random drop) and `"both_negligible"` (share of reviews
-        where both drops are below `NEGLIGIBLE` in size).
+        A dict: `"family"`, `"score_kind"`, `"methods"` (those ranked),
+        `"reviews"`, `"mean_tokens"`, `"ks"`, `"aopc_bins"` (= `ks`),
+        `"random_draws"`, `"seed"`, `"steps"`, `"ig_completeness_error"`
+        (`{"median", "p95", "max", "reviews"}` over the reviews, or `None`
+        without `"integrated_gradients"`) and `"by_method"`: for each
+        method and `"random"`, `"aopc_comprehensiveness"`,
+        `"aopc_sufficiency"` and `"by_k"` mapping each `k` (as str) to the
+        means over the reviews of `"comprehensiveness"` and
+        `"sufficiency"`, their standard errors (`"..._sem"`), and the share
+        of edits that change the predicted class
+        (`"comprehensiveness_flip_rate"`, `"sufficiency_flip_rate"`); a
+        method's also `"ratio"` (its comprehensiveness / random's; `None`
+        when random's is not positive), `"below_random"` (share of reviews
+        whose comprehensiveness is below their random one) and
+        `"both_negligible"` (share where both are below `NEGLIGIBLE` in
+        size: saturated predictions).
 
     Example:
 
     >>> predictor = hatt.export.load("runs/han-...")
-    >>> hatt.inspect.deletion_test(predictor, test_texts[:100])["by_k"]["10"]
+    >>> result = hatt.inspect.deletion_test(predictor, test_texts[:100])
+    >>> result["by_method"]["integrated_gradients"]["by_k"]["10"]["comprehensiveness"]
     """
-    ks = tuple(int(k) for k in ks)
-    for k in ks:
-        if not 0 < k <= 100:
-            raise ValueError(f"Expected every k in (0, 100]. Received: ks={ks!r}")
-    if not isinstance(random_draws, int) or random_draws < 1:
+    ks = _check_ks(ks)
+    if isinstance(random_draws, bool) or not isinstance(random_draws, int) or random_draws < 1:
         raise ValueError(f"Expected random_draws >= 1. Received: random_draws={random_draws!r}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"Expected chunk_size >= 1. Received: chunk_size={chunk_size!r}")
     predictor = export.as_predictor(model, vectorizer)
     predictor.text_model  # noqa: B018  (a SavedModel fails here, before any work)
+    methods = _check_methods(methods, predictor)
     texts = list(texts)
     rng = np.random.default_rng(seed)
-    drops = {(k, kind): [] for k in ks for kind in ("ranked", "random")}
-    flips = {(k, kind): [] for k in ks for kind in ("ranked", "random")}
-    token_counts = []
+    values, errors, token_counts = {}, [], []
     bar = Progress(len(texts), enabled=progress)
     for start in range(0, len(texts), chunk_size):
         ragged = predictor.ragged_ids(texts[start : start + chunk_size])
-        scores = predictor.outputs_from_ids(ragged, batch_size)
-        reviews = _review_arrays(ragged, nested=ragged.ragged_rank == 2)
-        token_counts.extend(len(flat) for flat, _ in reviews)
-        variants, edited = _variants(reviews, scores, ks, random_draws, rng)
+        reviews = _review_arrays(ragged)
+        scored = method_scores(predictor, ragged, methods, steps, batch_size)
+        keys, edited = _edits(reviews, scored["scores"], ks, random_draws, rng)
+        base = predictor.probabilities_from_ids(ragged, batch_size)
         after = predictor.probabilities_from_ids(
             _rebuild(edited, ragged.ragged_rank == 2), batch_size
         )
-        _collect(variants, scores["probabilities"], after, drops, flips)
+        _collect(keys, base, scored["target"], after, values)
+        errors.extend(scored["ig_completeness_error"])
+        token_counts.extend(len(flat) for flat, _ in reviews)
         bar.update(min(start + chunk_size, len(texts)))
+    by_method = {m: _summary(m, ks, values) for m in (*methods, RANDOM)}
     return {
         "family": predictor.family,
         "score_kind": predictor.score_kind,
+        "methods": list(methods),
         "reviews": len(texts),
         "mean_tokens": float(np.mean(token_counts)) if token_counts else 0.0,
         "ks": list(ks),
+        "aopc_bins": list(ks),
         "random_draws": random_draws,
         "seed": seed,
-        "by_k": {str(k): _summary(k, drops, flips) for k in ks},
+        "steps": steps,
+        "ig_completeness_error": _error_summary(errors)
+        if "integrated_gradients" in methods
+        else None,
+        "by_method": by_method,
     }
 
 
-def _variants(reviews, scores, ks, random_draws, rng):
-    """Every review's edited copies: top-k % ranked, then `random_draws` random, per k.
+def _check_ks(ks):
+    try:
+        checked = tuple(int(k) for k in ks)
+    except (TypeError, ValueError):
+        checked = ()
+    if not checked or any(not 0 < k <= 100 for k in checked) or len(set(checked)) < len(checked):
+        raise ValueError(f"Expected ks to be distinct percentages in (0, 100]. Received: ks={ks!r}")
+    return checked
 
-    Returns `(variants, edited)`: `(review index, k, "ranked" | "random")`
-    per copy, and the copies as `(flat ids, sentence lengths)`.
+
+def _check_methods(methods, predictor):
+    """`methods` (default: all the model has), each one the model has, RANDOM left out."""
+    available = tuple(predictor.methods)
+    if methods is None:
+        return available
+    if isinstance(methods, str):
+        methods = [methods]
+    methods = [m for m in methods if m != RANDOM]
+    missing = [m for m in methods if m not in available]
+    if missing or len(set(methods)) < len(methods):
+        raise ValueError(
+            f"Expected methods to be distinct names among this {predictor.family} model's "
+            f"methods {available} (random is always measured). Received: methods={methods!r}"
+        )
+    return tuple(methods)
+
+
+def _edits(reviews, scores, ks, random_draws, rng):
+    """Every review's edited copies: per k, per method (then random draws), two edits.
+
+    The top-k % tokens removed (comprehensiveness), then only they kept
+    (sufficiency). Returns `(keys, edited)`: `(review index, method, k,
+    metric)` per copy, and the copies as `(flat ids, sentence lengths)`.
     """
-    word, sentence = scores["word_attention"], scores.get("sentence_attention")
-    variants, edited = [], []
+    keys, edited = [], []
     for i, (flat, lengths) in enumerate(reviews):
         n = len(flat)
-        order = np.argsort(-_ranking(word, sentence, lengths, i, n), kind="stable")
+        # Most important first: attention by weight, signed methods most supportive first.
+        orders = {m: np.argsort(-scores[m][i], kind="stable") for m in scores}
         for k in ks:
             count = deletion_count(k, n)
-            edited.append(_delete(flat, lengths, order[:count]))
-            variants.append((i, k, "ranked"))
-            for _ in range(random_draws):
-                positions = rng.choice(n, size=count, replace=False) if n else []
-                edited.append(_delete(flat, lengths, positions))
-                variants.append((i, k, "random"))
-    return variants, edited
+            tops = [(m, order[:count]) for m, order in orders.items()]
+            tops += [
+                (RANDOM, rng.choice(n, size=count, replace=False)) for _ in range(random_draws)
+            ]
+            for method, top in tops:
+                rest = np.setdiff1d(np.arange(n), top)
+                edited += [_delete(flat, lengths, top), _delete(flat, lengths, rest)]
+                keys += [(i, method, k, metric) for metric in METRICS]
+    return keys, edited
 
 
-def _collect(variants, base, after, drops, flips):
-    """Per review and (k, kind): the mean drop of the predicted class's probability.
+def _collect(keys, base, target, after, values):
+    """Per review and `(method, k, metric)`: the mean drop of `p_c` and the share of flips.
 
-    ``base`` ``[N, C]`` and ``after`` ``[variants, C]`` are class probabilities;
-    a deletion flips the prediction when another class becomes the argmax.
+    ``base`` ``[N, C]`` and ``after`` ``[edits, C]`` are class probabilities;
+    ``c = target[i]`` is the class predicted on review ``i``; an edit flips
+    the prediction when another class becomes the argmax. Appends to
+    ``values[method, k, metric]`` one ``(drop, flip rate)`` per review, in
+    review order.
     """
-    predicted = np.argmax(base, axis=-1)
     per_review = {}
-    for (i, k, kind), p in zip(variants, after, strict=True):
-        c = predicted[i]
+    for (i, method, k, metric), p in zip(keys, after, strict=True):
+        c = target[i]
         flip = int(np.argmax(p)) != c
-        per_review.setdefault((i, k, kind), []).append((base[i, c] - p[c], flip))
-    for (_, k, kind), values in per_review.items():
-        drops[k, kind].append(float(np.mean([d for d, _ in values])))
-        flips[k, kind].append(float(np.mean([f for _, f in values])))
+        per_review.setdefault((i, method, k, metric), []).append((base[i, c] - p[c], flip))
+    for (_, method, k, metric), pairs in per_review.items():
+        drops, flips = zip(*pairs, strict=True)
+        values.setdefault((method, k, metric), []).append(
+            (float(np.mean(drops)), float(np.mean(flips)))
+        )
 
 
-def _summary(k, drops, flips):
-    r, b = np.asarray(drops[k, "ranked"]), np.asarray(drops[k, "random"])
-    ranked_mean = float(r.mean()) if r.size else 0.0
-    random_mean = float(b.mean()) if b.size else 0.0
+def _summary(method, ks, values):
+    """A method's figures at every k, and their AOPC (the mean over the ks)."""
+    by_k = {}
+    for k in ks:
+        row = {}
+        for metric in METRICS:
+            drops, flips = _columns(values, method, k, metric)
+            row[metric] = _mean(drops)
+            row[f"{metric}_sem"] = (
+                float(drops.std(ddof=1) / np.sqrt(drops.size)) if drops.size > 1 else 0.0
+            )
+            row[f"{metric}_flip_rate"] = _mean(flips)
+        if method != RANDOM:
+            row.update(_against_random(values, method, k))
+        by_k[str(k)] = row
     return {
-        "ranked_drop": ranked_mean,
-        "random_drop": random_mean,
-        "ratio": ranked_mean / random_mean if random_mean > 0 else None,
-        "ranked_drop_sem": float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0,
-        "random_drop_sem": float(b.std(ddof=1) / np.sqrt(b.size)) if b.size > 1 else 0.0,
-        # reviews where the ranked deletion did worse than the random ones, and
-        # reviews where neither moved the probability (saturated predictions)
-        "ranked_below_random": float(np.mean(r < b)) if r.size else 0.0,
-        "both_negligible": float(np.mean((np.abs(r) < NEGLIGIBLE) & (np.abs(b) < NEGLIGIBLE)))
-        if r.size
-        else 0.0,
-        "ranked_flip_rate": float(np.mean(flips[k, "ranked"])) if r.size else 0.0,
-        "random_flip_rate": float(np.mean(flips[k, "random"])) if b.size else 0.0,
+        **{
+            f"aopc_{metric}": float(np.mean([by_k[str(k)][metric] for k in ks]))
+            for metric in METRICS
+        },
+        "by_k": by_k,
+    }
+
+
+def _against_random(values, method, k):
+    """Comprehensiveness of a method against random's, overall and review by review."""
+    ranked, _ = _columns(values, method, k, "comprehensiveness")
+    chance, _ = _columns(values, RANDOM, k, "comprehensiveness")
+    chance_mean = _mean(chance)
+    return {
+        "ratio": _mean(ranked) / chance_mean if chance_mean > 0 else None,
+        "below_random": _mean(ranked < chance),
+        "both_negligible": _mean((np.abs(ranked) < NEGLIGIBLE) & (np.abs(chance) < NEGLIGIBLE)),
+    }
+
+
+def _columns(values, method, k, metric):
+    pairs = values.get((method, k, metric), [])
+    drops = np.asarray([d for d, _ in pairs], np.float64)
+    flips = np.asarray([f for _, f in pairs], np.float64)
+    return drops, flips
+
+
+def _mean(array):
+    array = np.asarray(array, np.float64)
+    return float(array.mean()) if array.size else 0.0
+
+
+def _error_summary(errors):
+    """Median, 95th percentile and maximum of the IG completeness errors (finite ones)."""
+    errors = np.asarray(errors, np.float64)
+    errors = errors[np.isfinite(errors)]
+    if not errors.size:
+        return {"median": None, "p95": None, "max": None, "reviews": 0}
+    return {
+        "median": float(np.median(errors)),
+        "p95": float(np.percentile(errors, 95)),
+        "max": float(errors.max()),
+        "reviews": int(errors.size),
     }

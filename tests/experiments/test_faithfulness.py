@@ -1,0 +1,72 @@
+"""experiments/faithfulness.py end to end: tiny trained models on a planted aclImdb folder."""
+
+import json
+import shutil
+
+import pytest
+
+from tests._planted import write_planted_imdb
+from tests._scripts import load_experiment
+
+
+@pytest.fixture(scope="module")
+def faithfulness():
+    return load_experiment("faithfulness")
+
+
+def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
+    faithfulness, tiny, exported, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    data = write_planted_imdb(tmp_path / "corpus", n_train=4, n_test=30)
+    runs = tmp_path / "runs"  # cnn and han here; rnn given by path; no transformer at all
+    for family in ("cnn", "han"):
+        shutil.copytree(tiny[family].run_dir, runs / family)
+    rnn = exported["rnn"]  # saved_models/rnn: its model.keras; a version folder has none
+    paths = [str(rnn.path), str(rnn.saved_model), str(tmp_path / "nowhere")]
+    argv = [
+        "--runs", str(runs), "--model", *paths,
+        "--data", str(data), "--reviews", "12", "--draws", "2", "--steps", "8",
+        "--out", str(tmp_path / "results"),
+    ]  # fmt: skip
+    report = faithfulness.main(argv)
+    saved = json.loads((tmp_path / "results" / "faithfulness.json").read_text())
+    assert saved == json.loads(json.dumps(report))
+    assert list(saved["models"]) == ["cnn", "rnn", "han"] and saved["reviews"] == 12
+    assert "no model at" in saved["skipped"]["transformer"]
+    assert "no model at" in saved["skipped"][str(tmp_path / "nowhere")]
+    assert "is a SavedModel" in saved["skipped"][str(rnn.saved_model)]
+    assert saved["models"]["rnn"]["source"] == str(rnn.path / "model.keras")
+
+    methods = {f: m["faithfulness"]["methods"] for f, m in saved["models"].items()}
+    assert methods == {
+        "cnn": ["gradient_x_input", "integrated_gradients", "ngram"],  # max pooling, a channel
+        "rnn": ["attention", "gradient_x_input", "integrated_gradients"],
+        "han": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
+    }
+    assert list(saved["models"]["cnn"]["faithfulness"]["lacking_methods"]) == ["attention"]
+    for family, model in saved["models"].items():
+        faith = model["faithfulness"]
+        assert faith["ks"] == [5, 10, 20] and faith["steps"] == 8
+        assert set(faith["by_method"]) == {*faith["methods"], "random"}
+        # The planted word decides every review: the best method's top 10 % holds it.
+        best = faith["by_method"][faith["best_method"]]["by_k"]["10"]
+        assert best["comprehensiveness"] > 0.2, family
+        assert faith["best_ratio"] > 3, family
+        assert faith["ig_completeness_error"]["reviews"] == 12
+    assert saved["models"]["cnn"]["uniform"] == {
+        "skipped": "no attention (pools without ContextAttention)"
+    }
+    for family in ("rnn", "han"):
+        check = saved["models"][family]["uniform"]
+        assert check["reviews"] == 30 and check["learned_accuracy"] > 0.9
+    assert saved["models"]["han"]["uniform"]["attention_layers"] == [
+        "word_attention",
+        "sentence_attention",
+    ]
+
+    table = (tmp_path / "results" / "faithfulness.md").read_text()
+    assert "python experiments/faithfulness.py --runs" in table
+    assert "| cnn | random |" in table and "| han | attention |" in table.replace("**", "")
+    assert "| cnn | – | – | – | – | – | skipped: no attention" in table
+    assert table.count("\n| han |") == 4 + 1 + 1 + 1  # methods and random; summary; uniform
