@@ -26,6 +26,7 @@ from hatt.inspect.explain import (
     explain,
     explanations_from_result,
 )
+from hatt.inspect.uniform import uniform_attention, uniform_attention_check
 
 _RENDERERS = {
     "to_html": "html",
@@ -42,6 +43,8 @@ __all__ = [
     "deletion_test",
     "explain",
     "explanations_from_result",
+    "uniform_attention",
+    "uniform_attention_check",
     *_RENDERERS,
 ]
 

@@ -43,12 +43,12 @@ import numpy as np
 import tensorflow as tf
 
 from hatt import export
+from hatt.attribution import SIGNED_METHODS
 from hatt.inspect._progress import Progress
 
 DEFAULT_KS = (5, 10, 20)
 NEGLIGIBLE = 1e-3  # a probability change too small to count (saturated predictions)
 RANDOM = "random"  # the baseline: k % of the tokens drawn at random
-UNSIGNED = ("attention",)  # ranked by size; the other methods by their signed score
 METRICS = ("comprehensiveness", "sufficiency")
 
 
@@ -149,7 +149,9 @@ def _flat(part, method, j, review):
     word = part[method][j]
     if lengths is None:
         return np.asarray(word[: len(flat)], np.float64)
-    sentence = part["sentence_attention"][j] if method in UNSIGNED else np.ones(len(lengths))
+    sentence = (
+        part["sentence_attention"][j] if method not in SIGNED_METHODS else np.ones(len(lengths))
+    )
     pieces = [word[s, :length] * sentence[s] for s, length in enumerate(lengths)]
     return np.concatenate(pieces).astype(np.float64) if pieces else np.zeros([0])
 

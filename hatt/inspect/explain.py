@@ -28,13 +28,11 @@ import numpy as np
 import tensorflow as tf
 
 from hatt import export
+from hatt.attribution import METHODS, SIGNED_METHODS
 from hatt.data import text as text_lib
 from hatt.inspect._progress import Progress
 
 SCORE_KINDS = ("attention", "saliency")
-# The order of hatt.attribution.METHODS (the contract of issue 13); views list methods in it.
-METHODS = ("attention", "gradient_x_input", "integrated_gradients", "ngram")
-SIGNED = ("gradient_x_input", "integrated_gradients", "ngram")
 ALL = "all"  # the renderers' "every method, side by side"
 METHOD_LABELS = {
     "attention": "attention",
@@ -54,7 +52,7 @@ _DECOMPOSITION_KEYS = {
 
 def is_signed(method):
     """Whether `method`'s scores are signed (towards / against the explained class)."""
-    return method in SIGNED
+    return method in SIGNED_METHODS
 
 
 def method_label(method):

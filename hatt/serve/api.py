@@ -20,7 +20,6 @@ import re
 
 import numpy as np
 
-from hatt.serve import _predictor
 from hatt.serve.models import PREDICT, SIGNATURES
 
 # /v1/models/NAME[/versions/N][/metadata | :VERB]
@@ -254,24 +253,47 @@ def predict_response(rows, columnar):
     return {"outputs": {k: _json_value(_pad_stack([r[k] for r in rows])) for k in rows[0]}}
 
 
-def explanation_json(explanation):
-    """One review's explanation: the tokens the model saw and their scores."""
+def prediction_of(explanation):
+    """``{"label", "probabilities"[, "probability"]}`` of a :class:`hatt.inspect.Explanation`."""
+    probabilities = [float(p) for p in explanation.probabilities]
+    out = {"label": explanation.predicted_label, "probabilities": probabilities}
+    if len(probabilities) == 2:
+        out["probability"] = probabilities[1]
+    return out
+
+
+def explanation_json(explanation, method=None):
+    """One review's explanation: the tokens the model saw and every method's scores.
+
+    ``word_scores`` / ``sentence_scores`` are ``method``'s (default: the
+    model's first method); ``scores`` / ``sentence_scores_by_method`` hold
+    every method's, shaped like ``sentences``. Signed methods explain the
+    logit of ``explained_label``; ``decomposition`` splits that logit into
+    the deep part, the n-gram channel and the bias.
+    """
     e = explanation
+    method = method if method in e.scores else e.default_method()
     return {
-        "method": e.score_kind,
+        "method": method,
         "family": e.family,
         "tokens": e.tokens,
         "sentences": e.sentences,
-        "word_scores": e.word_weights,
-        "sentence_scores": e.sentence_weights,
+        "word_scores": e.scores[method],
+        "sentence_scores": e.sentence_scores[method],
+        "methods": list(e.views),
+        "scores": e.scores,
+        "sentence_scores_by_method": e.sentence_scores,
+        "explained_label": e.explained_label,
+        "decomposition": e.decomposition,
+        "completeness_error": e.completeness_error,
         "omitted_words": e.omitted_words,
         "gap_before": e.gap_before,
     }
 
 
-def explain_response(explanations, class_names):
+def explain_response(explanations, method=None):
     """KServe V1's explain response: ``{"predictions": [...], "explanations": [...]}``."""
     return {
-        "predictions": [_predictor.prediction_of(e, class_names) for e in explanations],
-        "explanations": [explanation_json(e) for e in explanations],
+        "predictions": [prediction_of(e) for e in explanations],
+        "explanations": [explanation_json(e, method) for e in explanations],
     }

@@ -36,7 +36,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hatt.inspect import html as html_renderer
-from hatt.serve import _predictor, api, page
+from hatt.serve import api, page
 from hatt.serve.batching import Batcher, Unbatched
 
 logger = logging.getLogger("hatt.serve")
@@ -227,9 +227,9 @@ async def model_route(request, server):
         signature = api.parse_signature(body)
         rows = await server.call(model, signature, texts)
         return JSONResponse(api.predict_response(rows, columnar))
-    api.parse_choice(body, "method", model.methods, model.methods[0])
+    method = api.parse_choice(body, "method", model.methods, model.methods[0])
     explanations = await server.call(model, "explain", texts)
-    return JSONResponse(api.explain_response(explanations, model.class_names))
+    return JSONResponse(api.explain_response(explanations, method))
 
 
 @_json_errors
@@ -257,14 +257,19 @@ async def ui_explain(request, server):
     if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < 100:
         raise api.ApiError(400, f"Expected column to be an int in [0, 100). Received: {column!r}")
     model = server.model(name)
-    api.parse_choice(body, "method", model.methods, model.methods[0])
+    method = api.parse_choice(body, "method", model.methods, model.methods[0])
     (explanation,) = await server.call(model, "explain", [text])
     heading = f"{model.name} · version {model.version}"
     return JSONResponse(
         {
             "model": model.name,
-            "html": html_renderer.review_html(explanation, number=column + 1, heading=heading),
-            "prediction": _predictor.prediction_of(explanation, model.class_names),
+            "html": html_renderer.review_html(
+                explanation,
+                number=column + 1,
+                heading=heading,
+                method=explanation.check_method(method),
+            ),
+            "prediction": api.prediction_of(explanation),
         }
     )
 

@@ -6,7 +6,7 @@ metadata) and explains reviews:
 
 - ``predict`` (the default of ``:predict``): ``probabilities``, ``label``
   and, for two classes, ``probability``; no attention or saliency computed
-  (see :func:`hatt.serve._predictor.predict`);
+  (``Predictor.predict``, the SavedModel's ``predict`` signature);
 - ``serving_default``: every output of the export (also ``tokens``,
   ``word_attention`` and, for the HAN, ``sentence_attention``);
 - :meth:`ServedModel.explain`: :func:`hatt.inspect.explain`'s
@@ -21,7 +21,6 @@ import numpy as np
 
 from hatt import export
 from hatt import inspect as hatt_inspect
-from hatt.serve import _predictor
 
 PREDICT = "predict"
 SERVING_DEFAULT = "serving_default"
@@ -64,14 +63,15 @@ class ServedModel:
 
     @property
     def methods(self):
-        """The explanation methods ``:explain`` offers (the model's own scores)."""
-        return (self.score_kind,)
+        """The explanation methods ``:explain`` offers (:data:`hatt.attribution.METHODS`
+        the model has; an export made before 0.4 only its ``score_kind``)."""
+        return tuple(self.predictor.methods) or (self.score_kind,)
 
     def run(self, signature, texts):
         """The outputs of ``signature`` (:data:`SIGNATURES`) for ``texts``: NumPy arrays."""
         if signature == PREDICT:
-            return _predictor.predict(self.predictor, texts)
-        return _predictor.outputs(self.predictor, texts)
+            return self.predictor.predict(list(texts))  # the fast path: no scores computed
+        return self.predictor(list(texts))
 
     def explain(self, texts):
         """One :class:`hatt.inspect.Explanation` per text."""
@@ -152,7 +152,7 @@ def served_model(name, predictor):
             "Expected a model name of letters, digits, '.', '_' and '-' (not starting "
             f"with '.', '_' or '-'). Received: name={name!r}"
         )
-    names = _predictor.class_names(predictor)
+    names = tuple(predictor.class_names)
     model = ServedModel(name, predictor, predictor.version or 1, names, {})
     model.signatures = {
         signature: signature_def(signature, model.run(signature, WARM_UP), len(names))

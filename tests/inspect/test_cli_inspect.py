@@ -217,10 +217,6 @@ def test_inspect_rejects_a_method_the_model_lacks_before_running_it(fake_model, 
     assert "(shown: gradient_x_input)" in capsys.readouterr().err  # the default without attention
 
 
-@pytest.mark.skipif(
-    not hasattr(export.Predictor, "explain"),
-    reason="Predictor.explain (the explain signature of issue 13) is not on this branch yet",
-)
 def test_inspect_method_all_on_a_real_model(tiny, tmp_path, capsys):
     run_dir = tiny["han"].run_dir
     argv = ["inspect", str(run_dir), "--text", REVIEW, "--method", "all", "--steps", "8",

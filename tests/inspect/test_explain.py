@@ -9,8 +9,8 @@ import tensorflow as tf
 
 import hatt
 from hatt import export
+from hatt.attribution import METHODS
 from hatt.inspect import balanced_sample, explain, explanations_from_result
-from hatt.inspect.explain import METHODS
 from tests.inspect._fake import BIAS, LEXICON, OTHER, FakePredictor, explain_result
 
 REVIEWS = [
@@ -383,17 +383,7 @@ def test_more_classes_explain_the_predicted_one():
     assert e.decomposition_line() == "logit of 'great' 1.000 = deep part 0.750 + bias 0.250"
 
 
-def test_the_methods_are_those_of_hatt_attribution():
-    attribution = pytest.importorskip("hatt.attribution")  # helper A's module, once merged
-    assert METHODS == attribution.METHODS
-
-
 # --- end to end through a real model's explain signature (helper A's, issue 13) ------------
-
-needs_explain = pytest.mark.skipif(
-    not hasattr(export.Predictor, "explain"),
-    reason="Predictor.explain (the explain signature of issue 13) is not on this branch yet",
-)
 
 
 def _real(values, tokens):
@@ -401,7 +391,6 @@ def _real(values, tokens):
     return [float(v) for v, t in zip(np.ravel(values), np.ravel(tokens), strict=True) if t != ""]
 
 
-@needs_explain
 @pytest.mark.parametrize("family", ["cnn", "han"])
 def test_every_method_end_to_end_in_memory_and_from_the_saved_model(tiny, exported, family):
     texts = [*REVIEWS, "", "Superb."]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hatt
+from hatt.attribution import METHODS
 from hatt.inspect import (
     explain,
     png_size,
@@ -22,7 +23,7 @@ from hatt.inspect import (
 )
 from hatt.inspect import html as html_module
 from hatt.inspect import png as png_module
-from hatt.inspect.explain import METHODS, is_signed, method_label
+from hatt.inspect.explain import is_signed, method_label
 from hatt.inspect.html import review_html
 from tests.inspect._fake import FakePredictor
 

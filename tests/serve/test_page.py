@@ -58,9 +58,10 @@ def test_models_for_the_page(client, served):
         "version": served["han"].version,
         "family": "han",
         "score_kind": "attention",
-        "methods": ["attention"],
+        "methods": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
         "class_names": ["negative", "positive"],
     }
+    assert info["models"][2]["methods"] == ["saliency"]  # an export without `explain`
     assert info["imdb"] is False
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hatt import serve
+from hatt.attribution import METHODS as ATTRIBUTION_METHODS
 from hatt.inspect import explain
 from tests.serve.conftest import BOOM
 
@@ -115,7 +116,10 @@ def test_serving_default_returns_tokens_and_scores_per_review(client, served, na
 
 @pytest.mark.parametrize("name", ["cnn", "han"])
 def test_explain_returns_the_explanations_of_hatt_inspect(client, served, name):
-    reference = explain(served[name].predictor, REVIEWS, progress=False)
+    reference = explain(served[name].predictor, REVIEWS, progress=False, methods="all")
+    methods = served[name].methods
+    expected = {"cnn": ATTRIBUTION_METHODS[1:], "han": ATTRIBUTION_METHODS}[name]
+    assert methods == expected  # both tiny models have the n-gram channel
     response = client.post(f"/v1/models/{name}:explain", json={"instances": REVIEWS})
     assert response.status_code == 200, response.text
     body = response.json()
@@ -124,21 +128,38 @@ def test_explain_returns_the_explanations_of_hatt_inspect(client, served, name):
         reference, body["explanations"], body["predictions"], strict=True
     ):
         assert got["tokens"] == e.tokens and got["sentences"] == e.sentences
-        assert got["method"] == e.score_kind == served[name].score_kind
-        np.testing.assert_allclose([w for s in got["word_scores"] for w in s], e.weights, atol=1e-6)
-        if name == "han":
-            np.testing.assert_allclose(got["sentence_scores"], e.sentence_weights, atol=1e-6)
-        else:
-            assert got["sentence_scores"] is None
+        assert got["method"] == methods[0] and got["methods"] == list(methods)
+        for method in methods:  # every method's scores, as hatt.inspect computes them
+            flat = [w for s in got["scores"][method] for w in s]
+            np.testing.assert_allclose(flat, [w for s in e.scores[method] for w in s], atol=1e-5)
+            np.testing.assert_allclose(
+                got["sentence_scores_by_method"][method], e.sentence_scores[method], atol=1e-5
+            )
+        assert got["word_scores"] == got["scores"][methods[0]]
+        parts = got["decomposition"]
+        assert parts["deep"] + parts["ngram"] + parts["bias"] == pytest.approx(
+            parts["logit"], abs=1e-4
+        )
+        assert got["explained_label"] == prediction["label"]
         assert prediction["probability"] == pytest.approx(e.probability, abs=1e-6)
-    method = served[name].score_kind
-    same = client.post(
-        f"/v1/models/{name}:explain", json={"inputs": {"text": REVIEWS}, "method": method}
-    )
-    assert same.json() == body
-    other = "attention" if method == "saliency" else "saliency"
-    wrong = client.post(f"/v1/models/{name}:explain", json={"instances": ["a"], "method": other})
-    assert wrong.status_code == 400 and f"method={other!r}" in wrong.json()["error"]
+    chosen = client.post(
+        f"/v1/models/{name}:explain",
+        json={"inputs": {"text": REVIEWS}, "method": "integrated_gradients"},
+    ).json()
+    for got in chosen["explanations"]:
+        assert got["method"] == "integrated_gradients"
+        assert got["word_scores"] == got["scores"]["integrated_gradients"]
+    wrong = client.post(f"/v1/models/{name}:explain", json={"instances": ["a"], "method": "lime"})
+    assert wrong.status_code == 400 and "method='lime'" in wrong.json()["error"]
+
+
+def test_explain_of_an_export_without_the_explain_signature_gives_its_one_view(client, fake):
+    body = client.post("/v1/models/fake:explain", json={"instances": ["a fine film"]}).json()
+    (got,) = body["explanations"]
+    assert got["method"] == "saliency" == fake.score_kind and got["methods"] == ["saliency"]
+    assert got["tokens"] == ["a", "fine", "film"]
+    np.testing.assert_allclose(got["word_scores"], [[1 / 3, 1 / 3, 1 / 3]], atol=1e-6)
+    assert got["decomposition"] is None
 
 
 @pytest.mark.parametrize(
