@@ -33,7 +33,7 @@ Public API
   ``predict_proba(texts, batch_size=64) -> [N]``; with a Keras model
   (``kind="keras"``) also the id-level entry points of the deletion test:
   ``ragged_ids(texts)``, ``outputs_from_ids(ragged)``,
-  ``probability_from_ids(ragged)`` (a SavedModel-backed Predictor raises a
+  ``probabilities_from_ids(ragged)`` (a SavedModel-backed Predictor raises a
   clear :class:`ExportError` there: load ``saved_models/NAME/model.keras``
   or the run directory instead).
 - :func:`as_predictor` ``(model, vectorizer=None) -> Predictor``: a
@@ -172,7 +172,7 @@ class TextModel(keras.Model):
     the logit's decomposition (the SavedModel's ``explain`` signature).
 
     The id-level methods :meth:`ragged_ids`, :meth:`outputs_from_ids`,
-    :meth:`explain_from_ids` and :meth:`probability_from_ids` are the same
+    :meth:`explain_from_ids` and :meth:`probabilities_from_ids` are the same
     function on ids that may have been edited (the deletion test removes
     tokens and runs the model again).
 

@@ -274,7 +274,7 @@ def hatt_in_process(models, data, seconds=5.0):
 
     `predict_proba` runs what `:predict` runs. Where a `model.keras` lies
     beside the export, its classifier is also timed on ids alone
-    (`probability_from_ids`: tokenize, look up, classify, no attention and
+    (`probabilities_from_ids`: tokenize, look up, classify, no attention and
     no saliency), the work a `predict` signature without scores does.
     """
     from hatt import export
@@ -290,7 +290,7 @@ def hatt_in_process(models, data, seconds=5.0):
             keras_predictor = export.load(keras_file)
 
             def ids_only(batch, p=keras_predictor):
-                return p.probability_from_ids(p.ragged_ids(batch), batch_size=len(batch))
+                return p.probabilities_from_ids(p.ragged_ids(batch), batch_size=len(batch))
 
             ids_only(data["test"][:64])  # warm-up
             out[f"hatt {name} classifier on ids (no scores)"] = _throughput(
@@ -384,14 +384,19 @@ def main(argv=None):
     print(HEADER, flush=True)
     for batching in args.batching.split(","):
         report["runs"] += run_server(models, args, batching == "on", data["test"])
+        write_report(report, args.output)  # what was measured is kept if a later step fails
     if not args.skip_sklearn:
         report["in_process"]["sklearn TF-IDF + LR (raw text)"] = sklearn_throughput(data)
     report["in_process"].update(hatt_in_process(models, data))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    args.output.with_suffix(".md").write_text(markdown(report))
+    write_report(report, args.output)
     print(markdown(report))
     return report
+
+
+def write_report(report, output):
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    output.with_suffix(".md").write_text(markdown(report))
 
 
 if __name__ == "__main__":

@@ -110,3 +110,14 @@ def test_unbatched_calls_once_per_request():
 def test_bad_settings_are_refused(kwargs, words):
     with pytest.raises(ValueError, match=words):
         Batcher(Recorder(), **kwargs)
+
+
+def test_the_server_joins_predict_requests_but_runs_explain_one_by_one(fake):
+    from hatt.serve.app import Server, Settings
+
+    server = Server({"fake": fake}, Settings(batching=True))
+    assert isinstance(server.batcher(fake, "predict"), Batcher)
+    # integrated gradients cost more on a joined batch padded to its longest review
+    assert isinstance(server.batcher(fake, "explain"), Unbatched)
+    unbatched = Server({"fake": fake}, Settings(batching=False))
+    assert isinstance(unbatched.batcher(fake, "predict"), Unbatched)
