@@ -32,7 +32,7 @@ Public API
   ``hatt export RUN_DIR``), ``predict(texts, batch_size=None)``,
   ``predict_proba(texts, batch_size=64) -> [N]``; with a Keras model
   (``kind="keras"``) also the id-level entry points of the deletion test:
-  ``ragged_ids(texts)``, ``outputs_from_ids(ragged)``,
+  ``ragged_ids(texts)``,
   ``probabilities_from_ids(ragged)`` (a SavedModel-backed Predictor raises a
   clear :class:`ExportError` there: load ``saved_models/NAME/model.keras``
   or the run directory instead).
@@ -171,7 +171,7 @@ class TextModel(keras.Model):
     :meth:`explain` gives every explanation method's signed word scores and
     the logit's decomposition (the SavedModel's ``explain`` signature).
 
-    The id-level methods :meth:`ragged_ids`, :meth:`outputs_from_ids`,
+    The id-level methods :meth:`ragged_ids`,
     :meth:`explain_from_ids` and :meth:`probabilities_from_ids` are the same
     function on ids that may have been edited (the deletion test removes
     tokens and runs the model again).
@@ -478,14 +478,6 @@ class TextModel(keras.Model):
         ``[batch, (T)]`` for flat models, ``[batch, (S), (W)]`` for the HAN.
         """
         return self.vectorizer.ragged_ids(text_batch(texts))
-
-    def outputs_from_ids(self, ragged):
-        """Ragged ids → the prediction and the word (and sentence) scores of :meth:`call`.
-
-        The same attention / saliency as for raw text, on ids that may have
-        been edited (tokens deleted). Padded to the batch's longest review.
-        """
-        return self._scores(self.vectorizer.densify(ragged))
 
     def probabilities_from_ids(self, ragged):
         """Ragged ids → class probabilities, ``[batch, num_classes]`` NumPy (no scores)."""
@@ -1227,7 +1219,7 @@ class Predictor:
         if self._text_model is None:
             raise ExportError(
                 f"{str(self.source)!r} is a SavedModel: its signature takes raw text only, so "
-                "ids-level calls (ragged_ids, outputs_from_ids, probabilities_from_ids; the "
+                "ids-level calls (ragged_ids, explain_from_ids, probabilities_from_ids; the "
                 "deletion test) need the Keras model. Load saved_models/NAME/model.keras or "
                 "the run directory instead."
             )
@@ -1236,25 +1228,6 @@ class Predictor:
     def ragged_ids(self, texts):
         """Raw reviews → the ragged ids the model sees (:meth:`TextModel.ragged_ids`)."""
         return self.text_model.ragged_ids(_as_text_batch(texts))
-
-    def outputs_from_ids(self, ragged, batch_size=64):
-        """Ragged ids → NumPy prediction, ``word_attention`` [, ``sentence_attention``].
-
-        :meth:`TextModel.outputs_from_ids`, ``batch_size`` reviews at a time;
-        the batches are padded to a common width when joined (0).
-        """
-        size = check_batch_size(batch_size)
-        parts = [
-            {
-                k: np.asarray(v)
-                for k, v in self.text_model.outputs_from_ids(ragged[s : s + size]).items()
-            }
-            for s in range(0, int(ragged.nrows()), size)
-        ]
-        if not parts:
-            empty = self.text_model.outputs_from_ids(self.text_model.ragged_ids([""]))
-            return {k: np.asarray(v)[:0] for k, v in empty.items()}
-        return parts[0] if len(parts) == 1 else _concatenate(parts)
 
     def probabilities_from_ids(self, ragged, batch_size=64):
         """Ragged ids → class probabilities, ``[N, C]`` float32."""
