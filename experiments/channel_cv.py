@@ -11,12 +11,15 @@ with the others). The validation accuracy of the fit on all training reviews is
 reported beside it; the test split is not read.
 
 Tokens are the CNN preset's (``hatt/presets/cnn.json``: 30,000 words,
-min count 2, 800 tokens, head + tail), as the channel sees them.
+min count 2, 800 tokens, head + tail), as the channel sees them, unless
+``--tokens`` names other vocabularies and lengths (``MAX_TOKENS:LENGTH``; a
+length of 0 keeps every token). ``--alpha`` compares NB smoothings.
 
     python experiments/channel_cv.py [--data PATH] [--seed 1337] [--limit N]
         [--settings 2:1048576 3:1048576 3:4194304] [--C 0.1 0.3]
+        [--tokens 30000:800 100000:0] [--alpha 1.0] [--name channel_cv]
 
-Writes experiments/results/channel_cv.json and channel_cv.md.
+Writes experiments/results/NAME.json and NAME.md (NAME: channel_cv).
 """
 
 import argparse
@@ -35,6 +38,7 @@ from hatt.training import ngram as channel
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
+EVERY_TOKEN = 1_000_000  # a sequence_length no review reaches (IMDB's longest: ~2,500 words)
 
 
 def parse_args(argv=None):
@@ -49,6 +53,12 @@ def parse_args(argv=None):
         help="NGRAM:BUCKETS pairs to compare",
     )
     parser.add_argument("--C", nargs="+", type=float, default=[0.1, 0.3], dest="C")
+    parser.add_argument(
+        "--tokens", nargs="+", default=None, metavar="MAX_TOKENS:LENGTH",
+        help="vocabularies and lengths to compare (0: every token; default: the CNN preset's)",
+    )  # fmt: skip
+    parser.add_argument("--alpha", nargs="+", type=float, default=[1.0], help="NB smoothing")
+    parser.add_argument("--name", default="channel_cv", help="the results' file name")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--validation-size", type=int, default=2500)
     parser.add_argument("--results", default=str(RESULTS))
@@ -75,79 +85,115 @@ def block_folds(ids, labels, folds):
     return out
 
 
+def evaluate(counts, labels, folds, validation_counts, validation_labels, c, alpha):
+    """k-fold accuracy on the training split, and the full fit's validation accuracy."""
+    start = time.perf_counter()
+
+    def fit(rows):
+        return channel.fit_nb_logistic(
+            counts[rows], labels[rows], binary=True, reduction="sum", C=c, alpha=alpha
+        )[:2]
+
+    scores = []
+    for train, held in folds:
+        weights, intercept = fit(train)
+        scores.append(
+            channel.channel_accuracy(counts[held], labels[held], weights, True, "sum", intercept)
+        )
+    weights, intercept = fit(np.arange(len(labels)))
+    return {
+        "cv_accuracy": float(np.mean(scores)),
+        "fold_accuracies": [float(s) for s in scores],
+        "validation_accuracy": channel.channel_accuracy(
+            validation_counts, validation_labels, weights, True, "sum", intercept
+        ),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def token_settings(args):
+    """``[(max_tokens, sequence_length or None)]``: --tokens, else the CNN preset's."""
+    if not args.tokens:
+        config = assemble_config("cnn")
+        return [(config.max_tokens, config.sequence_length)]
+    out = []
+    for item in args.tokens:
+        try:
+            max_tokens, length = (int(v) for v in item.split(":"))
+        except ValueError:
+            raise SystemExit(
+                f"--tokens takes MAX_TOKENS:LENGTH pairs. Received: {item!r}"
+            ) from None
+        out.append((max_tokens, length or None))
+    return out
+
+
+def encode(imdb, max_tokens, length):
+    """The training and validation ids with the CNN preset's tokens, but these two."""
+    overrides = {"max_tokens": max_tokens, "sequence_length": length or EVERY_TOKEN}
+    vectorizer = create_vectorizer(assemble_config("cnn", overrides=overrides))
+    vectorizer.adapt(imdb.train.texts, progress=True)
+    ids = [
+        hatt.data.encode(split.texts, vectorizer, progress=True)
+        for split in (imdb.train, imdb.validation)
+    ]
+    return vectorizer.vocabulary_size, ids
+
+
 def main(argv=None):
     args = parse_args(argv)
+    tokens = token_settings(args)  # a malformed --tokens fails before the data is read
     imdb = hatt.data.load_imdb(
         args.data, seed=args.seed, limit=args.limit, validation_size=args.validation_size
     )
-    config = assemble_config("cnn")  # the CNN preset's tokens
-    vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
-    train_ids = hatt.data.encode(imdb.train.texts, vectorizer, progress=True)
-    validation_ids = hatt.data.encode(imdb.validation.texts, vectorizer, progress=True)
     labels = np.asarray(imdb.train.labels)
     validation_labels = np.asarray(imdb.validation.labels)
     folds = block_folds(imdb.train.ids, labels, args.folds)
     rows = []
-    bar = keras.utils.Progbar(len(args.settings) * len(args.C), unit_name="setting")
-    for setting in args.settings:
-        ngram, buckets = (int(v) for v in setting.split(":"))
-        shape = (vectorizer.vocabulary_size, buckets, ngram)
-        counts = channel.ngram_counts(train_ids, *shape)
-        validation_counts = channel.ngram_counts(validation_ids, *shape)
-        for c in args.C:
-            start = time.perf_counter()
-            scores = []
-            for train, held in folds:
-                weights, intercept, _ = channel.fit_nb_logistic(
-                    counts[train], labels[train], binary=True, reduction="sum", C=c
-                )
-                scores.append(
-                    channel.channel_accuracy(
-                        counts[held], labels[held], weights, True, "sum", intercept
-                    )
-                )
-            weights, intercept, _ = channel.fit_nb_logistic(
-                counts, labels, binary=True, reduction="sum", C=c
-            )
-            rows.append(
-                {
-                    "ngram": ngram,
-                    "buckets": buckets,
-                    "C": c,
-                    "cv_accuracy": float(np.mean(scores)),
-                    "fold_accuracies": [float(s) for s in scores],
-                    "validation_accuracy": channel.channel_accuracy(
-                        validation_counts, validation_labels, weights, True, "sum", intercept
-                    ),
-                    "seconds": round(time.perf_counter() - start, 1),
-                }
-            )
-            bar.add(1)
+    grid = len(tokens) * len(args.settings) * len(args.C) * len(args.alpha)
+    bar = keras.utils.Progbar(grid, unit_name="setting")
+    for max_tokens, length in tokens:
+        vocabulary_size, (train_ids, validation_ids) = encode(imdb, max_tokens, length)
+        for setting in args.settings:
+            ngram, buckets = (int(v) for v in setting.split(":"))
+            shape = (vocabulary_size, buckets, ngram)
+            counts = channel.ngram_counts(train_ids, *shape)
+            validation_counts = channel.ngram_counts(validation_ids, *shape)
+            for alpha in args.alpha:
+                for c in args.C:
+                    row = evaluate(counts, labels, folds, validation_counts, validation_labels,
+                                   c, alpha)  # fmt: skip
+                    rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
+                                 "buckets": buckets, "alpha": alpha, "C": c, **row})  # fmt: skip
+                    bar.add(1)
     command = "python experiments/channel_cv.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = {
         "command": command.strip(),
         "seed": args.seed,
         "folds": args.folds,
         "train_size": len(labels),
-        "tokens": "hatt/presets/cnn.json",
+        "tokens": "hatt/presets/cnn.json, but max_tokens and sequence_length as in each row",
         "rows": rows,
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    (results / "channel_cv.json").write_text(json.dumps(report, indent=2) + "\n")
+    (results / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
-        "| longest n-gram | buckets | C | 5-fold CV accuracy (train) | folds | validation |",
-        "|---|---|---|---|---|---|",
+        "| vocabulary | tokens | longest n-gram | buckets | α | C "
+        "| 5-fold CV accuracy (train) | folds | validation |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        length = "all" if r["length"] is None else f"{r['length']:,}"
         lines.append(
-            f"| {r['ngram']} | 2^{int(np.log2(r['buckets']))} | {r['C']} "
+            f"| {r['max_tokens']:,} | {length} | {r['ngram']} | 2^{int(np.log2(r['buckets']))} "
+            f"| {r['alpha']:g} | {r['C']} "
             f"| {100 * r['cv_accuracy']:.2f} % "
             f"| {' '.join(f'{100 * a:.1f}' for a in r['fold_accuracies'])} "
             f"| {100 * r['validation_accuracy']:.2f} % |"
         )
     table = "\n".join(lines) + "\n"
-    (results / "channel_cv.md").write_text(f"Command: `{report['command']}`\n\n{table}")
+    (results / f"{args.name}.md").write_text(f"Command: `{report['command']}`\n\n{table}")
     print(table)
     return report
 

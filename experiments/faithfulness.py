@@ -23,7 +23,11 @@ reason printed):
         [--families cnn rnn ...] [--methods ...] [--steps N] [--model PATH ...]
 
 Writes experiments/results/faithfulness.json and faithfulness.md (after each
-model, so a long run keeps what it has measured).
+model, so a long run keeps what it has measured). The families can be
+measured in separate runs (``--families han``, one at a time or on different
+machines): a run keeps the models an earlier run measured with the same
+settings (reviews, ks, draws, steps, seed, labels) and replaces only its own;
+each model records the command that measured it. ``--fresh`` starts over.
 """
 
 import argparse
@@ -73,6 +77,11 @@ def parse_args(argv=None):
     )  # fmt: skip
     parser.add_argument("--no-uniform", action="store_true", help="skip the uniform check")
     parser.add_argument("--out", default=str(RESULTS), help="where the JSON and markdown go")
+    parser.add_argument(
+        "--fresh", action="store_true",
+        help="drop the models an earlier run measured (default: keep those measured with the "
+        "same settings)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.reviews < 1 or args.draws < 1 or args.steps < 1 or args.batch_size < 1:
         parser.error("--reviews, --draws, --steps and --batch-size must be positive")
@@ -272,6 +281,14 @@ def uniform_table(results):
     return lines
 
 
+def commands(results):
+    """'Command: `…`.', or one line per model where the models were measured apart."""
+    by_model = {f: m.get("command", results["command"]) for f, m in results["models"].items()}
+    if len(set(by_model.values())) <= 1:
+        return f"Command: `{next(iter(by_model.values()), results['command'])}`."
+    return "Commands: " + "; ".join(f"{f}: `{c}`" for f, c in by_model.items()) + "."
+
+
 def markdown(results):
     """The results as a markdown section: three tables and their legend."""
     ks = ", ".join(str(k) for k in results["ks"])
@@ -291,8 +308,7 @@ def markdown(results):
         "completeness error is |Σ attributions − (f(x) − f(baseline))| / |f(x) − f(baseline)| "
         "per review. The uniform-attention check (Wiegreffe & Pinter 2019) replaces every "
         "attention layer's weights by 1/n over the real tokens (the HAN: words and sentences) "
-        "and measures test accuracy again. "
-        f"Command: `{results['command']}`.",
+        "and measures test accuracy again. " + commands(results),
         "",
         *method_table(results),
         "",
@@ -303,6 +319,41 @@ def markdown(results):
     if results["skipped"]:
         lines += ["", "Skipped: " + "; ".join(f"{k}: {v}" for k, v in results["skipped"].items())]
     return "\n".join(lines) + "\n"
+
+
+SETTINGS = ("reviews", "ks", "random_draws", "steps", "seed", "labels")
+
+
+def earlier_models(results, out, fresh):
+    """The models in `out`'s faithfulness.json measured with `results`' settings.
+
+    Measured with other settings (or `fresh`), they are left out, and the
+    user is told which.
+    """
+    path = Path(out) / "faithfulness.json"
+    if not path.is_file():
+        return {}
+    try:
+        earlier = json.loads(path.read_text())
+        models = dict(earlier["models"])
+    except (ValueError, KeyError, TypeError) as error:
+        print(f"{path}: not a faithfulness result ({error}); starting a new one", file=sys.stderr)
+        return {}
+    differ = [k for k in SETTINGS if earlier.get(k) != results[k]]
+    if models and (fresh or differ):
+        why = "--fresh" if fresh else "other " + ", ".join(differ)
+        print(f"{path}: replacing {', '.join(models)} ({why})", file=sys.stderr)
+        return {}
+    for model in models.values():
+        model.setdefault("command", earlier.get("command"))
+    return models
+
+
+def merge(results, earlier):
+    """`results` with the `earlier` models it did not measure, in family order."""
+    models = {**earlier, **results["models"]}
+    order = [f for f in FAMILIES if f in models] + [f for f in models if f not in FAMILIES]
+    return {**results, "models": {f: models[f] for f in order}}
 
 
 def write(results, out):
@@ -350,6 +401,7 @@ def main(argv=None):
         "skipped": skipped,
         "models": {},
     }
+    earlier = earlier_models(results, args.out, args.fresh)
     for family, predictor in predictors.items():
         print(f"{family}: {predictor.source} (methods {', '.join(predictor.methods)})")
         start = time.time()
@@ -366,9 +418,11 @@ def main(argv=None):
             "faithfulness": faith,
             "uniform": uniform,
             "seconds": seconds,
+            "command": results["command"],
         }
         print_model(family, results["models"][family])
-        write(results, args.out)
+        write(merge(results, earlier), args.out)
+    results = merge(results, earlier)
     write(results, args.out)
     print(markdown(results))
     return results

@@ -46,4 +46,32 @@ def test_runs_on_a_made_up_corpus_and_writes_its_files(tmp_path, channel_cv):
     ]
     for row in saved["rows"]:
         assert len(row["fold_accuracies"]) == 3 and row["cv_accuracy"] >= 0.9
-    assert "| 2 | 2^6 | 1.0 |" in (tmp_path / "results" / "channel_cv.md").read_text()
+    assert (
+        "| 30,000 | 800 | 2 | 2^6 | 1 | 1.0 |"
+        in (tmp_path / "results" / "channel_cv.md").read_text()
+    )
+
+
+def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
+    tmp_path, channel_cv
+):
+    root = write_planted_imdb(tmp_path, n_train=80, n_test=8)
+    results = tmp_path / "results"
+    report = channel_cv.main(
+        [
+            "--data", str(root), "--validation-size", "10", "--settings", "2:64", "--C", "1.0",
+            "--folds", "3", "--tokens", "50:3", "500:0", "--alpha", "0.5", "1",
+            "--name", "sweep", "--results", str(results),
+        ]
+    )  # fmt: skip
+    assert not (results / "channel_cv.json").exists()
+    assert json.loads((results / "sweep.json").read_text()) == report
+    rows = [(r["max_tokens"], r["length"], r["alpha"]) for r in report["rows"]]
+    assert rows == [(50, 3, 0.5), (50, 3, 1.0), (500, None, 0.5), (500, None, 1.0)]
+    # three tokens of a review cannot hold the planted word; every token can
+    by = {(r["max_tokens"], r["alpha"]): r["cv_accuracy"] for r in report["rows"]}
+    assert by[(500, 1.0)] >= 0.9 and by[(500, 1.0)] > by[(50, 1.0)]
+    table = (results / "sweep.md").read_text()
+    assert "| 500 | all | 2 | 2^6 | 0.5 | 1.0 |" in table and "| 50 | 3 | 2 |" in table
+    with pytest.raises(SystemExit, match="MAX_TOKENS:LENGTH"):
+        channel_cv.main(["--data", str(root), "--tokens", "big", "--results", str(results)])

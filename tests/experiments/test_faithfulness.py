@@ -70,3 +70,33 @@ def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
     assert "| cnn | random |" in table and "| han | attention |" in table.replace("**", "")
     assert "| cnn | – | – | – | – | – | skipped: no attention" in table
     assert table.count("\n| han |") == 4 + 1 + 1 + 1  # methods and random; summary; uniform
+
+
+def test_families_measured_in_separate_runs_share_one_table(
+    faithfulness, tiny, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    data = write_planted_imdb(tmp_path / "corpus", n_train=4, n_test=8)
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    for family in ("cnn", "rnn"):
+        shutil.copytree(tiny[family].run_dir, runs / family)
+    common = ["--runs", str(runs), "--data", str(data), "--reviews", "4", "--draws", "1",
+              "--no-uniform", "--out", str(out)]  # fmt: skip
+
+    def run(*extra):
+        faithfulness.main([*common, *extra])
+        return json.loads((out / "faithfulness.json").read_text())
+
+    first = run("--families", "cnn", "--steps", "4")
+    second = run("--families", "rnn", "--steps", "4")
+    assert list(second["models"]) == ["cnn", "rnn"]  # the cnn kept, in family order
+    assert second["models"]["cnn"] == first["models"]["cnn"]
+    assert "--families cnn" in second["models"]["cnn"]["command"]
+    assert "--families rnn" in second["models"]["rnn"]["command"]
+    table = (out / "faithfulness.md").read_text()
+    assert "Commands: cnn: `python experiments/faithfulness.py" in table
+    assert "| cnn | random |" in table and "| rnn | random |" in table
+
+    other_steps = run("--families", "rnn", "--steps", "2")  # other settings: the cnn goes
+    assert list(other_steps["models"]) == ["rnn"]
+    assert list(run("--families", "cnn", "--steps", "2", "--fresh")["models"]) == ["cnn"]
