@@ -2,12 +2,13 @@
 
 import keras
 
-from hatt.layers import ContextAttention
+from hatt.layers import ContextAttention, RegionSum
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
 from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
+WORDS = ("embedding", "one_hot")
 
 
 def build_cnn(
@@ -19,6 +20,7 @@ def build_cnn(
     attention_units=None,
     attention_score="dot",
     dropout=0.5,
+    words="embedding",
     name="cnn",
 ):
     """Build a Kim (2014) CNN: parallel convolutions, pooled over time.
@@ -30,6 +32,17 @@ def build_cnn(
 
     Pooling is max-over-time (`pooling="max"`, Kim's choice) or
     `hatt.layers.ContextAttention` (`pooling="attention"`).
+
+    With `words="one_hot"` the convolutions read one-hot words instead of
+    embeddings (Johnson & Zhang 2015's seq-CNN): each region of `w` words
+    gets its own feature vector, not one built from `embedding_dim`-wide
+    word vectors. It is computed from lookups: an `Embedding` named
+    `"embedding"` gives each word its `w` kernel rows per width
+    (`sum(kernel_sizes) · filters` wide; `embedding_dim` is unused) and
+    `hatt.layers.RegionSum` (named `"regions"`) adds them up, exactly a
+    `Conv1D(padding="same")` over one-hot words followed by ReLU, at the cost
+    of a lookup. The explanation methods read that embedding as they read
+    the others.
 
     Masking: padding (id 0) never reaches the result. Padded embeddings are
     zeroed before the convolutions, so `padding="same"` sees the same zeros
@@ -57,6 +70,9 @@ def build_cnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the pooled features.
             Defaults to `0.5`.
+        words: `"embedding"` (convolutions over word vectors, Kim's) or
+            `"one_hot"` (over one-hot words, Johnson & Zhang's). Defaults to
+            `"embedding"`.
         name: The model's name. Defaults to `"cnn"`.
 
     Returns:
@@ -86,15 +102,20 @@ def build_cnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
+    _checks.check_choice("words", words, WORDS)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
-    embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
+    width = embedding_dim if words == "embedding" else sum(kernel_sizes) * filters
+    embedding = keras.layers.Embedding(vocabulary_size, width, name="embedding")
     zero_padding = ApplyMask(name="zero_padding")
-    convolutions = [
-        keras.layers.Conv1D(filters, width, padding="same", activation="relu", name=f"conv_{width}")
-        for width in kernel_sizes
-    ]
+    if words == "embedding":
+        convolutions = [
+            keras.layers.Conv1D(filters, w, padding="same", activation="relu", name=f"conv_{w}")
+            for w in kernel_sizes
+        ]
+    else:
+        convolutions = [RegionSum(list(kernel_sizes), activation="relu", name="regions")]
     if pooling == "max":
         pool = MaxOverTime(name="word_attention")
     else:

@@ -71,3 +71,31 @@ def test_bad_arguments(kwargs, message):
     kwargs = {"vocabulary_size": 30, **kwargs}
     with pytest.raises(ValueError, match=message):
         hatt.models.build_cnn(**kwargs)
+
+
+def test_one_hot_words_are_a_convolution_over_one_hot_vectors():
+    """words="one_hot": the regions' features equal Conv1D over one-hot ids (Johnson & Zhang)."""
+    model = build_small("cnn", words="one_hot", kernel_sizes=[2, 3], filters=4)
+    assert "conv_3" not in [layer.name for layer in model.layers]
+    table = to_numpy(model.get_layer("embedding").embeddings)
+    assert table.shape[1] == (2 + 3) * 4  # embedding_dim is unused
+    ids = batch_for("cnn")
+    check_forward(model, ids)
+    check_padding_invariance("cnn", model, ids)
+    check_attention("cnn", model, ids)
+    regions = model.get_layer("regions")
+    lookups = model.get_layer("embedding")(ids)
+    got = to_numpy(regions(lookups, mask=ids != 0))
+    one_hot = np.eye(table.shape[0], dtype="float32")[ids] * (ids != 0)[..., None]
+    start, want = 0, []
+    for k, w in enumerate([2, 3]):
+        kernel = np.stack([table[:, (start + j) * 4 : (start + j + 1) * 4] for j in range(w)])
+        left = (w - 1) // 2
+        padded = np.pad(one_hot, [(0, 0), (left, w - 1 - left), (0, 0)])
+        steps = ids.shape[1]
+        conv = sum(padded[:, j : j + steps] @ kernel[j] for j in range(w))
+        want.append(np.maximum(conv + to_numpy(regions.bias)[k * 4 : (k + 1) * 4], 0))
+        start += w
+    np.testing.assert_allclose(got, np.concatenate(want, -1), atol=1e-5)
+    with pytest.raises(ValueError, match="words='glove'"):
+        hatt.models.build_cnn(vocabulary_size=30, words="glove")
