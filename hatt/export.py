@@ -387,7 +387,7 @@ class TextModel(keras.Model):
     def _explain(self, inputs, steps, target):
         tokens = self.vectorizer.tokens(inputs)
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(tokens))
-        outputs = self._explanations(ids, steps, target)
+        outputs = self._explanations_graph(steps, target)(ids)
         outputs["tokens"] = self.vectorizer.densify(tokens, pad_value=PAD_TOKEN)
         return {key: outputs[key] for key in self.explain_keys}
 
@@ -402,7 +402,7 @@ class TextModel(keras.Model):
         ids = self.vectorizer.densify(ragged)
         size = tf.shape(ids)[0]
         ids = tf.cond(size > 0, lambda: ids, lambda: tf.zeros([1] * len(ids.shape), ids.dtype))
-        outputs = self._explanations(ids, steps, target)
+        outputs = self._explanations_graph(steps, target)(ids)
         return {key: outputs[key][:size] for key in self.explain_keys if key != "tokens"}
 
     def _check_target(self, target):
@@ -418,6 +418,30 @@ class TextModel(keras.Model):
                 f"Received: target={target!r}"
             )
         return int(target)
+
+    def _explanations_graph(self, steps, target):
+        """:meth:`_explanations` for these `steps` and `target`, traced once when eager.
+
+        Run eagerly, the explanation's gradients go op by op: a recurrent
+        model's loop over 800 steps took about 100 times as long as traced
+        (16 RNN reviews, 8 steps: 96 s). One graph per ``(steps, target)``,
+        for ids of any batch and length; inside a trace (the SavedModel's
+        signature) the plain method is used.
+        """
+        if not tf.executing_eagerly():
+            return lambda ids: self._explanations(ids, steps, target)
+        graphs = self.__dict__.get("_explain_graphs")
+        if graphs is None:  # kept out of Keras' tracking: ExportArchive must not see it
+            graphs = {}
+            object.__setattr__(self, "_explain_graphs", graphs)
+        if (steps, target) not in graphs:
+            rank = 3 if self.nested else 2
+            graphs[steps, target] = tf.function(
+                lambda ids: self._explanations(ids, steps, target),
+                input_signature=[tf.TensorSpec([None] * rank, tf.int32)],
+                autograph=False,
+            )
+        return graphs[steps, target]
 
     def _explanations(self, ids, steps, target):
         """Dense ids → the prediction, target, every method's scores and the logit's parts."""

@@ -100,6 +100,37 @@ def _delete(flat, lengths, positions):
     return flat[keep], new_lengths
 
 
+def _length_batches(ragged, size):
+    """`(indices, ragged rows)` batches of at most `size` reviews of similar length.
+
+    A batch is padded to its longest review, so batching reviews in their
+    own order pays for a 800-token review's padding in every batch it joins
+    (explaining a recurrent model by Integrated Gradients, that was most of
+    the time). Shortest first; the indices put the results back in order.
+    """
+    lengths = ragged.row_lengths()
+    if ragged.ragged_rank == 2:  # a review's words: the sum of its sentences' lengths
+        lengths = tf.reduce_sum(ragged.row_lengths(axis=2), axis=1)
+    lengths = np.asarray(lengths)
+    order = np.argsort(lengths, kind="stable")
+    for start in range(0, len(order), size):
+        chosen = order[start : start + size]
+        yield chosen, tf.gather(ragged, chosen)
+
+
+def _probabilities_by_length(predictor, ragged, batch_size):
+    """:meth:`Predictor.probabilities_from_ids` with reviews batched by length, in order."""
+    size = export.check_batch_size(batch_size)
+    batches = list(_length_batches(ragged, size))
+    if not batches:
+        return predictor.probabilities_from_ids(ragged, size)
+    parts = [(chosen, predictor.probabilities_from_ids(part, size)) for chosen, part in batches]
+    out = np.zeros([int(ragged.nrows()), parts[0][1].shape[-1]], np.float32)
+    for chosen, probabilities in parts:
+        out[chosen] = probabilities
+    return out
+
+
 # === Scores: one flat array per review and method ======================================
 
 
@@ -126,21 +157,19 @@ def method_scores(predictor, ragged, methods, steps=None, batch_size=64):
     """
     size = export.check_batch_size(batch_size)
     reviews = _review_arrays(ragged)
-    out = {"target": [], "ig_completeness_error": [], "scores": {m: [] for m in methods}}
-    for start in range(0, len(reviews), size):
-        part = predictor.text_model.explain_from_ids(ragged[start : start + size], steps=steps)
+    n = len(reviews)
+    target, error = np.zeros([n], np.int64), np.full([n], np.nan)
+    scores = {m: [None] * n for m in methods}
+    for chosen, rows in _length_batches(ragged, size):  # padding costs: similar lengths
+        part = predictor.text_model.explain_from_ids(rows, steps=steps)
         part = {key: np.asarray(value) for key, value in part.items()}
-        rows = len(part["target"])
-        out["target"].extend(int(t) for t in part["target"])
-        error = part.get("ig_completeness_error", np.full([rows], np.nan))
-        out["ig_completeness_error"].extend(float(e) for e in error)
+        target[chosen] = part["target"]
+        if "ig_completeness_error" in part:
+            error[chosen] = part["ig_completeness_error"]
         for method in methods:
-            out["scores"][method].extend(
-                _flat(part, method, j, reviews[start + j]) for j in range(rows)
-            )
-    out["target"] = np.asarray(out["target"], np.int64)
-    out["ig_completeness_error"] = np.asarray(out["ig_completeness_error"], np.float64)
-    return out
+            for j, i in enumerate(chosen):
+                scores[method][i] = _flat(part, method, j, reviews[i])
+    return {"target": target, "ig_completeness_error": error, "scores": scores}
 
 
 def _flat(part, method, j, review):
@@ -235,9 +264,9 @@ def deletion_test(
         reviews = _review_arrays(ragged)
         scored = method_scores(predictor, ragged, methods, steps, batch_size)
         keys, edited = _edits(reviews, scored["scores"], ks, random_draws, rng)
-        base = predictor.probabilities_from_ids(ragged, batch_size)
-        after = predictor.probabilities_from_ids(
-            _rebuild(edited, ragged.ragged_rank == 2), batch_size
+        base = _probabilities_by_length(predictor, ragged, batch_size)
+        after = _probabilities_by_length(
+            predictor, _rebuild(edited, ragged.ragged_rank == 2), batch_size
         )
         _collect(keys, base, scored["target"], after, values)
         errors.extend(scored["ig_completeness_error"])

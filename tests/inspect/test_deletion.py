@@ -15,6 +15,8 @@ from hatt.inspect.deletion import (
     RANDOM,
     _delete,
     _edits,
+    _length_batches,
+    _probabilities_by_length,
     _rebuild,
     deletion_count,
     method_scores,
@@ -306,3 +308,30 @@ def test_on_tiny_models_ig_and_ngram_find_the_planted_word(tiny, family):
             assert again["by_method"][method]["by_k"]["10"][key] == pytest.approx(
                 value, abs=1e-5
             ), (method, key)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_batches_of_similar_length_give_every_review_its_own_results(nested):
+    """Reviews are explained and scored in batches sorted by length, then put back in order."""
+    predictor = fake_predictor(nested=nested, family="han" if nested else "rnn")
+    texts = [t.replace(" 4 ", " | 4 ") if nested else t for t in FLAT_REVIEWS]
+    ragged = predictor.ragged_ids(texts)
+    methods = ("attention", "gradient_x_input")
+    one_by_one = method_scores(predictor, ragged, methods, batch_size=1)
+    sorted_batches = method_scores(predictor, ragged, methods, batch_size=2)
+    np.testing.assert_array_equal(sorted_batches["target"], one_by_one["target"])
+    np.testing.assert_allclose(
+        sorted_batches["ig_completeness_error"], one_by_one["ig_completeness_error"]
+    )
+    for method in methods:
+        got, want = sorted_batches["scores"][method], one_by_one["scores"][method]
+        assert len(got) == len(want) == len(texts)
+        for mine, theirs in zip(got, want, strict=True):
+            np.testing.assert_allclose(mine, theirs)
+    lengths = [len(t.replace("|", "").split()) for t in texts]
+    batches = list(_length_batches(ragged, 2))
+    assert [len(chosen) for chosen, _ in batches] == [2, 2, 1]
+    assert [lengths[i] for chosen, _ in batches for i in chosen] == sorted(lengths)
+    probabilities = _probabilities_by_length(predictor, ragged, 2)
+    np.testing.assert_allclose(probabilities, predictor.text_model.probabilities_from_ids(ragged))
+    assert _probabilities_by_length(predictor, ragged[:0], 2).shape[0] == 0
