@@ -51,7 +51,12 @@ from hatt.training.ngram import (
     mix_ngram_channel,
     nb_log_ratios,
 )
-from hatt.training.optimizers import CyclicalSGD, TriangularSchedule, create_optimizer
+from hatt.training.optimizers import (
+    CyclicalSGD,
+    LazyAdam,
+    TriangularSchedule,
+    create_optimizer,
+)
 
 __all__ = [
     "FLAT_FAMILIES",
@@ -72,6 +77,7 @@ __all__ = [
     "create_datasets",
     "create_model",
     "create_optimizer",
+    "LazyAdam",
     "create_strategy",
     "create_vectorizer",
     "distribute",

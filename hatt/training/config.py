@@ -280,7 +280,7 @@ class TrainConfig:
     batch_size: int = 32
     num_buckets: int = 16
     # optimization
-    optimizer: str = "adam"  # "adam" or "clr" (cyclical LR + momentum, SGD Nesterov)
+    optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3
     clr_min_learning_rate: float = 1e-3
     clr_max_learning_rate: float = 3e-2

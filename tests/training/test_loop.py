@@ -214,3 +214,21 @@ def test_nb_log_ratios_match_a_direct_count():
         tf.ragged.constant(reviews), labels, vocabulary, buckets, min_df=2
     )
     assert frequent[5] == frequent[6] == 0 and frequent[2] == ratios[2] and frequent[3] == ratios[3]
+
+
+def test_one_hot_cnn_learns_the_planted_word_with_lazy_adam(tmp_path, planted):
+    """Johnson & Zhang's one-hot CNN, its embedding updated row by row (LazyAdam)."""
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"words": "one_hot", "kernel_sizes": [3], "filters": 8},
+        epochs=3,
+        batch_size=16,
+        min_count=1,
+        optimizer="lazy_adam",
+        learning_rate=0.01,
+    )
+    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    assert metrics["test_accuracy"] >= 0.9
+    model = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(model.optimizer, training.LazyAdam)
+    assert model.get_layer("embedding").output_dim == 3 * 8
