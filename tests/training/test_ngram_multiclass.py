@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 import tensorflow as tf
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
 
 import hatt
 from hatt import training
@@ -270,6 +271,8 @@ def test_the_mix_folds_exactly_into_the_model(mixed):
         assert info[f"mixed_{name}_accuracy"] == pytest.approx((z.argmax(1) == labels).mean())
         deep = logits[name]["deep_logits"]
         assert info[f"deep_{name}_accuracy"] == pytest.approx((deep.argmax(1) == labels).mean())
+        expected = log_loss(labels, reference.predict_proba((parts[name] - mean) / scale))
+        assert info[f"mixed_{name}_loss"] == pytest.approx(expected, rel=1e-4)
 
 
 def test_the_mix_reports_the_parts_and_is_no_worse_than_the_channel(mixed):
@@ -363,6 +366,12 @@ def test_binary_fit_and_mix_keep_their_numbers():
     assert info["mixed_validation_accuracy"] == float(
         ((a * deep64 + b * channel + c > 0) == val_labels).mean()
     )
+    mixed = 1 / (1 + np.exp(-(a * deep64 + b * channel + c)))
+    assert info["mixed_validation_loss"] == pytest.approx(log_loss(val_labels, mixed), rel=1e-6)
+    own = 1 / (1 + np.exp(-(channel + chosen_intercept)))
+    assert info["channel_validation_loss"] == pytest.approx(log_loss(val_labels, own), rel=1e-6)
+    # fit for this loss over a family that holds the channel alone: never worse on it
+    assert info["mixed_validation_loss"] <= info["channel_validation_loss"] + 1e-6
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.kernel), kernel * a)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.bias), bias * a + c)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.embeddings), chosen * b)
