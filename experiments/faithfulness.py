@@ -258,7 +258,9 @@ def summary_table(results):
 
 
 def _percent(value):
-    return "–" if value is None else f"{value:.2%}"
+    if value is None:
+        return "–"
+    return f"{100 * value:.1e}%" if 0 < value < 5e-5 else f"{value:.2%}"  # 0.00% would hide it
 
 
 def uniform_table(results):
@@ -282,11 +284,13 @@ def uniform_table(results):
 
 
 def commands(results):
-    """'Command: `…`.', or one line per model where the models were measured apart."""
-    by_model = {f: m.get("command", results["command"]) for f, m in results["models"].items()}
-    if len(set(by_model.values())) <= 1:
-        return f"Command: `{next(iter(by_model.values()), results['command'])}`."
-    return "Commands: " + "; ".join(f"{f}: `{c}`" for f, c in by_model.items()) + "."
+    """'Command: `…`.', or each command with the models it measured."""
+    by_command = {}
+    for family, model in results["models"].items():
+        by_command.setdefault(model.get("command", results["command"]), []).append(family)
+    if len(by_command) <= 1:
+        return f"Command: `{next(iter(by_command), results['command'])}`."
+    return "Commands: " + "; ".join(f"{', '.join(f)}: `{c}`" for c, f in by_command.items()) + "."
 
 
 def markdown(results):

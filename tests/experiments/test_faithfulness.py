@@ -94,7 +94,7 @@ def test_families_measured_in_separate_runs_share_one_table(
     assert "--families cnn" in second["models"]["cnn"]["command"]
     assert "--families rnn" in second["models"]["rnn"]["command"]
     table = (out / "faithfulness.md").read_text()
-    assert "Commands: cnn: `python experiments/faithfulness.py" in table
+    assert "Commands: cnn: `python experiments/faithfulness.py" in table and "; rnn: `" in table
     assert "| cnn | random |" in table and "| rnn | random |" in table
 
     other_steps = run("--families", "rnn", "--steps", "2")  # other settings: the cnn goes
