@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hatt.training.ngram import logit_accuracy as accuracy
+from hatt.training.ngram import logit_log_loss as log_loss
+
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
 GRID = np.linspace(0.0, 1.0, 21)
@@ -65,14 +68,6 @@ def load_parts(run):
             raise SystemExit(f"{path}: {deep.shape[-1]} classes; this script reads two-class runs")
         parts[split] = (deep, channel, np.asarray(saved["labels"]))
     return parts
-
-
-def accuracy(logits, labels):
-    return float(((logits > 0) == labels).mean())
-
-
-def log_loss(logits, labels):
-    return float(np.mean(np.logaddexp(0.0, -np.where(labels == 1, logits, -logits))))
 
 
 def _likelihood_fit(x, y):

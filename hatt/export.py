@@ -387,7 +387,7 @@ class TextModel(keras.Model):
     def _explain(self, inputs, steps, target):
         tokens = self.vectorizer.tokens(inputs)
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(tokens))
-        outputs = self._explanations_graph(steps, target)(ids)
+        outputs = self._explanations(ids, steps, target)
         outputs["tokens"] = self.vectorizer.densify(tokens, pad_value=PAD_TOKEN)
         return {key: outputs[key] for key in self.explain_keys}
 
@@ -422,11 +422,14 @@ class TextModel(keras.Model):
     def _explanations_graph(self, steps, target):
         """:meth:`_explanations` for these `steps` and `target`, traced once when eager.
 
-        Run eagerly, the explanation's gradients go op by op: a recurrent
-        model's loop over 800 steps took about 100 times as long as traced
-        (16 RNN reviews, 8 steps: 96 s). One graph per ``(steps, target)``,
-        for ids of any batch and length; inside a trace (the SavedModel's
-        signature) the plain method is used.
+        For :meth:`explain_from_ids`, whose caller (the deletion test) runs
+        batch after batch: eagerly, the explanation's gradients go op by op,
+        and a recurrent model's loop over 800 steps took about 100 times as
+        long as traced (16 RNN reviews, 8 steps: 96 s). Raw text goes through
+        :meth:`explain`, which a :class:`Predictor` traces once it has run
+        enough batches to pay for the trace. One graph per ``(steps,
+        target)``, for ids of any batch and length; inside a trace the plain
+        method is used.
         """
         if not tf.executing_eagerly():
             return lambda ids: self._explanations(ids, steps, target)

@@ -100,19 +100,23 @@ def _delete(flat, lengths, positions):
     return flat[keep], new_lengths
 
 
-def _length_batches(ragged, size):
-    """`(indices, ragged rows)` batches of at most `size` reviews of similar length.
+def _length_order(ragged):
+    """Review indices, shortest first (the HAN's: by its words over all sentences).
 
     A batch is padded to its longest review, so batching reviews in their
     own order pays for a 800-token review's padding in every batch it joins
     (explaining a recurrent model by Integrated Gradients, that was most of
-    the time). Shortest first; the indices put the results back in order.
+    the time).
     """
     lengths = ragged.row_lengths()
-    if ragged.ragged_rank == 2:  # a review's words: the sum of its sentences' lengths
+    if ragged.ragged_rank == 2:
         lengths = tf.reduce_sum(ragged.row_lengths(axis=2), axis=1)
-    lengths = np.asarray(lengths)
-    order = np.argsort(lengths, kind="stable")
+    return np.argsort(np.asarray(lengths), kind="stable")
+
+
+def _length_batches(ragged, size):
+    """`(indices, ragged rows)` batches of at most `size` reviews of similar length."""
+    order = _length_order(ragged)
     for start in range(0, len(order), size):
         chosen = order[start : start + size]
         yield chosen, tf.gather(ragged, chosen)
@@ -120,14 +124,10 @@ def _length_batches(ragged, size):
 
 def _probabilities_by_length(predictor, ragged, batch_size):
     """:meth:`Predictor.probabilities_from_ids` with reviews batched by length, in order."""
-    size = export.check_batch_size(batch_size)
-    batches = list(_length_batches(ragged, size))
-    if not batches:
-        return predictor.probabilities_from_ids(ragged, size)
-    parts = [(chosen, predictor.probabilities_from_ids(part, size)) for chosen, part in batches]
-    out = np.zeros([int(ragged.nrows()), parts[0][1].shape[-1]], np.float32)
-    for chosen, probabilities in parts:
-        out[chosen] = probabilities
+    order = _length_order(ragged)
+    probabilities = predictor.probabilities_from_ids(tf.gather(ragged, order), batch_size)
+    out = np.empty_like(probabilities)
+    out[order] = probabilities
     return out
 
 
