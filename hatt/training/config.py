@@ -27,6 +27,7 @@ from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
 from hatt.training.distribute import STRATEGIES
 from hatt.training.optimizers import OPTIMIZERS
+from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
@@ -279,6 +280,11 @@ class TrainConfig:
     sentence_groups: list | None = None
     batch_size: int = 32
     num_buckets: int = 16
+    # the embedding's start (hatt.training.word_vectors): None (random), "word2vec"
+    # (trained on the training split), or the path of a text file of vectors
+    word_vectors: str | None = None
+    word_vectors_epochs: int = 5  # word2vec's passes over the training split
+    word_vectors_scale: str = "match"  # "match": rows scaled to the random start's spread
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3
@@ -308,7 +314,15 @@ class TrainConfig:
         _check_fields(self)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         _check_choice("strategy", self.strategy, STRATEGIES)
-        for name in ("epochs", "batch_size", "patience", "shuffle_buffer", "num_buckets"):
+        _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
+        for name in (
+            "epochs",
+            "batch_size",
+            "patience",
+            "shuffle_buffer",
+            "num_buckets",
+            "word_vectors_epochs",
+        ):
             _check_positive_int(name, getattr(self, name))
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)

@@ -26,7 +26,7 @@ import hatt
 from hatt import models
 from hatt.export import CLASSES_FILE
 from hatt.models import head as head_lib
-from hatt.training import distribute, ngram, resume
+from hatt.training import distribute, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
@@ -91,9 +91,12 @@ def check_buildable(config):
         ValueError: the family's builder (or the head) refuses a setting.
     """
     try:
-        models.build(config.model, **model_arguments(config, TRIAL_VOCABULARY))
+        model = models.build(config.model, **model_arguments(config, TRIAL_VOCABULARY))
     except (TypeError, ValueError) as error:
         raise ValueError(f"The settings do not build a {config.model} model: {error}") from error
+    if config.word_vectors is not None:
+        word_vectors.check_source(config.word_vectors)
+        word_vectors.embedding_layer(model)
 
 
 def set_seed(config):
@@ -187,6 +190,21 @@ def start_channel(run, model, corpus):
         )
     if info is not None:
         run.write_json("ngram_channel.json", info)
+
+
+def start_word_vectors(run, model, corpus):
+    """Step 5 (``word_vectors``): start the embedding from word vectors of the training split."""
+    if run.state or run.config.word_vectors is None:
+        return  # a resumed run restores its trained embedding
+    if not corpus.in_memory:
+        raise ValueError(
+            "word_vectors needs the training reviews in memory; a prepared corpus "
+            f"({run.config.prepared}) streams them from shards. Train from the text instead."
+        )
+    train_ids, _ = corpus.in_memory_split("train")
+    vocabulary = corpus.vectorizer.get_vocabulary()
+    info = word_vectors.init_word_vectors(model, run.config, train_ids, vocabulary)
+    run.write_json("word_vectors.json", info)
 
 
 def fit(run, model, datasets, steps, *, verbose="auto"):
@@ -358,6 +376,9 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     channel_file = run_dir / "ngram_channel.json"
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
         metrics["ngram_channel"] = json.loads(channel_file.read_text())
+    vectors_file = run_dir / "word_vectors.json"
+    if vectors_file.exists():  # where the embedding started (its seconds are not in train_seconds)
+        metrics["word_vectors"] = json.loads(vectors_file.read_text())
     run.write_json("metrics.json", metrics)
     run.backup.remove()  # the run is finished; metrics.json marks it
     return metrics
@@ -407,6 +428,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
     model = build_model(run, corpus, steps)
     start_channel(run, model, corpus)
+    start_word_vectors(run, model, corpus)
     run.class_weight = class_weights(config, corpus)
     history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
     channel_logits = mix_channel(run, model, corpus)
