@@ -5,7 +5,7 @@ that use them reload from `.keras` after `import hatt`. They exist because a
 functional graph needs a layer for every step: computing padding masks from
 ids, folding `[batch, S, W]` into `[batch * S, W]` and back (`keras.ops.reshape`
 drops Keras masks, so masks are computed from the ids and passed explicitly),
-and masked max-over-time pooling.
+and masked max- and mean-over-time pooling.
 """
 
 import keras
@@ -232,6 +232,36 @@ class MaxOverTime(keras.layers.Layer):
             return output
         weights = keras.KerasTensor(inputs.shape[:2], dtype=self.compute_dtype)
         return output, weights
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class MeanOverTime(keras.layers.Layer):
+    """Mean over the kept steps (the mean part of ULMFiT's concat pooling).
+
+    A row with no kept step gives a zero vector (never a division by zero).
+
+    Call arguments:
+        inputs: Float tensor of shape `[batch, T, d]`.
+        mask: Optional tensor of shape `[batch, T]`, bool or 0/1.
+
+    Returns:
+        Tensor of shape `[batch, d]`.
+    """
+
+    def call(self, inputs, mask=None):
+        mask = to_bool_mask(mask)
+        if mask is None:
+            mask = ops.ones(ops.shape(inputs)[:2], dtype="bool")
+        keep = ops.cast(mask, inputs.dtype)[:, :, None]
+        total = ops.sum(inputs * keep, axis=1)
+        count = ops.sum(keep, axis=1)
+        return total / ops.maximum(count, ops.ones_like(count))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
 
 
 @keras.saving.register_keras_serializable(package="hatt")

@@ -5,9 +5,10 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import EncoderMask, PaddingMask
+from hatt.models._layers import EncoderMask, MaxOverTime, MeanOverTime, PaddingMask
 
 CELLS = ("gru", "lstm")
+POOLINGS = ("attention", "max", "mean")
 
 
 def recurrent_layer(cell, units, name):
@@ -27,6 +28,7 @@ def build_rnn(
     attention_units=None,
     attention_score="dot",
     dropout=0.3,
+    pooling=("attention",),
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
@@ -34,7 +36,11 @@ def build_rnn(
     `Embedding(mask_zero=True)` → `num_layers` `Bidirectional` GRUs or LSTMs
     → `hatt.layers.ContextAttention` (named `"word_attention"`) →
     `Dropout`: the document vector. `hatt.models.build("rnn", ...)` adds the
-    classification head (`hatt.models.head.classifier`).
+    classification head (`hatt.models.head.classifier`). With
+    `pooling=("attention", "max", "mean")` the document vector concatenates
+    the attention's pooling with masked max- and mean-over-time pooling of
+    the same states (ULMFiT's concat pooling, the attention in place of the
+    last state).
 
     Masking: the attention gives padding (id 0) zero weight, so the result
     does not change when a review is padded further. The RNNs run under a
@@ -56,6 +62,9 @@ def build_rnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the embeddings and on the
             document vector. Defaults to `0.3`.
+        pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
+            `"attention"` among them: the poolings whose outputs are
+            concatenated, in this order. Defaults to `("attention",)`.
         name: The model's name. Defaults to `"rnn"`.
 
     Returns:
@@ -82,6 +91,13 @@ def build_rnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
+    pooling = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    if "attention" not in pooling or len(set(pooling)) != len(pooling):
+        raise ValueError(
+            f"Expected pooling to hold 'attention' and no name twice. Received: pooling={pooling!r}"
+        )
+    for part in pooling:
+        _checks.check_choice("pooling", part, POOLINGS)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -94,6 +110,7 @@ def build_rnn(
     attention = ContextAttention(
         units=attention_units, score=attention_score, name="word_attention"
     )
+    others = {"max": MaxOverTime(name="max_pool"), "mean": MeanOverTime(name="mean_pool")}
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -103,5 +120,9 @@ def build_rnn(
     x = embedding_dropout(embedding(token_ids))
     for encoder in encoders:
         x = encoder(x, mask=rnn_mask)
-    document, _ = attention(x, mask=mask, return_attention_scores=True)
+    pooled = {"attention": attention(x, mask=mask, return_attention_scores=True)[0]}
+    pooled.update({part: others[part](x, mask=mask) for part in pooling if part != "attention"})
+    document = pooled["attention"]
+    if len(pooling) > 1:
+        document = keras.layers.Concatenate(name="pooled")([pooled[part] for part in pooling])
     return keras.Model(token_ids, dropout_layer(document), name=name)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.models._layers import EncoderMask, MaxOverTime
+from hatt.models._layers import EncoderMask, MaxOverTime, MeanOverTime
 
 from ._model_test import batch_for, build_small, to_numpy
 
@@ -33,6 +33,24 @@ def test_max_over_time_keeps_its_values_and_winners():
         for d in range(5):
             winners[b, masked[b, :, d].argmax()] += 1 / 5
     np.testing.assert_allclose(to_numpy(weights), winners, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(0, 5, 3), (2, 0, 3)])
+def test_mean_over_time_on_empty_input(shape):
+    outputs = to_numpy(MeanOverTime()(np.zeros(shape, "float32"), mask=np.ones(shape[:2], bool)))
+    assert outputs.shape == (shape[0], shape[2]) and np.all(outputs == 0)
+
+
+def test_mean_over_time_averages_the_kept_steps_only():
+    rng = np.random.default_rng(1)
+    inputs = rng.normal(size=(3, 4, 5)).astype("float32")
+    inputs[0, 3] = np.nan  # a masked step's NaN does not leak
+    mask = np.array([[1, 1, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]], bool)
+    outputs = to_numpy(MeanOverTime()(np.nan_to_num(inputs, nan=0.0), mask=mask))
+    expected = np.stack([inputs[0, :3].mean(0), inputs[1, 1], np.zeros(5)])
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    unmasked = to_numpy(MeanOverTime()(np.nan_to_num(inputs, nan=0.0)))
+    np.testing.assert_allclose(unmasked, np.nan_to_num(inputs, nan=0.0).mean(1), atol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(0, 5), (2, 0)])

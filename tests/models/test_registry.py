@@ -22,6 +22,7 @@ HELPERS = [
     "FoldSentences",
     "GatherSentences",
     "MaxOverTime",
+    "MeanOverTime",
     "PaddingMask",
     "UnfoldSentences",
 ]

@@ -1,5 +1,6 @@
 """hatt.models.build_rnn: bidirectional GRU/LSTM with attention pooling."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -25,6 +26,20 @@ def test_two_layers(cell):
     check_attention("rnn", model, ids)
 
 
+def test_concat_pooling_joins_attention_max_and_mean():
+    model = build_small("rnn", pooling=["attention", "max", "mean"])
+    ids = batch_for("rnn")
+    check_forward(model, ids)
+    check_padding_invariance("rnn", model, ids)
+    check_attention("rnn", model, ids)
+    pooled = model.get_layer("pooled").output
+    assert pooled.shape[-1] == 3 * 2 * model.get_layer("encoder_0").forward_layer.units
+    # the attention part of the document vector is the attention's own pooling
+    backbone = keras.Model(model.inputs, [pooled, model.get_layer("word_attention").output[0]])
+    joined, attended = (to_numpy(t) for t in backbone(ids, training=False))
+    np.testing.assert_allclose(joined[:, : attended.shape[1]], attended, atol=1e-6)
+
+
 def test_encoder_mask_is_right_padded_and_keeps_step_zero():
     mask = np.array(
         [[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]],
@@ -46,6 +61,9 @@ def test_encoder_mask_is_right_padded_and_keeps_step_zero():
         ({"num_layers": True}, "num_layers=True"),
         ({"cell": "rnn"}, "cell='rnn'"),
         ({"dropout": -0.1}, "dropout=-0.1"),
+        ({"pooling": ["max"]}, r"pooling=\('max',\)"),
+        ({"pooling": ["attention", "attention"]}, "no name twice"),
+        ({"pooling": ["attention", "last"]}, "pooling='last'"),
     ],
 )
 def test_bad_arguments(kwargs, message):
