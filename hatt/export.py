@@ -670,9 +670,14 @@ def save_saved_model(text_model, path):
     :attr:`TextModel.explain_keys` (:meth:`TextModel.explain` at
     :data:`hatt.attribution.DEFAULT_STEPS`).
 
-    Uses ``keras.export.ExportArchive`` (it tracks the Keras variables and the
-    vocabulary's lookup table). The endpoint is ``text_model`` itself, so the
-    SavedModel runs the same ``hatt.data`` preprocessing as training.
+    Uses ``keras.export.ExportArchive``: the endpoints' traces capture the
+    weights, and only the vectorizer (its lookup tables, no weights) is
+    ``track()``-ed. Tracking ``text_model`` would add the ``keras.Variable``
+    wrappers beside the ``tf.Variable`` s the traces hold, and the checkpoint
+    would store every weight twice (keras-team/keras#23553): twice the disk and
+    twice the memory of every server that loads the model. The endpoint is ``text_model``
+    itself, so the SavedModel runs the same ``hatt.data`` preprocessing as
+    training.
 
     Args:
         text_model: A :class:`TextModel`.
@@ -682,7 +687,7 @@ def save_saved_model(text_model, path):
     # so that no attention runs over an axis of length 1 (Keras warns about that).
     text_model(tf.constant(["warm up. warm up."]))
     archive = keras.export.ExportArchive()
-    archive.track(text_model)
+    archive.track(text_model.vectorizer)  # its tables; the weights come with the endpoints
 
     def serve(text):
         return text_model(text)
@@ -967,7 +972,9 @@ def export(run_dir, out=None):
 def _text_model_from_keras(path, family=None):
     path = Path(path)
     try:
-        loaded = keras.saving.load_model(path)
+        # compile=False: what is exported or served never trains, and a run's optimizer
+        # state (Adam's two moments a weight) would triple the export's model.keras.
+        loaded = keras.saving.load_model(path, compile=False)
     except Exception as error:  # noqa: BLE001  (zip, h5, JSON and Keras errors alike)
         raise ExportError(
             f"Could not load the Keras model {str(path)!r} (corrupted or not a .keras file?): "

@@ -400,6 +400,22 @@ def test_load_accepts_every_form_and_batches_consistently(exported, tiny, tiny_c
         latest.predict_proba(texts, batch_size=0)
 
 
+def test_the_saved_model_stores_each_weight_once(exported, tiny):
+    """Not twice, as a tracked Keras model would (keras-team/keras#23553), and no optimizer."""
+    for family in FAMILIES:
+        # the export's model.keras leaves the run's optimizer state behind
+        saved = keras.saving.load_model(exported[family].path / "model.keras")
+        assert getattr(saved.classifier, "optimizer", None) is None
+        checkpoint = exported[family].saved_model / "variables" / "variables"
+        stored = sum(
+            int(np.prod(shape))
+            for name, shape in tf.train.list_variables(str(checkpoint))
+            if name != "_CHECKPOINTABLE_OBJECT_GRAPH"
+        )
+        model = keras.saving.load_model(tiny[family].run_dir / "model.keras")
+        assert stored == model.count_params(), family
+
+
 def test_export_metadata_names_family_and_score_kind(exported, tiny):
     for family in FAMILIES:
         result = exported[family]
