@@ -30,8 +30,10 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from collections import Counter
@@ -592,6 +594,12 @@ def extract_archive(path, progress=True):
     and re-used while they do not change. Hidden files, ``__MACOSX`` and
     ``unsup/`` folders are left out.
 
+    The archive is extracted into a temporary folder beside the target and
+    renamed into place when complete, so two processes that extract the same
+    archive at once (two runs, or the test suite's workers) never read a
+    file the other is still writing: the first rename wins and the other's
+    copy is removed.
+
     Raises:
         DataNotFoundError: the archive cannot be read.
     """
@@ -599,17 +607,36 @@ def extract_archive(path, progress=True):
     stat = path.stat()
     key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     target = cache_dir() / f"{path.name.split('.')[0]}-{key.hexdigest()[:10]}"
-    done = target / ".complete"
-    if not done.exists():
-        target.mkdir(parents=True, exist_ok=True)
+    if not (target / COMPLETE_MARKER).exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         try:
-            _extract_members(path, target, progress)
-        except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
-            raise DataNotFoundError(
-                f"{path} is not a readable archive (.tar.gz, .tgz, .zip): {error}"
-            ) from error
-        done.write_text(str(path.resolve()))
+            try:
+                _extract_members(path, staging, progress)
+            except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+                raise DataNotFoundError(
+                    f"{path} is not a readable archive (.tar.gz, .tgz, .zip): {error}"
+                ) from error
+            (staging / COMPLETE_MARKER).write_text(str(path.resolve()))
+            _move_into_place(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+COMPLETE_MARKER = ".complete"
+
+
+def _move_into_place(staging, target):
+    """Rename the finished ``staging`` folder to ``target`` unless another process did first."""
+    if target.exists() and not (target / COMPLETE_MARKER).exists():
+        # an unfinished extraction of an older hatt (it extracted in place): redo it
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not (target / COMPLETE_MARKER).exists():
+            raise  # not a lost race: a real error
 
 
 # === Folders ========================================================================

@@ -8,6 +8,10 @@ so that a label can be checked against its text.
 import csv
 import gzip
 import json
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -167,6 +171,48 @@ def test_archives_of_a_folder_are_extracted_once(tmp_path, kind):
         for name in ("train", "validation", "test"):
             assert getattr(corpus, name).ids == getattr(from_folder, name).ids
             assert getattr(corpus, name).texts == getattr(from_folder, name).texts
+
+
+def test_two_processes_extracting_one_archive_at_once_both_read_it_whole(tmp_path):
+    """The test suite's workers (and two runs) may extract the same archive together."""
+    root = write_folder(tmp_path / "src" / "news", documents(300), "train")
+    archive = tmp_path / "news.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(root, arcname="news")
+    script = (
+        "import sys; from pathlib import Path; from hatt.data import sources\n"
+        "folder = sources.extract_archive(sys.argv[1], progress=False)\n"
+        "print(folder, sum(len(p.read_bytes()) for p in Path(folder).rglob('*.txt')))\n"
+    )
+    env = {**os.environ, "HATT_CACHE": str(tmp_path / "cache")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(archive)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outputs = {run.communicate(timeout=120)[0].strip() for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    expected = sum(len(p.read_bytes()) for p in root.rglob("*.txt"))
+    folder = tmp_path / "cache" / next(iter(outputs)).split()[0].rsplit("/", 1)[-1]
+    assert outputs == {f"{folder} {expected}"}  # one folder, every byte, for each of them
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [folder.name]  # no leftovers
+
+
+def test_an_unfinished_extraction_of_an_older_version_is_redone(tmp_path, monkeypatch):
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    root = write_folder(tmp_path / "src" / "news", documents(12), "train")
+    archive = tmp_path / "news.tgz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(root, arcname="news")
+    folder = sources.extract_archive(archive, progress=False)
+    shutil.rmtree(folder)
+    (folder / "news").mkdir(parents=True)  # half-written in place, no marker
+    (folder / "news" / "stray.txt").write_text("half")
+    again = sources.extract_archive(archive, progress=False)
+    assert again == folder and (folder / ".complete").exists()
+    assert not (folder / "news" / "stray.txt").exists()
+    assert len(list((folder / "news" / "train").rglob("*.txt"))) == 12
 
 
 def test_a_separate_test_folder_or_archive(tmp_path):
