@@ -285,6 +285,7 @@ class TrainConfig:
     word_vectors: str | None = None
     word_vectors_epochs: int = 5  # word2vec's passes over the training split
     word_vectors_scale: str = "match"  # "match": rows scaled to the random start's spread
+    word_vectors_trainable: bool = True  # False: the embedding stays at the vectors
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3

@@ -76,6 +76,8 @@ def create_model(config, vectorizer, steps_per_epoch, num_classes=2):
     )
     if config.ngram is not None and config.ngram.frozen:
         model.get_layer("ngram_logit").trainable = False
+    if config.word_vectors is not None and not config.word_vectors_trainable:
+        word_vectors.embedding_layer(model).trainable = False
     model.compile(
         optimizer=create_optimizer(config, steps_per_epoch),
         loss=head_lib.loss_for(num_classes),

@@ -15,7 +15,9 @@ the other rows (padding, the OOV id, words without a vector) keep their random
 start. The rows are scaled so that their standard deviation is the random
 start's (``scale="match"``, the default; ``"none"`` keeps them as they are),
 which keeps the first steps of training as stable as without vectors.
-What was found is written to ``word_vectors.json`` in the run directory:
+``word_vectors_trainable=False`` keeps the embedding at the vectors (the
+model then cannot over-fit the word rows; the rows of words without a vector
+stay at their random start). What was found is written to ``word_vectors.json`` in the run directory:
 the source, the coverage of the vocabulary and of the training tokens, the
 seconds taken.
 

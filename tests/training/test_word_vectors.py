@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import hatt
 from hatt import models, training
 from hatt.data import Imdb
 from hatt.training import word_vectors
@@ -148,3 +149,30 @@ def test_a_run_started_from_word2vec_learns_and_records_the_vectors(tmp_path):
     # every training word has a vector; the planted cue words are among them
     assert recorded["words_with_vectors"] == recorded["words"]
     assert recorded["token_coverage"] == 1.0
+
+
+@pytest.mark.slow
+def test_frozen_vectors_stay_as_the_file_gave_them(tmp_path):
+    planted = Imdb(planted_split(64, 0), planted_split(16, 1), planted_split(16, 2), "planted")
+    rng = np.random.default_rng(0)
+    words = ["superb", "dreadful", *(f"w{i}" for i in range(10))]
+    given = {word: rng.normal(size=8).round(3) for word in words}
+    lines = [" ".join([word, *map(str, vector)]) for word, vector in given.items()]
+    path = write(tmp_path / "vectors.txt", "\n".join(lines) + "\n")
+    config = training.TrainConfig(
+        model="rnn",
+        model_kwargs={"embedding_dim": 8, "units": 4},
+        word_vectors=str(path),
+        word_vectors_scale="none",
+        word_vectors_trainable=False,
+        epochs=2,
+        batch_size=16,
+        min_count=1,
+    )
+    training.train(config, tmp_path / "run", imdb=planted, verbose=0)
+    model = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    assert not model.get_layer("embedding").trainable
+    rows = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
+    vocabulary = hatt.data.Vectorizer.load(tmp_path / "run" / "vectorizer.json").get_vocabulary()
+    for word, vector in given.items():
+        np.testing.assert_allclose(rows[vocabulary.index(word)], vector, rtol=1e-6)
