@@ -4,13 +4,16 @@ An independent check of the results table: each ``saved_models/FAMILY`` (its
 newest SavedModel version) is loaded with plain ``tf.saved_model.load`` in a
 process that never imports ``keras`` or ``hatt`` for the models (hatt's loader
 reads the review files only), fed the 25,000 raw test reviews through its
-``serving_default`` signature, and scored against the labels. The accuracy is
-compared with the run's ``experiments/results/FAMILY.json``.
+``predict`` signature (the prediction without the explanations that
+``serving_default`` adds; older exports without it use ``serving_default``), and
+scored against the labels. The accuracy is compared with the run's
+``experiments/results/FAMILY.json``.
 
     python experiments/evaluate_exports.py [--data PATH] [--families cnn rnn ...]
         [--saved-models saved_models] [--batch-size 100]
 
-Writes experiments/results/exports_on_test.json.
+Writes experiments/results/exports_on_test.json (a family not measured this time keeps
+its earlier row, which names the version it scored).
 """
 
 import argparse
@@ -78,7 +81,9 @@ def main(argv=None):
     rows = []
     for family in args.families:
         version = newest_version(Path(args.saved_models) / family)
-        serve = tf.saved_model.load(str(version)).signatures["serving_default"]
+        signatures = tf.saved_model.load(str(version)).signatures
+        # `predict`: the prediction alone (serving_default also explains every review)
+        serve = signatures["predict"] if "predict" in signatures else signatures["serving_default"]
         start = time.perf_counter()
         probabilities = []
         for begin in range(0, len(texts), args.batch_size):
@@ -105,8 +110,18 @@ def main(argv=None):
         print(f"\r{family}: test accuracy {accuracy:.5f} (results table {table})")
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    (results / "exports_on_test.json").write_text(json.dumps(rows, indent=2) + "\n")
+    path = results / "exports_on_test.json"
+    rows = merge_rows(json.loads(path.read_text()) if path.exists() else [], rows)
+    path.write_text(json.dumps(rows, indent=2) + "\n")
     return rows
+
+
+def merge_rows(earlier, measured):
+    """The rows of ``measured`` and, for families not measured now, ``earlier``'s (each names its version)."""
+    by_family = {row["family"]: row for row in earlier}
+    by_family.update({row["family"]: row for row in measured})
+    order = {family: i for i, family in enumerate(FAMILIES)}
+    return sorted(by_family.values(), key=lambda row: order.get(row["family"], len(order)))
 
 
 if __name__ == "__main__":

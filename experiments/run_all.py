@@ -49,6 +49,8 @@ BASELINES = ("tfidf_lr", "nb_lr")
 TASKS = ("binary", "rating")  # as experiments/baselines.py and `hatt train --labels`
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
+PARTS_START = "<!-- parts:start -->"  # the README's copy of the parts table
+PARTS_END = "<!-- parts:end -->"
 
 
 def parse_args(argv=None):
@@ -344,21 +346,17 @@ RATING_INTRO = (
 )
 
 
-def parts_table(rows):
-    """What the deep part and the n-gram channel of each separately fit family score alone."""
-    parts = [r for r in rows if (r.get("ngram_channel") or {}).get("fit") == "separate"]
-    if not parts:
-        return ""
+def _separate_fits(rows):
+    return [r for r in rows if (r.get("ngram_channel") or {}).get("fit") == "separate"]
+
+
+def parts_rows(rows):
+    """The parts table itself: each separately fit family's deep part, channel and mix."""
     lines = [
-        "## The parts of each model\n",
-        'Each family is a deep model plus an n-gram channel (`ngram_fit="separate"`): the '
-        "deep part is trained with the channel off, the channel is an NB-weighted logistic "
-        "regression on the training split, and `a·deep + b·channel + c` is fit on the "
-        "validation split. Accuracy of each part alone and of the model, test (validation):\n",
         "| model | deep part alone | n-gram channel alone | the model | a (deep) | b (channel) |",
         "|---|---|---|---|---|---|",
     ]
-    for r in parts:
+    for r in _separate_fits(rows):
         c = r["ngram_channel"]
 
         def pair(key, c=c):
@@ -368,7 +366,21 @@ def parts_table(rows):
             f"| {r['model']} | {pair('deep')} | {pair('channel')} | {pair('mixed')} "
             f"| {c['mix']['deep']:.3f} | {c['mix']['channel']:.3f} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
+
+
+def parts_table(rows):
+    """What the deep part and the n-gram channel of each separately fit family score alone."""
+    if not _separate_fits(rows):
+        return ""
+    intro = [
+        "## The parts of each model\n",
+        'Each family is a deep model plus an n-gram channel (`ngram_fit="separate"`): the '
+        "deep part is trained with the channel off, the channel is an NB-weighted logistic "
+        "regression on the training split, and `a·deep + b·channel + c` is fit on the "
+        "validation split. Accuracy of each part alone and of the model, test (validation):\n",
+    ]
+    return "\n".join(intro) + "\n" + parts_rows(rows) + "\n"
 
 
 def _seeds(rows):
@@ -399,12 +411,20 @@ def write_tables(rows, rating_rows=()):
         text += "\n" + faithfulness.read_text()
     (EXPERIMENTS / "RESULTS.md").write_text(text)
     readme = ROOT / "README.md"
-    content = readme.read_text()
-    if README_START in content and README_END in content:
-        head, rest = content.split(README_START, 1)
-        _, tail = rest.split(README_END, 1)
-        readme.write_text(f"{head}{README_START}\n{body}\n{README_END}{tail}")
+    content = replace_block(readme.read_text(), README_START, README_END, body)
+    if parts:
+        content = replace_block(content, PARTS_START, PARTS_END, parts_rows(rows))
+    readme.write_text(content)
     print(text)
+
+
+def replace_block(content, start, end, body):
+    """``content`` with the text between the ``start`` and ``end`` markers replaced by ``body``."""
+    if start not in content or end not in content:
+        return content
+    head, rest = content.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body}\n{end}{tail}"
 
 
 def main(argv=None):

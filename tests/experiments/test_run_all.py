@@ -151,10 +151,19 @@ def test_stacked_ensemble_weighs_the_parts_on_validation(tmp_path, run_all):
     assert stacked["weights"]["cnn.deep"] == max(stacked["weights"].values())
     assert stacked["test_accuracy"] == np.mean(reference.predict(np.stack(features, 1)) == labels)
     assert 0.8 <= stacked["validation_accuracy"] <= 1.0  # cross-validated, not in-sample
-    (tmp_path / "README.md").write_text("no table here\n")
+    (tmp_path / "README.md").write_text(
+        "<!-- results:start -->\n<!-- results:end -->\nprose\n"
+        "<!-- parts:start -->\nold parts\n<!-- parts:end -->\nend\n"
+    )
     run_all.write_tables(rows)
     results = (tmp_path / "RESULTS.md").read_text()
-    assert "| cnn | 80.00 (80.00) | 90.00 (90.00) | 92.50 (92.50) | 0.500 | 1.000 |" in results
+    row = "| cnn | 80.00 (80.00) | 90.00 (90.00) | 92.50 (92.50) | 0.500 | 1.000 |"
+    assert row in results
+    # the README's copy of the parts table is the generated one, its prose kept
+    readme = (tmp_path / "README.md").read_text()
+    assert row in readme and "old parts" not in readme
+    assert "\nprose\n" in readme and readme.endswith("<!-- parts:end -->\nend\n")
+    assert readme.count("| model | deep part alone") == 1
 
 
 # === The IMDB ratings task: its own folder and table, the binary one unchanged ===

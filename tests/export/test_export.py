@@ -620,6 +620,16 @@ def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(tmp_pa
         expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))
         assert row["test_accuracy"] == pytest.approx(expected) and row["finite"]
         assert row["saved_model"].endswith(f"{row['family']}/{exported[row['family']].version}")
+    # measuring one family again keeps the other families' rows
+    again = module.main(
+        ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
+        + ["--families", "han", "--limit", "4"]
+    )
+    assert [row["family"] for row in again] == list(FAMILIES)
+    assert [row for row in again if row["family"] != "han"] == [
+        row for row in rows if row["family"] != "han"
+    ]
+    assert next(row for row in again if row["family"] == "han")["reviews"] == 4
 
 
 def test_saliency_is_all_zeros_when_every_product_is_zero():
