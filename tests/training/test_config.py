@@ -54,8 +54,9 @@ def test_legacy_flat_keys_become_the_ngram_section():
     assert section["binary"] is True and section["reduction"] == "sum"
     assert section["init"] == "nblr" and section["fit"] == "separate"
     assert section["C"] == [0.01, 0.03, 0.1, 0.3]
-    # the old config is the CNN preset, field for field
-    assert {**config.to_dict(), "preset": "cnn"} == training.assemble_config("cnn").to_dict()
+    # the old config is Kim's CNN preset (the CNN's default before the one-hot CNN), field for field
+    kim = training.assemble_config("cnn", preset="cnn_kim").to_dict()
+    assert {**config.to_dict(), "preset": "cnn_kim"} == kim
     # written and read back in the new form
     again = training.TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
     assert again == config
