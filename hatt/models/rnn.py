@@ -29,6 +29,7 @@ def build_rnn(
     attention_score="dot",
     dropout=0.3,
     pooling=("attention",),
+    word_dropout=0.0,
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
@@ -62,6 +63,11 @@ def build_rnn(
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the embeddings and on the
             document vector. Defaults to `0.3`.
+        word_dropout: Float in `[0, 1)`, the share of words whose whole
+            vector is dropped in training (one mask value a word: the
+            model cannot lean on any single word; Gal & Ghahramani's
+            embedding dropout drops word types, this drops occurrences).
+            Defaults to `0.0`.
         pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
             `"attention"` among them: the poolings whose outputs are
             concatenated, in this order. Defaults to `("attention",)`.
@@ -91,6 +97,7 @@ def build_rnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
+    _checks.check_rate("word_dropout", word_dropout)
     pooling = (pooling,) if isinstance(pooling, str) else tuple(pooling)
     if "attention" not in pooling or len(set(pooling)) != len(pooling):
         raise ValueError(
@@ -106,6 +113,10 @@ def build_rnn(
         vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
     )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+    # one draw a word: its whole vector is kept (scaled) or zeroed
+    word_dropout_layer = keras.layers.Dropout(
+        word_dropout, noise_shape=(None, None, 1), name="word_dropout"
+    )
     encoders = [recurrent_layer(cell, units, f"encoder_{i}") for i in range(num_layers)]
     attention = ContextAttention(
         units=attention_units, score=attention_score, name="word_attention"
@@ -117,7 +128,10 @@ def build_rnn(
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     mask = padding_mask(token_ids)
     rnn_mask = encoder_mask(mask)
-    x = embedding_dropout(embedding(token_ids))
+    x = embedding(token_ids)
+    if word_dropout:  # only then in the graph: models without it are unchanged
+        x = word_dropout_layer(x)
+    x = embedding_dropout(x)
     for encoder in encoders:
         x = encoder(x, mask=rnn_mask)
     pooled = {"attention": attention(x, mask=mask, return_attention_scores=True)[0]}

@@ -40,6 +40,23 @@ def test_concat_pooling_joins_attention_max_and_mean():
     np.testing.assert_allclose(joined[:, : attended.shape[1]], attended, atol=1e-6)
 
 
+def test_word_dropout_drops_whole_words_in_training_only():
+    model = build_small("rnn", word_dropout=0.5, dropout=0.0)
+    layer = model.get_layer("word_dropout")
+    vectors = np.ones((4, 200, 6), "float32")
+    dropped = to_numpy(layer(vectors, training=True))
+    kept = dropped[:, :, 0] != 0
+    # a word's vector is zeroed or kept (scaled by 1 / (1 - rate)) as a whole
+    np.testing.assert_array_equal(dropped, np.where(kept[:, :, None], 2.0, 0.0) * vectors)
+    assert 0.4 < kept.mean() < 0.6
+    np.testing.assert_array_equal(to_numpy(layer(vectors, training=False)), vectors)
+    ids = batch_for("rnn")
+    check_forward(model, ids)
+    check_padding_invariance("rnn", model, ids)
+    # without it the layer is not in the graph at all
+    assert "word_dropout" not in [layer.name for layer in build_small("rnn").layers]
+
+
 def test_encoder_mask_is_right_padded_and_keeps_step_zero():
     mask = np.array(
         [[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]],
@@ -61,6 +78,7 @@ def test_encoder_mask_is_right_padded_and_keeps_step_zero():
         ({"num_layers": True}, "num_layers=True"),
         ({"cell": "rnn"}, "cell='rnn'"),
         ({"dropout": -0.1}, "dropout=-0.1"),
+        ({"word_dropout": 1.0}, "word_dropout=1.0"),
         ({"pooling": ["max"]}, r"pooling=\('max',\)"),
         ({"pooling": ["attention", "attention"]}, "no name twice"),
         ({"pooling": ["attention", "last"]}, "pooling='last'"),
