@@ -159,7 +159,7 @@ def _class_counts(labels, num_classes):
 
 
 def check_prepared(config, manifest):
-    """ONE check of a prepared corpus against ``config``: layout, settings, the channel's fit."""
+    """ONE check of a prepared corpus against ``config``: layout, settings, the channel's fit, word vectors."""
     where = repr(config.prepared)
     layout = "flat" if config.model in FLAT_FAMILIES else "nested"
     if manifest["layout"] != layout:
@@ -185,6 +185,12 @@ def check_prepared(config, manifest):
             f"ngram.fit={config.ngram.fit!r}) counts n-grams in the tokenized splits, which a "
             "prepared corpus does not hold in memory. Use --set ngram.init=zeros with "
             "--prepared (ngram.fit='joint'), or train from raw text."
+        )
+    if config.word_vectors is not None:
+        raise prepared_lib.PreparedDataError(
+            f"word_vectors={config.word_vectors!r} reads the training split's tokens (for "
+            "word2vec and the coverage it reports), which a prepared corpus does not hold in "
+            "memory. Use --set word_vectors=null with --prepared, or train from raw text."
         )
 
 

@@ -195,14 +195,12 @@ def start_channel(run, model, corpus):
 
 
 def start_word_vectors(run, model, corpus):
-    """Step 5 (``word_vectors``): start the embedding from word vectors of the training split."""
+    """Step 5 (``word_vectors``): start the embedding from word vectors of the training split.
+
+    A prepared corpus never gets here with word vectors (:func:`check_prepared`).
+    """
     if run.state or run.config.word_vectors is None:
         return  # a resumed run restores its trained embedding
-    if not corpus.in_memory:
-        raise ValueError(
-            "word_vectors needs the training reviews in memory; a prepared corpus "
-            f"({run.config.prepared}) streams them from shards. Train from the text instead."
-        )
     train_ids, _ = corpus.in_memory_split("train")
     vocabulary = corpus.vectorizer.get_vocabulary()
     info = word_vectors.init_word_vectors(model, run.config, train_ids, vocabulary)

@@ -74,7 +74,7 @@ def check_source(source):
         except ImportError as error:
             raise ValueError(
                 "word_vectors='word2vec' trains vectors with gensim, which is not installed: "
-                "pip install 'hatt[word2vec]' (or gensim)."
+                "pip install gensim."
             ) from error
         return
     path = Path(str(source)).expanduser()

@@ -157,6 +157,12 @@ def test_prepared_errors_are_clear(corpus, flat_dir, tmp_path, capsys):
     assert cli.main(argv) == 2
     assert "does not hold in memory" in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+    # word2vec reads the training split's tokens: refused the same way, nothing written
+    argv = ["train", "rnn", "--preset", "none", "--prepared", str(flat_dir)]
+    argv += ["--set", "word_vectors=word2vec", "--run-dir", str(tmp_path / "w")]
+    assert cli.main(argv) == 2
+    assert "word_vectors='word2vec' reads the training split" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
     # preparing over an existing corpus
     argv = ["prepare", "--data", str(corpus), "--out", str(flat_dir), "--quiet", *SETTINGS]
     assert cli.main(argv) == 2
