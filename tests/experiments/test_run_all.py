@@ -49,13 +49,17 @@ def test_ensemble_averages_probabilities_and_tables_are_written(tmp_path, run_al
     write_member(tmp_path, "cnn", [0.9, 0.4, 0.4, 0.1], labels, ids)
     write_member(tmp_path, "rnn", [0.4, 0.1, 0.9, 0.3], labels, ids)
     write_member(tmp_path, "transformer", [0.8, 0.2, 0.7, 0.6], labels, ids)
-    write_member(tmp_path, "han", [0.7, 0.45, 0.8, 0.2], labels, ids)
+    han = write_member(tmp_path, "han", [0.7, 0.45, 0.8, 0.2], labels, ids)
+    # a family started from word2vec: its vectors' training counts in its minutes
+    han["word_vectors"] = {"source": "word2vec", "seconds": 60.0}
+    (tmp_path / "results" / "han.json").write_text(json.dumps(han))
     (tmp_path / "README.md").write_text(
         "intro\n<!-- results:start -->\nold\n<!-- results:end -->\nend\n"
     )
     rows = run_all.collect()
     assert rows[-1]["model"].startswith("ensemble")
     assert rows[-1]["test_accuracy"] == 1.0 and rows[-1]["parameters"] == 4000
+    assert rows[-1]["train_seconds"] == 4 * 120.0 + 60.0
     # with the NB-LR baseline (its paths relative to the repository) a second row appears
     nb = write_member(tmp_path, "nb_lr", [0.6, 0.4, 0.6, 0.4], labels, ids)
     for split in ("validation", "test"):
@@ -71,6 +75,7 @@ def test_ensemble_averages_probabilities_and_tables_are_written(tmp_path, run_al
     run_all.write_tables(rows)
     results = (tmp_path / "RESULTS.md").read_text()
     assert "| cnn | 50.00 % | 50.00 % | 3 | 2.0 | 1,000 | `hatt train cnn` |" in results
+    assert "| han | 50.00 % | 50.00 % | 3 | 3.0 | 1,000 | `hatt train han` |" in results
     readme = (tmp_path / "README.md").read_text()
     assert "old" not in readme and "| ensemble" in readme and readme.endswith("end\n")
 
