@@ -118,9 +118,13 @@ def channel_ids(inputs):
     return inputs
 
 
+# The word embedding's name in the builders' backbones (the HAN's: "word_embedding").
+EMBEDDING_NAMES = ("embedding", "word_embedding")
+
+
 def vocabulary_size_of(backbone):
     """The number of word ids of a backbone: its embedding layer's `input_dim`."""
-    for name in ("embedding", "word_embedding"):
+    for name in EMBEDDING_NAMES:
         try:
             return backbone.get_layer(name).input_dim
         except ValueError:

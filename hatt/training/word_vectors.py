@@ -32,12 +32,12 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
 SCALES = ("match", "none")
-EMBEDDING_NAMES = ("embedding", "word_embedding")
 
 
 def embedding_layer(model):
@@ -48,7 +48,7 @@ def embedding_layer(model):
             one-hot CNN's region table is not a word embedding).
     """
     if head_lib.layer_or_none(model, "regions") is None:  # the one-hot CNN's RegionSum
-        for name in EMBEDDING_NAMES:
+        for name in head_lib.EMBEDDING_NAMES:
             layer = head_lib.layer_or_none(model, name)
             if isinstance(layer, keras.layers.Embedding):
                 return layer
@@ -147,15 +147,21 @@ def read_vectors(path, words, dim):
     return vectors, found, {"lines": lines, "bad_lines": bad}
 
 
-def sentences_of(ids):
-    """Lists of word ids a review (padding and OOV dropped) from a ragged batch of ids.
+def kept_words(ids):
+    """The word ids (padding and OOV dropped) of a ragged batch, one row a sentence.
 
-    Nested ids (``[N, (S), (W)]``, the HAN's) give one list a sentence.
+    Flat ids ``[N, (T)]`` give one row a review; nested ids (``[N, (S), (W)]``,
+    the HAN's) one row a sentence.
     """
     rows = ids
     while rows.ragged_rank > 1:
         rows = rows.values
-    return [[i for i in row if i > 1] for row in rows.to_list()]
+    return tf.ragged.boolean_mask(rows, rows > 1)
+
+
+def sentences_of(ids):
+    """Lists of word ids a row of :func:`kept_words` (what gensim reads)."""
+    return kept_words(ids).to_list()
 
 
 def train_word2vec(sentences, vocabulary_size, dim, *, seed=1337, epochs=5, window=5):
@@ -190,11 +196,9 @@ def train_word2vec(sentences, vocabulary_size, dim, *, seed=1337, epochs=5, wind
     return vectors, found
 
 
-def token_counts(sentences, vocabulary_size):
-    """How often each id occurs in ``sentences`` (``[vocabulary_size]`` ints)."""
-    flat = [np.asarray(s, np.int64) for s in sentences if s]
-    flat = np.concatenate(flat) if flat else np.zeros(0, np.int64)
-    return np.bincount(flat, minlength=vocabulary_size)
+def token_counts(ids, vocabulary_size):
+    """How often each id occurs in ``ids`` (padding and OOV not counted), ``[vocabulary_size]``."""
+    return np.bincount(kept_words(ids).flat_values.numpy(), minlength=vocabulary_size)
 
 
 # === Into the model =====================================================================
@@ -229,11 +233,14 @@ def init_word_vectors(model, config, ids, vocabulary):
     layer = embedding_layer(model)
     start = keras.ops.convert_to_numpy(layer.embeddings)
     dim = start.shape[1]
-    sentences = sentences_of(ids)
     if source == WORD2VEC:
         print(f"Training word2vec ({dim} dimensions) on the training split")
         vectors, found = train_word2vec(
-            sentences, len(vocabulary), dim, seed=config.seed, epochs=config.word_vectors_epochs
+            sentences_of(ids),
+            len(vocabulary),
+            dim,
+            seed=config.seed,
+            epochs=config.word_vectors_epochs,
         )
         info = {"source": WORD2VEC, "epochs": config.word_vectors_epochs}
     else:
@@ -242,7 +249,7 @@ def init_word_vectors(model, config, ids, vocabulary):
     found[:2] = False  # padding and OOV keep their start
     rows = np.where(found[:, None], scaled(vectors, found, start, config.word_vectors_scale), start)
     layer.embeddings.assign(rows.astype(start.dtype))
-    counts = token_counts(sentences, len(vocabulary))
+    counts = token_counts(ids, len(vocabulary))
     tokens = int(counts.sum())
     info.update(
         words=int(len(vocabulary) - 2),

@@ -53,8 +53,10 @@ def test_sentences_of_flat_and_nested_ids_drop_padding_and_oov():
     assert word_vectors.sentences_of(flat) == [[2, 3], [], [4]]
     nested = tf.ragged.constant([[[2, 3], [1, 4]], [[5]]])
     assert word_vectors.sentences_of(nested) == [[2, 3], [4], [5]]
-    counts = word_vectors.token_counts([[2, 3], [], [3]], 5)
+    counts = word_vectors.token_counts(tf.ragged.constant([[2, 3, 0, 1], [], [3]]), 5)
     np.testing.assert_array_equal(counts, [0, 0, 1, 2, 0])
+    nested_counts = word_vectors.token_counts(nested, 6)
+    np.testing.assert_array_equal(nested_counts, [0, 0, 1, 1, 1, 1])
 
 
 def test_word2vec_puts_words_of_the_same_contexts_together():
