@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from hatt.layers._masking import large_negative, to_bool_mask
+from hatt.models import _checks
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -304,3 +305,64 @@ class GatherSentences(keras.layers.Layer):
             widths = {g.shape[1] for g in groups}
             rest = (widths.pop() if len(widths) == 1 else None,)
         return keras.KerasTensor((*index.shape[:2], *rest), dtype=groups[0].dtype)
+
+
+CONCAT_POOLINGS = ("attention", "max", "mean")
+
+
+class ConcatPooling:
+    """Attention pooling, optionally concatenated with masked max and mean over time.
+
+    Not a layer: a recipe the builders call once per use, so that the
+    attention keeps its name (`"word_attention"`, what `hatt inspect` reads)
+    and the weightless max and mean layers are shared across calls (the
+    HAN's word level runs once per sentence group). With `pooling=
+    ("attention",)` it is the attention alone and adds no layer.
+
+    Args:
+        pooling: Distinct names from `"attention"`, `"max"`, `"mean"`, with
+            `"attention"` among them; a string is one name. The pooled
+            vectors are concatenated in this order.
+        attention: The `ContextAttention` layer.
+        prefix: Prefix of the added layers' names (`"max_pool"`,
+            `"mean_pool"`, `"pooled"`).
+
+    Call arguments:
+        states: Float tensor `[batch, T, d]`.
+        mask: Bool tensor `[batch, T]`.
+
+    Returns:
+        `[batch, d * len(pooling)]`.
+    """
+
+    def __init__(self, pooling, attention, prefix=""):
+        self.pooling = check_concat_pooling(pooling)
+        self.attention = attention
+        others = {"max": MaxOverTime, "mean": MeanOverTime}
+        self.others = {
+            part: others[part](name=f"{prefix}{part}_pool")
+            for part in self.pooling
+            if part != "attention"
+        }
+        self.concatenate = (
+            keras.layers.Concatenate(name=f"{prefix}pooled") if len(self.pooling) > 1 else None
+        )
+
+    def __call__(self, states, mask):
+        pooled = {"attention": self.attention(states, mask=mask, return_attention_scores=True)[0]}
+        pooled.update({part: layer(states, mask=mask) for part, layer in self.others.items()})
+        if self.concatenate is None:
+            return pooled["attention"]
+        return self.concatenate([pooled[part] for part in self.pooling])
+
+
+def check_concat_pooling(pooling):
+    """`pooling` as a tuple of distinct known names holding `"attention"`, or `ValueError`."""
+    parts = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+    if "attention" not in parts or len(set(parts)) != len(parts):
+        raise ValueError(
+            f"Expected pooling to hold 'attention' and no name twice. Received: pooling={parts!r}"
+        )
+    for part in parts:
+        _checks.check_choice("pooling", part, CONCAT_POOLINGS)
+    return parts

@@ -6,6 +6,7 @@ from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
 from hatt.models._layers import (
+    ConcatPooling,
     EncoderMask,
     FoldSentences,
     GatherSentences,
@@ -24,6 +25,7 @@ def build_han(
     attention_units=None,
     attention_score="dot",
     dropout=0.3,
+    word_pooling=("attention",),
     packed_groups=None,
     name="han",
 ):
@@ -32,8 +34,9 @@ def build_han(
     Words: the ids are folded to `[batch * S, W]` (one row per sentence, all
     sentences of the batch at once), embedded (`mask_zero=True`), encoded
     by a `Bidirectional` GRU (or LSTM) and pooled by a `ContextAttention`
-    named `"word_attention"` into sentence vectors. Sentences: the vectors
-    are unfolded to `[batch, S, 2 * word_units]`, encoded by a second
+    named `"word_attention"` (with `word_pooling`, also max and mean over
+    time) into sentence vectors. Sentences: the vectors are unfolded to
+    `[batch, S, 2 * word_units * len(word_pooling)]`, encoded by a second
     bidirectional RNN and pooled by a `ContextAttention` named
     `"sentence_attention"` into a document vector → `Dropout`: the
     document vector. `hatt.models.build("han", ...)` adds the classification
@@ -62,6 +65,11 @@ def build_han(
         attention_score: Both attentions' `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the word embeddings, the
             sentence vectors and the document vector. Defaults to `0.3`.
+        word_pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
+            `"attention"` among them: a sentence's vector concatenates these
+            poolings of its word states, in this order (concat pooling, as
+            in `build_rnn`; the word attention is still the one inspected).
+            Defaults to `("attention",)`.
         packed_groups: `None` for dense `[batch, S, W]` input, or a
             positive int `K` for the packed layout of
             `hatt.data.pack_sentences` with `K` sentence groups
@@ -107,8 +115,10 @@ def build_han(
     )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
     word_encoder = recurrent_layer(cell, word_units, "word_encoder")
-    word_attention = ContextAttention(
-        units=attention_units, score=attention_score, name="word_attention"
+    pool_words = ConcatPooling(
+        word_pooling,
+        ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
+        prefix="word_",
     )
     unfold = UnfoldSentences(name="unfold_sentences")
     sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
@@ -120,18 +130,17 @@ def build_han(
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     def encode_words(words):
-        """`[N, W]` ids → sentence vectors `[N, 2 * word_units]`."""
+        """`[N, W]` ids → sentence vectors `[N, 2 * word_units * len(word_pooling)]`."""
         word_mask = word_mask_layer(words)
         x = embedding_dropout(embedding(words))
         x = word_encoder(x, mask=word_encoder_mask(word_mask))
-        sentences, _ = word_attention(x, mask=word_mask, return_attention_scores=True)
-        return sentences
+        return pool_words(x, word_mask)
 
     # === Functional Model ===
     if packed_groups is None:
         inputs = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
         sentence_mask = sentence_mask_layer(inputs)  # [batch, S]
-        sentences = unfold([encode_words(fold(inputs)), inputs])  # [batch, S, 2 * word_units]
+        sentences = unfold([encode_words(fold(inputs)), inputs])  # [batch, S, sentence vector]
     else:
         index = keras.Input(shape=(None,), dtype="int32", name="sentence_index")
         groups = [

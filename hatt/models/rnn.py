@@ -5,10 +5,9 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import EncoderMask, MaxOverTime, MeanOverTime, PaddingMask
+from hatt.models._layers import ConcatPooling, EncoderMask, PaddingMask
 
 CELLS = ("gru", "lstm")
-POOLINGS = ("attention", "max", "mean")
 
 
 def recurrent_layer(cell, units, name):
@@ -98,13 +97,6 @@ def build_rnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
     _checks.check_rate("word_dropout", word_dropout)
-    pooling = (pooling,) if isinstance(pooling, str) else tuple(pooling)
-    if "attention" not in pooling or len(set(pooling)) != len(pooling):
-        raise ValueError(
-            f"Expected pooling to hold 'attention' and no name twice. Received: pooling={pooling!r}"
-        )
-    for part in pooling:
-        _checks.check_choice("pooling", part, POOLINGS)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -118,10 +110,10 @@ def build_rnn(
         word_dropout, noise_shape=(None, None, 1), name="word_dropout"
     )
     encoders = [recurrent_layer(cell, units, f"encoder_{i}") for i in range(num_layers)]
-    attention = ContextAttention(
-        units=attention_units, score=attention_score, name="word_attention"
+    pool = ConcatPooling(
+        pooling,
+        ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
     )
-    others = {"max": MaxOverTime(name="max_pool"), "mean": MeanOverTime(name="mean_pool")}
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -134,9 +126,5 @@ def build_rnn(
     x = embedding_dropout(x)
     for encoder in encoders:
         x = encoder(x, mask=rnn_mask)
-    pooled = {"attention": attention(x, mask=mask, return_attention_scores=True)[0]}
-    pooled.update({part: others[part](x, mask=mask) for part in pooling if part != "attention"})
-    document = pooled["attention"]
-    if len(pooling) > 1:
-        document = keras.layers.Concatenate(name="pooled")([pooled[part] for part in pooling])
+    document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)

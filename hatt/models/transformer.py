@@ -6,7 +6,7 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models._layers import PaddingMask
+from hatt.models._layers import ConcatPooling, PaddingMask
 
 
 def build_transformer(
@@ -21,6 +21,7 @@ def build_transformer(
     attention_units=None,
     attention_score="dot",
     dropout=0.1,
+    pooling=("attention",),
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
@@ -58,6 +59,10 @@ def build_transformer(
             `"dot"`.
         dropout: Float in `[0, 1)`, used after the embeddings, inside the
             blocks and on the document vector. Defaults to `0.1`.
+        pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
+            `"attention"` among them: the document vector concatenates these
+            poolings of the last block's states, in this order (as in
+            `build_rnn`). Defaults to `("attention",)`.
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -117,8 +122,9 @@ def build_transformer(
         if norm_first
         else None
     )
-    attention = ContextAttention(
-        units=attention_units, score=attention_score, name="word_attention"
+    pool = ConcatPooling(
+        pooling,
+        ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
@@ -131,5 +137,5 @@ def build_transformer(
         x = block(x, mask=mask)
     if final_norm is not None:
         x = final_norm(x)
-    document, _ = attention(x, mask=mask, return_attention_scores=True)
+    document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)

@@ -42,7 +42,10 @@ def test_empty_sentence_in_the_middle_gets_no_weight():
     assert (views["word_attention"][3, 1] == 0).all()
 
 
-@pytest.mark.parametrize("kwargs", [{"cell": "lstm"}, {"attention_units": 8}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"cell": "lstm"}, {"attention_units": 8}, {"word_pooling": ["attention", "max", "mean"]}],
+)
 def test_variants(kwargs):
     model = build_small("han", **kwargs)
     ids = nested_batch()
@@ -68,6 +71,8 @@ def test_sentence_order_matters_but_padding_does_not():
         ({"cell": "GRU"}, "cell='GRU'"),
         ({"attention_score": None}, "attention_score=None"),
         ({"dropout": "0.1"}, "dropout='0.1'"),
+        ({"word_pooling": "max"}, "no name twice"),
+        ({"word_pooling": ["attention", "sum"]}, "pooling='sum'"),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -90,12 +95,15 @@ def _packed(ids, sentence_groups):
     return {k: np.asarray(v) for k, v in pack_sentences(ragged, sentence_groups).items()}
 
 
-@pytest.mark.parametrize("extra", [{}, {"ngram": {"buckets": 32}}])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"ngram": {"buckets": 32}}, {"word_pooling": ["attention", "max", "mean"]}],
+)
 def test_packed_layout_computes_the_dense_model(tmp_path, extra):
     """Same weights, packed input: same probability and attention as the dense model."""
     dense = build_small("han", **extra)
     packed = build_small("han", packed_groups=2, **extra)
-    if extra:  # give the n-gram channel weights that matter
+    if "ngram" in extra:  # give the n-gram channel weights that matter
         for model in (dense, packed):
             wide = model.get_layer("ngram_logit")
             wide.embeddings.assign(np.linspace(-1, 1, wide.num_features).astype("float32"))
@@ -117,3 +125,28 @@ def test_packed_layout_computes_the_dense_model(tmp_path, extra):
     reloaded = hatt.models.attention_model(loaded)(inputs)
     for key, value in packed_views.items():
         np.testing.assert_allclose(to_numpy(reloaded[key]), value, atol=1e-6, err_msg=key)
+
+
+def test_word_concat_pooling_sentence_vectors():
+    """Each sentence vector is [word attention; max; mean] of its real words' states."""
+    model = build_small("han", word_pooling=["attention", "max", "mean"], dropout=0.0)
+    ids = nested_batch()
+    folded = ids.reshape(-1, ids.shape[-1])
+    probe = keras.Model(
+        model.inputs,
+        [
+            model.get_layer("word_pooled").output,
+            model.get_layer("word_encoder").output,
+            model.get_layer("word_attention").output[0],
+        ],
+    )
+    joined, states, attended = (to_numpy(t) for t in probe(ids, training=False))
+    d = states.shape[-1]
+    assert joined.shape == (folded.shape[0], 3 * d)
+    keep = folded != 0
+    top = np.where(keep[..., None], states, -np.inf).max(1)
+    top = np.where(keep.any(1)[:, None], top, 0.0)  # an empty sentence pools to zeros
+    mean = (states * keep[..., None]).sum(1) / np.maximum(keep.sum(1), 1)[:, None]
+    np.testing.assert_allclose(joined[:, :d], attended, atol=1e-6)
+    np.testing.assert_allclose(joined[:, d : 2 * d], top, atol=1e-5)
+    np.testing.assert_allclose(joined[:, 2 * d :], mean, atol=1e-5)
