@@ -38,7 +38,11 @@ def test_concat_pooling_joins_attention_max_and_mean_of_the_last_block():
     last = [layer for layer in model.layers if layer.name.startswith("transformer_block_")][-1]
     probe = keras.Model(
         model.inputs,
-        [model.get_layer("pooled").output, last.output, model.get_layer("word_attention").output[0]],
+        [
+            model.get_layer("pooled").output,
+            last.output,
+            model.get_layer("word_attention").output[0],
+        ],
     )
     joined, x, attended = (to_numpy(t) for t in probe(ids, training=False))
     d = x.shape[-1]
