@@ -166,6 +166,12 @@ class NgramSettings:
         init_scale: the start's weights are multiplied by it.
         trainable: ``False``: the channel keeps its start and training fits the
             deep part to what the linear model leaves.
+        refit: ``fit="separate"`` only: once ``C`` is chosen and the mix is
+            fit on the validation split, the channel is fit once more, at that
+            ``C``, on the training and validation splits together, and the
+            model keeps this fit (with the mix's weights). The validation
+            figures stay those of the training-split fit, the only ones not
+            fit on validation reviews.
     """
 
     buckets: int = NgramChannel.buckets
@@ -181,6 +187,7 @@ class NgramSettings:
     min_df: int = 1
     init_scale: float = 1.0
     trainable: bool = True
+    refit: bool = False
 
     def __post_init__(self):
         _check_fields(self, prefix="ngram.")
@@ -203,6 +210,11 @@ class NgramSettings:
                 f"Received: ngram.C={self.C!r}"
             )
         _check_positive_int("ngram.min_df", self.min_df)
+        if self.refit and self.fit != "separate":
+            raise ValueError(
+                "ngram.refit fits the channel again after the mix of ngram.fit='separate'. "
+                f"Received: ngram.refit=True with ngram.fit={self.fit!r}"
+            )
 
     @classmethod
     def from_value(cls, value):

@@ -487,6 +487,33 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
     return weights, intercept, info
 
 
+def refit_ngram_channel(layer, config, info, train, validation):
+    """``ngram.refit``: the channel fit again on the training and validation splits together.
+
+    Args:
+        layer, config: as in :func:`fit_ngram_channel`.
+        info: the training-split fit's description (its chosen ``C``).
+        train, validation: ``(counts, labels)`` of the two splits.
+
+    Returns:
+        ``(weights, intercept, info)`` as :func:`fit_ngram_channel`, at the
+        training-split fit's ``C`` (no grid: nothing is left to choose it on);
+        ``info`` adds ``train_size``.
+    """
+    import scipy.sparse as sp
+
+    counts = sp.vstack([train[0], validation[0]]).tocsr()
+    labels = np.concatenate([np.asarray(train[1]), np.asarray(validation[1])])
+    settings = dataclasses.replace(config.ngram, C=info.get("C", config.ngram.C))
+    refit_config = dataclasses.replace(config, ngram=settings)
+    print(
+        f"Fitting the n-gram channel again on the training and validation splits ({len(labels):,})"
+    )
+    weights, intercept, refit = fit_ngram_channel(layer, refit_config, counts, labels)
+    refit["train_size"] = len(labels)
+    return weights, intercept, refit
+
+
 def _channel_counts(layer, ids):
     return ngram_counts(ids, layer.vocabulary_size, layer.buckets, layer.ngram)
 
@@ -593,14 +620,24 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     splits = {"validation": validation, **({"test": test} if test is not None else {})}
     counts = {name: (_channel_counts(layer, i), np.asarray(y)) for name, (i, y) in splits.items()}
     print(f"Fitting the n-gram channel ({config.ngram.init}) on the training split")
+    train_counts = _channel_counts(layer, ids)
     weights, intercept, info = fit_ngram_channel(
-        layer, config, _channel_counts(layer, ids), labels, counts["validation"]
+        layer, config, train_counts, labels, counts["validation"]
     )
     parts = _mix_parts(layer, weights, counts, deep_logits)
     if num_classes == 2:
         mix = _fit_binary_mix(*parts["validation"])
     else:
         mix = _fit_multinomial_mix(*parts["validation"], num_classes)
+    intercepts = dict.fromkeys(parts, intercept)
+    if config.ngram.refit:
+        weights, intercept, info["refit"] = refit_ngram_channel(
+            layer, config, info, (train_counts, labels), counts["validation"]
+        )
+        # Validation keeps the training-split fit's logits (what the mix was fit on).
+        later = {name: split for name, split in counts.items() if name != "validation"}
+        parts.update(_mix_parts(layer, weights, later, deep_logits))
+        intercepts.update(dict.fromkeys(later, intercept))
     mix.fold_into(dense, layer, weights)
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
@@ -611,7 +648,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         # model's before the channel was added.
         for part, logits_of in (
             ("deep", deep),
-            ("channel", channel + intercept),
+            ("channel", channel + intercepts[name]),
             ("mixed", mix.logits(deep, channel)),
         ):
             info[f"{part}_{name}_accuracy"] = logit_accuracy(logits_of, y)
@@ -629,7 +666,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     # The parts' logits (deep without its mix, channel with its own intercept), saved
     # beside the probabilities so ensembles can weigh the parts themselves.
     logits = {
-        name: {"deep_logits": deep, "channel_logits": channel + intercept}
+        name: {"deep_logits": deep, "channel_logits": channel + intercepts[name]}
         for name, (deep, channel, _) in parts.items()
     }
     return info, logits

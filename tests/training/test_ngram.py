@@ -195,6 +195,56 @@ print(json.dumps({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(
     assert state["trainable"] is False and state["nonzero"] > 0
 
 
+@pytest.mark.parametrize("refit", [False, True])
+def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(planted, refit):
+    """ngram.refit: the saved channel is b · the NB-LR of train + validation at the chosen C."""
+    cfg = config("cnn", fit="separate")
+    cfg.ngram.refit = refit
+    vectorizer = training.create_vectorizer(cfg).adapt(planted.train.texts)
+    model = training.create_model(cfg, vectorizer, steps_per_epoch=10)
+    splits = {
+        name: (hatt.data.encode(split.texts, vectorizer), np.asarray(split.labels))
+        for name, split in (
+            ("train", planted.train), ("validation", planted.validation), ("test", planted.test)
+        )
+    }  # fmt: skip
+    rng = np.random.default_rng(0)
+    deep = {
+        name: rng.standard_normal(len(y)) + 0.5 * (2 * y - 1) for name, (_, y) in splits.items()
+    }
+    info, logits = ngram_lib.mix_ngram_channel(
+        model, cfg, *splits["train"], splits["validation"], splits["test"], deep.__getitem__
+    )
+    layer = model.get_layer("ngram_logit")
+    counts = {
+        name: ngram_lib.ngram_counts(ids, layer.vocabulary_size, 64, layer.ngram)
+        for name, (ids, _) in splits.items()
+    }
+    chosen = info["C"]
+    first = ngram_lib.fit_nb_logistic(
+        counts["train"], splits["train"][1], binary=True, reduction="sum", C=chosen
+    )
+    both = ngram_lib.fit_nb_logistic(
+        __import__("scipy.sparse").sparse.vstack([counts["train"], counts["validation"]]),
+        np.concatenate([splits["train"][1], splits["validation"][1]]),
+        binary=True, reduction="sum", C=chosen,
+    )  # fmt: skip
+    kept = both if refit else first
+    saved = keras.ops.convert_to_numpy(layer.embeddings)
+    np.testing.assert_allclose(saved, info["mix"]["channel"] * kept[0], rtol=1e-4, atol=1e-6)
+    # validation: the training-split fit (what the mix saw); test: the kept fit
+    for name, fit in (("validation", first), ("test", kept)):
+        expected = ngram_lib.layer_features(counts[name], True, "sum") @ fit[0] + fit[1]
+        np.testing.assert_allclose(logits[name]["channel_logits"], expected, rtol=1e-4, atol=1e-5)
+    assert ("refit" in info) == refit
+    if refit:
+        assert info["refit"]["train_size"] == len(splits["train"][1]) + len(splits["validation"][1])
+        assert info["refit"]["C"] == chosen and "selection" not in info["refit"]
+        assert info["channel_intercept"] == pytest.approx(both[1], rel=1e-4)
+    with pytest.raises(ValueError, match="ngram.refit"):
+        training.TrainConfig(model="cnn", ngram={"refit": True})
+
+
 def test_separate_fit_config_checks():
     with pytest.raises(ValueError, match="ngram.fit"):
         training.TrainConfig(model="cnn", ngram={"fit": "stacked"})
