@@ -282,9 +282,17 @@ def mix_channel(run, model, corpus):
     return logits
 
 
-def evaluate(model, datasets):
-    """Step 8: loss and accuracy on validation and, once, on test."""
+def evaluate(run, model, datasets):
+    """Step 8: loss and accuracy on validation and, once, on test.
+
+    With ``ngram.refit`` the model's channel has seen the validation split, so
+    the validation figures are the mix's before the refit (``ngram_channel.json``).
+    """
     validation_loss, validation_accuracy = model.evaluate(datasets["validation"], verbose=0)
+    if _refit(run):
+        channel = json.loads((run.run_dir / "ngram_channel.json").read_text())
+        validation_loss = channel["mixed_validation_loss"]
+        validation_accuracy = channel["mixed_validation_accuracy"]
     test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)
     return {
         "test_accuracy": float(test_accuracy),
@@ -304,12 +312,16 @@ def save_predictions(run, model, corpus, channel_logits):
     model.save(run.run_dir / "model.keras")
     out = {}
     for split in ("validation", "test"):
-        probabilities = model.predict(
-            run.local(corpus.prediction_dataset(split, run.replicas)), verbose=0
-        )
+        parts = dict(channel_logits.get(split, {}))
+        mixed = parts.pop("mixed_logits", None)
+        if split == "validation" and _refit(run):  # held out, as evaluate's figures
+            probabilities = _probabilities(mixed)
+        else:
+            probabilities = model.predict(
+                run.local(corpus.prediction_dataset(split, run.replicas)), verbose=0
+            )
         if corpus.num_classes == 2:
             probabilities = probabilities.reshape(-1)
-        parts = channel_logits.get(split, {})
         np.savez_compressed(
             run.run_dir / f"{split}_probabilities.npz",
             probabilities=probabilities.astype(np.float32),
@@ -432,13 +444,26 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     run.class_weight = class_weights(config, corpus)
     history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
     channel_logits = mix_channel(run, model, corpus)
-    scores = evaluate(model, datasets)
+    scores = evaluate(run, model, datasets)
     probabilities = save_predictions(run, model, corpus, channel_logits)
     scores.update(classification_scores(corpus, probabilities))
     return write_metrics(run, model, corpus, scores, history, train_seconds, command)
 
 
 # === Helpers ==========================================================================
+
+
+def _refit(run):
+    """Whether the channel was fit again on train + validation (``ngram.refit``)."""
+    return run.config.ngram is not None and run.config.ngram.refit
+
+
+def _probabilities(logits):
+    """Sigmoid of ``[N]`` logits, softmax of ``[N, C]``."""
+    from scipy.special import expit, softmax
+
+    logits = np.asarray(logits, np.float64)
+    return expit(logits) if logits.ndim == 1 else softmax(logits, axis=1)
 
 
 class _Timer(keras.callbacks.Callback):

@@ -611,9 +611,11 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         :func:`fit_ngram_channel`), the mix, and the accuracy (the argmax
         above two classes) of the deep part, the channel and both on
         validation (and test); and per split ``{"deep_logits",
-        "channel_logits"}`` (the parts before the mix, the channel with its
-        own intercept), float arrays in the split's order (``[N]`` for two
-        classes, ``[N, C]`` above).
+        "channel_logits", "mixed_logits"}`` (the parts before the mix, the
+        channel with its own intercept, and the mix: the model's logits,
+        except on validation with ``ngram.refit``, where they are the
+        training-split fit's and the model's are in-sample), float arrays in
+        the split's order (``[N]`` for two classes, ``[N, C]`` above).
     """
     layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
     num_classes = num_classes_of_layer(layer)
@@ -630,6 +632,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     else:
         mix = _fit_multinomial_mix(*parts["validation"], num_classes)
     intercepts = dict.fromkeys(parts, intercept)
+    info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
     if config.ngram.refit:
         weights, intercept, info["refit"] = refit_ngram_channel(
             layer, config, info, (train_counts, labels), counts["validation"]
@@ -638,10 +641,10 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         later = {name: split for name, split in counts.items() if name != "validation"}
         parts.update(_mix_parts(layer, weights, later, deep_logits))
         intercepts.update(dict.fromkeys(later, intercept))
+        info["refit"]["intercept"] = intercept if num_classes == 2 else intercept.tolist()
     mix.fold_into(dense, layer, weights)
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
-    info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
     info["mix"] = mix.to_dict()
     for name, (deep, channel, y) in parts.items():
         # The deep part's own logits are not calibrated by the mix: its loss is the
@@ -666,7 +669,11 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     # The parts' logits (deep without its mix, channel with its own intercept), saved
     # beside the probabilities so ensembles can weigh the parts themselves.
     logits = {
-        name: {"deep_logits": deep, "channel_logits": channel + intercepts[name]}
+        name: {
+            "deep_logits": deep,
+            "channel_logits": channel + intercepts[name],
+            "mixed_logits": mix.logits(deep, channel),
+        }
         for name, (deep, channel, _) in parts.items()
     }
     return info, logits

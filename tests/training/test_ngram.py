@@ -158,18 +158,22 @@ def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["cnn", "han"])
-def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model):
+@pytest.mark.parametrize("model, refit", [("cnn", False), ("han", False), ("cnn", True)])
+def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, refit):
     # two sentence groups (not the default's many) keep the packed HAN's graph small
     shape = {"max_words": 16, "sentence_groups": [8, 16]} if model == "han" else {}
     cfg = config(model, fit="separate", epochs=1, **shape)
+    cfg.ngram.refit = refit
     metrics = training.train(cfg, tmp_path, imdb=planted, command="test", verbose=0)
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
     assert channel["fit"] == "separate" and set(channel["mix"]) == {"deep", "channel", "bias"}
     assert channel["trainable"] is False
     # the saved model is the mix: its accuracy is the mixed one, on validation and test
+    # (with the refit, validation's is the held-out mix's, never the in-sample model's)
     assert metrics["validation_accuracy"] == pytest.approx(channel["mixed_validation_accuracy"])
+    assert metrics["validation_loss"] == pytest.approx(channel["mixed_validation_loss"], abs=1e-4)
+    assert ("refit" in channel) == refit
     assert metrics["test_accuracy"] == pytest.approx(channel["mixed_test_accuracy"])
     # the mix beats neither part by accident: it is at least as good as the channel on
     # validation (it can weigh the deep part at 0)
@@ -240,7 +244,9 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
     if refit:
         assert info["refit"]["train_size"] == len(splits["train"][1]) + len(splits["validation"][1])
         assert info["refit"]["C"] == chosen and "selection" not in info["refit"]
-        assert info["channel_intercept"] == pytest.approx(both[1], rel=1e-4)
+        assert info["refit"]["intercept"] == pytest.approx(both[1], rel=1e-4)
+    # the top level describes the training-split fit, whose logits validation keeps
+    assert info["channel_intercept"] == pytest.approx(first[1], rel=1e-4)
     with pytest.raises(ValueError, match="ngram.refit"):
         training.TrainConfig(model="cnn", ngram={"refit": True})
 
