@@ -379,3 +379,45 @@ def test_binary_fit_and_mix_keep_their_numbers():
     np.testing.assert_array_equal(
         logits["validation"]["channel_logits"], channel + chosen_intercept
     )
+
+
+def test_refit_fits_every_class_column_on_train_and_validation(corpus):
+    """ngram.refit above two classes: the kept columns are the OvR fits of train + validation."""
+    import scipy.sparse as sp
+
+    cfg, model, splits = prepared(corpus, "separate")
+    cfg.ngram.refit = True
+    deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+
+    def deep_logits(name):
+        return deep_model.predict(splits[name][0].to_tensor(), verbose=0)
+
+    info, logits = training.mix_ngram_channel(
+        model, cfg, *splits["train"], splits["validation"], splits["test"], deep_logits
+    )
+    layer = model.get_layer("ngram_logit")
+    counts = {
+        name: ngram_lib.ngram_counts(ids, layer.vocabulary_size, 64, layer.ngram)
+        for name, (ids, _) in splits.items()
+    }
+    fit = {
+        "first": ngram_lib.fit_nb_logistic(
+            counts["train"], splits["train"][1], binary=True, reduction="sum", C=info["C"],
+            num_classes=3,
+        ),
+        "both": ngram_lib.fit_nb_logistic(
+            sp.vstack([counts["train"], counts["validation"]]).tocsr(),
+            np.concatenate([splits["train"][1], splits["validation"][1]]),
+            binary=True, reduction="sum", C=info["C"], num_classes=3,
+        ),
+    }  # fmt: skip
+    np.testing.assert_allclose(info["refit"]["intercept"], fit["both"][1], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(info["channel_intercept"], fit["first"][1], rtol=1e-4, atol=1e-6)
+    for name, kept in (("validation", "first"), ("test", "both")):
+        weights, intercept, _ = fit[kept]
+        expected = ngram_lib.layer_features(counts[name], True, "sum") @ weights + intercept
+        np.testing.assert_allclose(logits[name]["channel_logits"], expected, rtol=1e-4, atol=1e-4)
+    # the model is the mix over the refit channel: its test logits are the mixed ones
+    np.testing.assert_allclose(
+        logits_of(model, splits["test"][0]), logits["test"]["mixed_logits"], rtol=1e-4, atol=1e-4
+    )
