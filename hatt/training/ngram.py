@@ -638,9 +638,10 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
             layer, config, info, (train_counts, labels), counts["validation"]
         )
         # Validation keeps the training-split fit's logits (what the mix was fit on).
-        later = {name: split for name, split in counts.items() if name != "validation"}
-        parts.update(_mix_parts(layer, weights, later, deep_logits))
-        intercepts.update(dict.fromkeys(later, intercept))
+        for name in (name for name in parts if name != "validation"):
+            deep, _, y = parts[name]
+            parts[name] = (deep, _channel_logits(layer, weights, counts[name][0]), y)
+            intercepts[name] = intercept
         info["refit"]["intercept"] = intercept if num_classes == 2 else intercept.tolist()
     mix.fold_into(dense, layer, weights)
     info["fit"] = "separate"
@@ -687,7 +688,6 @@ def _mix_parts(layer, weights, counts, deep_logits):
     units = getattr(layer, "units", 1)
     parts = {}
     for name, (split_counts, y) in counts.items():
-        features = layer_features(split_counts, layer.binary, layer.reduction)
         deep = np.asarray(deep_logits(name), np.float64)
         if units == 1:
             deep = deep.reshape(-1)
@@ -698,8 +698,14 @@ def _mix_parts(layer, weights, counts, deep_logits):
             )
         else:
             y = check_labels(y, units, f"{name} labels")
-        parts[name] = (deep, np.asarray(features @ weights, np.float64), y)
+        parts[name] = (deep, _channel_logits(layer, weights, split_counts), y)
     return parts
+
+
+def _channel_logits(layer, weights, counts):
+    """The channel's logits without its intercept, float64."""
+    features = layer_features(counts, layer.binary, layer.reduction)
+    return np.asarray(features @ weights, np.float64)
 
 
 # The separate fit's mix above two classes: inverse L2 strengths the cross-validation
