@@ -166,34 +166,52 @@ def main(argv=None):
                     rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
                                  "buckets": buckets, "alpha": alpha, "C": c, **row})  # fmt: skip
                     bar.add(1)
-    command = "python experiments/channel_cv.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = {
-        "command": command.strip(),
+        "command": command_line("channel_cv.py"),
         "seed": args.seed,
         "folds": args.folds,
         "train_size": len(labels),
         "tokens": "hatt/presets/cnn.json, but max_tokens and sequence_length as in each row",
         "rows": rows,
     }
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [
+    header = (
         "| vocabulary | tokens | longest n-gram | buckets | α | C "
-        "| 5-fold CV accuracy (train) | folds | validation |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
+        "| 5-fold CV accuracy (train) | folds | validation |"
+    )
+
+    def cells(r):
         length = "all" if r["length"] is None else f"{r['length']:,}"
-        lines.append(
+        return (
             f"| {r['max_tokens']:,} | {length} | {r['ngram']} | 2^{int(np.log2(r['buckets']))} "
             f"| {r['alpha']:g} | {r['C']} "
-            f"| {100 * r['cv_accuracy']:.2f} % "
-            f"| {' '.join(f'{100 * a:.1f}' for a in r['fold_accuracies'])} "
-            f"| {100 * r['validation_accuracy']:.2f} % |"
+        )
+
+    return write_report(report, header, cells, Path(args.results), args.name)
+
+
+def command_line(script):
+    """The command that ran, as the reports quote it."""
+    return f"python experiments/{script} {shlex.join(sys.argv[1:])}".strip()
+
+
+def write_report(report, header, cells, results, name):
+    """NAME.json and NAME.md: ``header`` then a row a result, ``cells(row)`` then CV and validation.
+
+    ``header`` names every column, the last three being the CV accuracy, the folds'
+    accuracies and the validation accuracy, which this writes for each row.
+    """
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for r in report["rows"]:
+        lines.append(
+            cells(r)
+            + f"| {100 * r['cv_accuracy']:.2f} % "
+            + f"| {' '.join(f'{100 * a:.1f}' for a in r['fold_accuracies'])} "
+            + f"| {100 * r['validation_accuracy']:.2f} % |"
         )
     table = "\n".join(lines) + "\n"
-    (results / f"{args.name}.md").write_text(f"Command: `{report['command']}`\n\n{table}")
+    (results / f"{name}.md").write_text(f"Command: `{report['command']}`\n\n{table}")
     print(table)
     return report
 

@@ -21,11 +21,8 @@ Writes experiments/results/NAME.json and NAME.md.
 """
 
 import argparse
-import json
 import re
-import shlex
 import sys
-import time
 from pathlib import Path
 
 import keras
@@ -33,10 +30,9 @@ import numpy as np
 
 import hatt
 from hatt.data.text import flatten, tokenize
-from hatt.training import ngram as channel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from channel_cv import block_folds  # noqa: E402
+from channel_cv import block_folds, command_line, evaluate, write_report  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK = 1000
@@ -73,30 +69,6 @@ def grams(tokens):
     return out
 
 
-def evaluate(counts, labels, folds, validation, c):
-    def fit(rows):
-        return channel.fit_nb_logistic(
-            counts[rows], labels[rows], binary=True, reduction="sum", C=c
-        )
-
-    start = time.perf_counter()
-    scores = []
-    for train, held in folds:
-        weights, intercept, _ = fit(train)
-        scores.append(
-            channel.channel_accuracy(counts[held], labels[held], weights, True, "sum", intercept)
-        )
-    weights, intercept, _ = fit(np.arange(len(labels)))
-    return {
-        "cv_accuracy": float(np.mean(scores)),
-        "fold_accuracies": [float(s) for s in scores],
-        "validation_accuracy": channel.channel_accuracy(
-            *validation, weights, True, "sum", intercept
-        ),
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-
-
 def main(argv=None):
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -123,29 +95,24 @@ def main(argv=None):
         validation = (vectorizer.transform(held).tocsr(), np.asarray(imdb.validation.labels))
         for c in args.C:
             row = {"tokens": name, "features": counts.shape[1], "C": c}
-            row.update(evaluate(counts, labels, folds, validation, c))
+            row.update(evaluate(counts, labels, folds, *validation, c, alpha=1.0))
             print(row, flush=True)
             rows.append(row)
 
-    command = "python experiments/channel_tokens.py " + shlex.join(sys.argv[1:])
-    report = {"command": command.strip(), "seed": args.seed, "folds": args.folds, "rows": rows}
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [
-        "| tokens | exact 1-3-grams | C | 5-fold CV accuracy (train) | folds | validation |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['tokens']} | {r['features']:,} | {r['C']} | {100 * r['cv_accuracy']:.2f} % "
-            f"| {' '.join(f'{100 * a:.1f}' for a in r['fold_accuracies'])} "
-            f"| {100 * r['validation_accuracy']:.2f} % |"
-        )
-    table = "\n".join(lines) + "\n"
-    (results / f"{args.name}.md").write_text(f"Command: `{report['command']}`\n\n{table}")
-    print(table)
-    return report
+    report = {
+        "command": command_line("channel_tokens.py"),
+        "seed": args.seed,
+        "folds": args.folds,
+        "rows": rows,
+    }
+    header = "| tokens | exact 1-3-grams | C | 5-fold CV accuracy (train) | folds | validation |"
+    return write_report(
+        report,
+        header,
+        lambda r: f"| {r['tokens']} | {r['features']:,} | {r['C']} ",
+        Path(args.results),
+        args.name,
+    )
 
 
 if __name__ == "__main__":

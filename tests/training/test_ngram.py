@@ -5,6 +5,7 @@ import json
 import keras
 import numpy as np
 import pytest
+import scipy.sparse
 import tensorflow as tf
 from sklearn.linear_model import LogisticRegression
 
@@ -229,7 +230,7 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
         counts["train"], splits["train"][1], binary=True, reduction="sum", C=chosen
     )
     both = ngram_lib.fit_nb_logistic(
-        __import__("scipy.sparse").sparse.vstack([counts["train"], counts["validation"]]),
+        scipy.sparse.vstack([counts["train"], counts["validation"]]),
         np.concatenate([splits["train"][1], splits["validation"][1]]),
         binary=True, reduction="sum", C=chosen,
     )  # fmt: skip
