@@ -289,11 +289,12 @@ def evaluate(run, model, datasets):
     With ``ngram.refit`` the model's channel has seen the validation split, so
     the validation figures are the mix's before the refit (``ngram_channel.json``).
     """
-    validation_loss, validation_accuracy = model.evaluate(datasets["validation"], verbose=0)
-    if _refit(run):
+    if _refit(run):  # no pass over validation: the model's own figures there are in-sample
         channel = run.channel_info
         validation_loss = channel["mixed_validation_loss"]
         validation_accuracy = channel["mixed_validation_accuracy"]
+    else:
+        validation_loss, validation_accuracy = model.evaluate(datasets["validation"], verbose=0)
     test_loss, test_accuracy = model.evaluate(datasets["test"], verbose=0)
     return {
         "test_accuracy": float(test_accuracy),
