@@ -26,7 +26,7 @@ from hatt import models
 from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
 from hatt.training.distribute import STRATEGIES
-from hatt.training.optimizers import OPTIMIZERS
+from hatt.training.optimizers import OPTIMIZERS, check_learning_rate_decay
 from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
@@ -301,6 +301,10 @@ class TrainConfig:
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3
+    # adam / lazy_adam: "constant", or "cosine" (from learning_rate down to 0 over
+    # `epochs`, after `warmup_epochs` of linear rise from 0)
+    learning_rate_decay: str = "constant"
+    warmup_epochs: float = 0.0
     clr_min_learning_rate: float = 1e-3
     clr_max_learning_rate: float = 3e-2
     clr_step_epochs: float = 2.0  # half a cycle, in epochs
@@ -326,6 +330,7 @@ class TrainConfig:
         self.ngram = NgramSettings.from_value(self.ngram)
         _check_fields(self)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_learning_rate_decay(self)
         _check_choice("strategy", self.strategy, STRATEGIES)
         _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         for name in (

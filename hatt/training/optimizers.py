@@ -9,6 +9,7 @@ classes keep their registered names (``hatt>TriangularSchedule``,
 import keras
 
 OPTIMIZERS = ("adam", "lazy_adam", "clr")
+DECAYS = ("constant", "cosine")
 
 
 # === Adam that updates only the embedding rows a batch touches ======================
@@ -172,11 +173,59 @@ class CyclicalSGD(keras.optimizers.SGD):
         return config
 
 
+def check_learning_rate_decay(config):
+    """Refuses a decay or warm-up the optimizer does not take, or a negative warm-up."""
+    if config.learning_rate_decay not in DECAYS:
+        raise ValueError(
+            f"Expected learning_rate_decay to be one of {DECAYS}. "
+            f"Received: learning_rate_decay={config.learning_rate_decay!r}"
+        )
+    if not 0 <= config.warmup_epochs < config.epochs:
+        raise ValueError(
+            "Expected warmup_epochs to be >= 0 and below epochs "
+            f"({config.epochs}). Received: warmup_epochs={config.warmup_epochs!r}"
+        )
+    schedule = config.learning_rate_decay != "constant" or config.warmup_epochs > 0
+    if config.optimizer == "clr" and schedule:
+        raise ValueError(
+            "optimizer='clr' has its own cyclical schedule; learning_rate_decay and "
+            "warmup_epochs are for 'adam' and 'lazy_adam'. Received: "
+            f"learning_rate_decay={config.learning_rate_decay!r}, "
+            f"warmup_epochs={config.warmup_epochs!r}"
+        )
+
+
+def learning_rate_of(config, steps_per_epoch):
+    """``config.learning_rate``, or its schedule (warm-up, cosine decay) in optimizer steps.
+
+    The cosine runs from the end of the warm-up to the end of ``config.epochs``,
+    where it reaches 0; a constant rate with a warm-up rises linearly to
+    ``learning_rate`` and stays there.
+    """
+    if config.learning_rate_decay == "constant" and config.warmup_epochs == 0:
+        return config.learning_rate
+    warmup = int(round(config.warmup_epochs * steps_per_epoch))
+    total = max(warmup + 1, int(config.epochs * steps_per_epoch))
+    if config.learning_rate_decay == "cosine":
+        decay_steps, alpha = total - warmup, 0.0
+    else:  # constant after the warm-up: a decay that never starts
+        decay_steps, alpha = total - warmup, 1.0
+    if warmup == 0:
+        return keras.optimizers.schedules.CosineDecay(config.learning_rate, decay_steps, alpha)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0,
+        decay_steps,
+        alpha,
+        warmup_target=config.learning_rate,
+        warmup_steps=warmup,
+    )
+
+
 def create_optimizer(config, steps_per_epoch):
-    if config.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=config.learning_rate)
-    if config.optimizer == "lazy_adam":
-        return LazyAdam(learning_rate=config.learning_rate)
+    """The optimizer ``config.optimizer`` names, with its learning rate (schedule)."""
+    if config.optimizer in ("adam", "lazy_adam"):
+        optimizer = keras.optimizers.Adam if config.optimizer == "adam" else LazyAdam
+        return optimizer(learning_rate=learning_rate_of(config, steps_per_epoch))
     step_size = max(1.0, config.clr_step_epochs * steps_per_epoch)
     return CyclicalSGD(
         learning_rate=TriangularSchedule(

@@ -127,6 +127,26 @@ def test_clr_optimizer_trains(tmp_path, planted):
     assert np.isfinite(metrics["test_loss"])
 
 
+def test_cosine_schedule_with_warmup_trains_and_ends_at_zero(tmp_path, planted):
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 4},
+        epochs=3,
+        patience=3,
+        batch_size=16,
+        min_count=1,
+        learning_rate=0.01,
+        learning_rate_decay="cosine",
+        warmup_epochs=0.5,
+    )
+    metrics = training.train(config, tmp_path / "run", imdb=planted, verbose=0)
+    assert metrics["test_accuracy"] > 0.9  # the planted words are found
+    model = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    optimizer = model.optimizer
+    assert int(optimizer.iterations) > 0
+    assert float(optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # the last step's
+
+
 @pytest.mark.slow
 def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))

@@ -85,3 +85,53 @@ def test_the_config_chooses_it():
     assert float(optimizer.learning_rate.numpy()) == pytest.approx(0.002)
     with pytest.raises(ValueError, match="optimizer"):
         training.TrainConfig(model="cnn", optimizer="lazy")
+
+
+def schedule_reference(step, lr, steps_per_epoch, epochs, warmup_epochs, decay):
+    """NumPy: linear rise over the warm-up, then cosine to 0 (or flat) by the last epoch."""
+    warmup = round(warmup_epochs * steps_per_epoch)
+    total = epochs * steps_per_epoch
+    if step < warmup:
+        return lr * step / warmup
+    if decay == "constant":
+        return lr
+    done = min(step - warmup, total - warmup) / (total - warmup)
+    return lr * 0.5 * (1 + np.cos(np.pi * done))
+
+
+@pytest.mark.parametrize(
+    "decay, warmup_epochs", [("cosine", 0.0), ("cosine", 1.5), ("constant", 1.0)]
+)
+def test_learning_rate_schedule_against_numpy(decay, warmup_epochs):
+    config = training.TrainConfig(
+        model="cnn",
+        learning_rate=0.002,
+        epochs=4,
+        learning_rate_decay=decay,
+        warmup_epochs=warmup_epochs,
+    )
+    for optimizer_name in ("adam", "lazy_adam"):
+        config.optimizer = optimizer_name
+        optimizer = create_optimizer(config, steps_per_epoch=10)
+        schedule = optimizer._learning_rate
+        assert isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule)
+        got = [float(schedule(step)) for step in range(0, 46)]
+        want = [schedule_reference(s, 0.002, 10, 4, warmup_epochs, decay) for s in range(46)]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
+        # the schedule travels with the optimizer (saved models, resumed runs)
+        config_json = json.dumps(keras.saving.serialize_keras_object(optimizer))
+        clone = keras.saving.deserialize_keras_object(json.loads(config_json))
+        np.testing.assert_allclose(float(clone._learning_rate(17)), want[17], rtol=1e-5)
+
+
+def test_constant_rate_stays_a_float_and_bad_schedules_are_refused():
+    optimizer = create_optimizer(training.TrainConfig(model="cnn"), steps_per_epoch=10)
+    assert not isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule)
+    with pytest.raises(ValueError, match="learning_rate_decay"):
+        training.TrainConfig(model="cnn", learning_rate_decay="linear")
+    with pytest.raises(ValueError, match="warmup_epochs"):
+        training.TrainConfig(model="cnn", epochs=3, warmup_epochs=3)
+    with pytest.raises(ValueError, match="warmup_epochs"):
+        training.TrainConfig(model="cnn", warmup_epochs=-1)
+    with pytest.raises(ValueError, match="clr"):
+        training.TrainConfig(model="cnn", optimizer="clr", learning_rate_decay="cosine")
