@@ -197,18 +197,21 @@ def command_line(script):
 def write_report(report, header, cells, results, name):
     """NAME.json and NAME.md: ``header`` then a row a result, ``cells(row)`` then CV and validation.
 
-    ``header`` names every column, the last three being the CV accuracy, the folds'
-    accuracies and the validation accuracy, which this writes for each row.
+    ``header`` names every column, CV accuracy, the folds' accuracies and the
+    validation accuracy coming after ``cells(row)``'s; ``cells`` may return
+    ``(first, last)`` cells, ``last`` written after those three.
     """
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in report["rows"]:
+        first, last = (cells(r), "") if isinstance(cells(r), str) else cells(r)
         lines.append(
-            cells(r)
+            first
             + f"| {100 * r['cv_accuracy']:.2f} % "
             + f"| {' '.join(f'{100 * a:.1f}' for a in r['fold_accuracies'])} "
             + f"| {100 * r['validation_accuracy']:.2f} % |"
+            + last
         )
     table = "\n".join(lines) + "\n"
     (results / f"{name}.md").write_text(f"Command: `{report['command']}`\n\n{table}")
