@@ -22,11 +22,13 @@ def build_transformer(
     attention_score="dot",
     dropout=0.1,
     pooling=("attention",),
+    hidden_dim=None,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
 
-    `Embedding(mask_zero=True)` + `hatt.layers.PositionEmbedding` →
+    `Embedding(mask_zero=True)` (→ `Dense(hidden_dim)` when it differs from
+    `embedding_dim`) + `hatt.layers.PositionEmbedding` →
     `Dropout` → `num_layers` `hatt.layers.TransformerBlock`s →
     `hatt.layers.ContextAttention` (named `"word_attention"`) → `Dropout`: the
     document vector. `hatt.models.build("transformer", ...)` adds the classification
@@ -40,8 +42,8 @@ def build_transformer(
     Args:
         vocabulary_size: Positive int, number of ids (padding and OOV
             included).
-        embedding_dim: Positive int, the model width; divisible by
-            `num_heads`. Defaults to `64`.
+        embedding_dim: Positive int, the word vectors' width (and the
+            model's, unless `hidden_dim` says otherwise). Defaults to `64`.
         num_layers: Positive int, number of Transformer blocks. Defaults
             to `2`.
         num_heads: Positive int. Defaults to `4`.
@@ -63,6 +65,12 @@ def build_transformer(
             `"attention"` among them: the document vector concatenates these
             poolings of the last block's states, in this order (as in
             `build_rnn`). Defaults to `("attention",)`.
+        hidden_dim: Positive int or `None`, the blocks' width, divisible by
+            `num_heads`. When it differs from `embedding_dim`, a linear
+            projection (`"embedding_projection"`, no bias) maps the word
+            vectors to it: wide (frozen) word vectors into a narrow encoder,
+            whose cost grows with the square of its width. Defaults to `None`
+            (`embedding_dim`).
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -84,10 +92,14 @@ def build_transformer(
     _checks.check_positive_int("embedding_dim", embedding_dim)
     _checks.check_positive_int("num_layers", num_layers)
     _checks.check_positive_int("num_heads", num_heads)
-    if embedding_dim % num_heads:
+    _checks.check_optional_positive_int("hidden_dim", hidden_dim)
+    width, width_name = (
+        (hidden_dim, "hidden_dim") if hidden_dim else (embedding_dim, "embedding_dim")
+    )
+    if width % num_heads:
         raise ValueError(
-            "Expected embedding_dim to be divisible by num_heads. "
-            f"Received: embedding_dim={embedding_dim!r}, num_heads={num_heads!r}"
+            f"Expected {width_name} to be divisible by num_heads. "
+            f"Received: {width_name}={width!r}, num_heads={num_heads!r}"
         )
     _checks.check_positive_int("intermediate_dim", intermediate_dim)
     _checks.check_positive_int("sequence_length", sequence_length)
@@ -101,6 +113,11 @@ def build_transformer(
     padding_mask = PaddingMask(name="padding_mask")
     embedding = keras.layers.Embedding(
         vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+    )
+    projection = (
+        keras.layers.Dense(width, use_bias=False, name="embedding_projection")
+        if width != embedding_dim
+        else None
     )
     positions = PositionEmbedding(
         sequence_length=sequence_length, mode=position_embedding, name="position_embedding"
@@ -132,6 +149,8 @@ def build_transformer(
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     mask = padding_mask(token_ids)
     tokens = embedding(token_ids)
+    if projection is not None:
+        tokens = projection(tokens)
     x = embedding_dropout(add_positions([tokens, positions(tokens)]))
     for block in blocks:
         x = block(x, mask=mask)

@@ -22,6 +22,7 @@ from ._model_test import (
         {"position_embedding": "sinusoidal", "num_layers": 2},
         {"norm_first": True, "attention_score": "scaled_dot"},
         {"pooling": ["attention", "max", "mean"]},
+        {"hidden_dim": 8, "num_heads": 2},
     ],
 )
 def test_variants(kwargs):
@@ -57,6 +58,24 @@ def test_concat_pooling_joins_attention_max_and_mean_of_the_last_block():
     np.testing.assert_allclose(joined[:, 2 * d :], top, atol=1e-5)
 
 
+def test_hidden_dim_projects_the_word_vectors_before_the_positions():
+    model = build_small("transformer", embedding_dim=12, hidden_dim=8, num_heads=2, dropout=0.0)
+    ids = batch_for("transformer")
+    table = to_numpy(model.get_layer("embedding").embeddings)
+    kernel = to_numpy(model.get_layer("embedding_projection").kernel)
+    positions = to_numpy(model.get_layer("position_embedding").embeddings)
+    assert table.shape[1] == 12 and kernel.shape == (12, 8)
+    probe = keras.Model(model.inputs, model.get_layer("add_positions").output)
+    got = to_numpy(probe(ids, training=False))
+    want = table[ids] @ kernel + positions[None, : ids.shape[1]]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    last = model.get_layer("transformer_block_0")
+    assert last.output.shape[-1] == 8
+    # same width: no projection layer at all
+    plain = build_small("transformer", embedding_dim=8, hidden_dim=8, num_heads=2)
+    assert "embedding_projection" not in [layer.name for layer in plain.layers]
+
+
 def test_blocks_are_named():
     model = build_small("transformer", num_layers=3)
     for i in range(3):
@@ -73,6 +92,8 @@ def test_blocks_are_named():
         ({"position_embedding": "rotary"}, "position_embedding='rotary'"),
         ({"norm_first": "yes"}, "norm_first='yes'"),
         ({"num_layers": 0}, "num_layers=0"),
+        ({"embedding_dim": 12, "hidden_dim": 10, "num_heads": 4}, "hidden_dim=10, num_heads=4"),
+        ({"hidden_dim": 0}, "hidden_dim=0"),
         ({"pooling": ["mean"]}, "no name twice"),
         ({"pooling": ["attention", "last"]}, "pooling='last'"),
     ],
