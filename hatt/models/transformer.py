@@ -6,7 +6,7 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models._layers import ConcatPooling, PaddingMask
+from hatt.models._layers import ApplyMask, ConcatPooling, PaddingMask
 
 
 def build_transformer(
@@ -23,12 +23,14 @@ def build_transformer(
     dropout=0.1,
     pooling=("attention",),
     hidden_dim=None,
+    conv_kernel_size=None,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
 
     `Embedding(mask_zero=True)` (→ `Dense(hidden_dim)` when it differs from
-    `embedding_dim`) + `hatt.layers.PositionEmbedding` →
+    `embedding_dim`) (→ `+ Conv1D(conv_kernel_size)`, a local convolution
+    added to the word vectors) + `hatt.layers.PositionEmbedding` →
     `Dropout` → `num_layers` `hatt.layers.TransformerBlock`s →
     `hatt.layers.ContextAttention` (named `"word_attention"`) → `Dropout`: the
     document vector. `hatt.models.build("transformer", ...)` adds the classification
@@ -71,6 +73,13 @@ def build_transformer(
             vectors to it: wide (frozen) word vectors into a narrow encoder,
             whose cost grows with the square of its width. Defaults to `None`
             (`embedding_dim`).
+        conv_kernel_size: Positive int or `None`. When set, a `Conv1D` of
+            this width (ReLU, `padding="same"`, over the word vectors with
+            padding zeroed, so it does not see past a review's end) is added
+            to the word vectors before the positions (`"local_conv"`): each
+            token then enters the blocks with its neighbours' n-gram
+            features, which self-attention over a few thousand reviews is
+            slow to learn. Defaults to `None` (none).
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -93,6 +102,7 @@ def build_transformer(
     _checks.check_positive_int("num_layers", num_layers)
     _checks.check_positive_int("num_heads", num_heads)
     _checks.check_optional_positive_int("hidden_dim", hidden_dim)
+    _checks.check_optional_positive_int("conv_kernel_size", conv_kernel_size)
     width, width_name = (
         (hidden_dim, "hidden_dim") if hidden_dim else (embedding_dim, "embedding_dim")
     )
@@ -119,6 +129,15 @@ def build_transformer(
         if width != embedding_dim
         else None
     )
+    local = None
+    if conv_kernel_size:
+        local = (
+            ApplyMask(name="zero_padding"),
+            keras.layers.Conv1D(
+                width, conv_kernel_size, padding="same", activation="relu", name="local_conv"
+            ),
+            keras.layers.Add(name="add_local"),
+        )
     positions = PositionEmbedding(
         sequence_length=sequence_length, mode=position_embedding, name="position_embedding"
     )
@@ -151,6 +170,9 @@ def build_transformer(
     tokens = embedding(token_ids)
     if projection is not None:
         tokens = projection(tokens)
+    if local is not None:
+        zero_padding, conv, add_local = local
+        tokens = add_local([tokens, conv(zero_padding(tokens, mask=mask))])
     x = embedding_dropout(add_positions([tokens, positions(tokens)]))
     for block in blocks:
         x = block(x, mask=mask)

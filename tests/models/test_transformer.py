@@ -23,6 +23,8 @@ from ._model_test import (
         {"norm_first": True, "attention_score": "scaled_dot"},
         {"pooling": ["attention", "max", "mean"]},
         {"hidden_dim": 8, "num_heads": 2},
+        {"conv_kernel_size": 3},
+        {"conv_kernel_size": 2, "hidden_dim": 8, "num_heads": 2},
     ],
 )
 def test_variants(kwargs):
@@ -76,6 +78,23 @@ def test_hidden_dim_projects_the_word_vectors_before_the_positions():
     assert "embedding_projection" not in [layer.name for layer in plain.layers]
 
 
+def test_local_conv_adds_n_gram_features_that_stop_at_the_review_end():
+    model = build_small("transformer", conv_kernel_size=3, dropout=0.0)
+    ids = batch_for("transformer")
+    table = to_numpy(model.get_layer("embedding").embeddings)
+    conv = model.get_layer("local_conv")
+    kernel, bias = (to_numpy(w) for w in conv.weights)  # [3, d, d], [d]
+    positions = to_numpy(model.get_layer("position_embedding").embeddings)
+    probe = keras.Model(model.inputs, model.get_layer("add_positions").output)
+    got = to_numpy(probe(ids, training=False))
+    x = table[ids] * (ids != 0)[..., None]  # padding zeroed before the convolution
+    padded = np.pad(x, ((0, 0), (1, 1), (0, 0)))
+    local = sum(padded[:, k : k + ids.shape[1]] @ kernel[k] for k in range(3)) + bias
+    want = table[ids] + np.maximum(local, 0.0) + positions[None, : ids.shape[1]]
+    keep = ids != 0  # padded steps are masked downstream
+    np.testing.assert_allclose(got[keep], want[keep], rtol=1e-5, atol=1e-5)
+
+
 def test_blocks_are_named():
     model = build_small("transformer", num_layers=3)
     for i in range(3):
@@ -94,6 +113,7 @@ def test_blocks_are_named():
         ({"num_layers": 0}, "num_layers=0"),
         ({"embedding_dim": 12, "hidden_dim": 10, "num_heads": 4}, "hidden_dim=10, num_heads=4"),
         ({"hidden_dim": 0}, "hidden_dim=0"),
+        ({"conv_kernel_size": 0}, "conv_kernel_size=0"),
         ({"pooling": ["mean"]}, "no name twice"),
         ({"pooling": ["attention", "last"]}, "pooling='last'"),
     ],
