@@ -13,16 +13,19 @@ reported beside it; the test split is not read.
 Tokens are the CNN preset's (``hatt/presets/cnn.json``: 30,000 words,
 min count 2, 800 tokens, head + tail), as the channel sees them, unless
 ``--tokens`` names other vocabularies and lengths (``MAX_TOKENS:LENGTH``; a
-length of 0 keeps every token). ``--alpha`` compares NB smoothings.
+length of 0 keeps every token). ``--alpha`` compares NB smoothings, ``--beta``
+Wang & Manning's interpolation of the logistic regression's coefficients with
+their mean magnitude (β = 1: plain NB-LR, hatt's fit; β = 0: NB's ratios alone).
 
     python experiments/channel_cv.py [--data PATH] [--seed 1337] [--limit N]
         [--settings 2:1048576 3:1048576 3:4194304] [--C 0.1 0.3]
-        [--tokens 30000:800 100000:0] [--alpha 1.0] [--name channel_cv]
+        [--tokens 30000:800 100000:0] [--alpha 1.0] [--beta 1.0] [--name channel_cv]
 
 Writes experiments/results/NAME.json and NAME.md (NAME: channel_cv).
 """
 
 import argparse
+import itertools
 import json
 import shlex
 import sys
@@ -58,6 +61,10 @@ def parse_args(argv=None):
         help="vocabularies and lengths to compare (0: every token; default: the CNN preset's)",
     )  # fmt: skip
     parser.add_argument("--alpha", nargs="+", type=float, default=[1.0], help="NB smoothing")
+    parser.add_argument(
+        "--beta", nargs="+", type=float, default=[1.0],
+        help="interpolation with the mean weight (1: none, NB-LR as hatt fits it)",
+    )  # fmt: skip
     parser.add_argument("--name", default="channel_cv", help="the results' file name")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--validation-size", type=int, default=2500)
@@ -85,14 +92,34 @@ def block_folds(ids, labels, folds):
     return out
 
 
-def evaluate(counts, labels, folds, validation_counts, validation_labels, c, alpha):
+def nb_logistic(counts, labels, c, alpha, beta=1.0):
+    """``(weights, intercept)`` of NB-LR on binary features; ``beta < 1`` interpolates.
+
+    β = 1 is :func:`hatt.training.ngram.fit_nb_logistic` itself. Below 1, the
+    logistic regression's coefficients ``w`` (on the NB-scaled features) become
+    ``(1 - β) · mean|w| + β · w`` (Wang & Manning 2012's NBSVM interpolation), so
+    β = 0 weighs every n-gram by its NB ratio alone.
+    """
+    if beta == 1.0:
+        return channel.fit_nb_logistic(
+            counts, labels, binary=True, reduction="sum", C=c, alpha=alpha
+        )[:2]
+    import scipy.sparse as sp
+
+    ratios = channel.log_count_ratios(counts, labels, alpha=alpha)
+    features = channel.layer_features(counts, True, "sum") @ sp.diags(ratios)
+    model = channel._logistic(c, 0).fit(features, labels)
+    coef = model.coef_.ravel()
+    coef = (1.0 - beta) * np.abs(coef).mean() + beta * coef
+    return (coef * ratios).astype(np.float32), float(model.intercept_[0])
+
+
+def evaluate(counts, labels, folds, validation_counts, validation_labels, c, alpha, beta=1.0):
     """k-fold accuracy on the training split, and the full fit's validation accuracy."""
     start = time.perf_counter()
 
     def fit(rows):
-        return channel.fit_nb_logistic(
-            counts[rows], labels[rows], binary=True, reduction="sum", C=c, alpha=alpha
-        )[:2]
+        return nb_logistic(counts[rows], labels[rows], c, alpha, beta)
 
     scores = []
     for train, held in folds:
@@ -150,7 +177,7 @@ def main(argv=None):
     validation_labels = np.asarray(imdb.validation.labels)
     folds = block_folds(imdb.train.ids, labels, args.folds)
     rows = []
-    grid = len(tokens) * len(args.settings) * len(args.C) * len(args.alpha)
+    grid = len(tokens) * len(args.settings) * len(args.C) * len(args.alpha) * len(args.beta)
     bar = keras.utils.Progbar(grid, unit_name="setting")
     for max_tokens, length in tokens:
         vocabulary_size, (train_ids, validation_ids) = encode(imdb, max_tokens, length)
@@ -159,13 +186,13 @@ def main(argv=None):
             shape = (vocabulary_size, buckets, ngram)
             counts = channel.ngram_counts(train_ids, *shape)
             validation_counts = channel.ngram_counts(validation_ids, *shape)
-            for alpha in args.alpha:
-                for c in args.C:
-                    row = evaluate(counts, labels, folds, validation_counts, validation_labels,
-                                   c, alpha)  # fmt: skip
-                    rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
-                                 "buckets": buckets, "alpha": alpha, "C": c, **row})  # fmt: skip
-                    bar.add(1)
+            for alpha, beta, c in itertools.product(args.alpha, args.beta, args.C):
+                row = evaluate(counts, labels, folds, validation_counts, validation_labels,
+                               c, alpha, beta)  # fmt: skip
+                rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
+                             "buckets": buckets, "alpha": alpha, "beta": beta, "C": c,
+                             **row})  # fmt: skip
+                bar.add(1)
     report = {
         "command": command_line("channel_cv.py"),
         "seed": args.seed,
@@ -175,7 +202,7 @@ def main(argv=None):
         "rows": rows,
     }
     header = (
-        "| vocabulary | tokens | longest n-gram | buckets | α | C "
+        "| vocabulary | tokens | longest n-gram | buckets | α | β | C "
         "| 5-fold CV accuracy (train) | folds | validation |"
     )
 
@@ -183,7 +210,7 @@ def main(argv=None):
         length = "all" if r["length"] is None else f"{r['length']:,}"
         return (
             f"| {r['max_tokens']:,} | {length} | {r['ngram']} | 2^{int(np.log2(r['buckets']))} "
-            f"| {r['alpha']:g} | {r['C']} "
+            f"| {r['alpha']:g} | {r['beta']:g} | {r['C']} "
         )
 
     return write_report(report, header, cells, Path(args.results), args.name)

@@ -47,7 +47,7 @@ def test_runs_on_a_made_up_corpus_and_writes_its_files(tmp_path, channel_cv):
     for row in saved["rows"]:
         assert len(row["fold_accuracies"]) == 3 and row["cv_accuracy"] >= 0.9
     assert (
-        "| 30,000 | 800 | 2 | 2^6 | 1 | 1.0 |"
+        "| 30,000 | 800 | 2 | 2^6 | 1 | 1 | 1.0 |"
         in (tmp_path / "results" / "channel_cv.md").read_text()
     )
 
@@ -72,6 +72,41 @@ def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
     by = {(r["max_tokens"], r["alpha"]): r["cv_accuracy"] for r in report["rows"]}
     assert by[(500, 1.0)] >= 0.9 and by[(500, 1.0)] > by[(50, 1.0)]
     table = (results / "sweep.md").read_text()
-    assert "| 500 | all | 2 | 2^6 | 0.5 | 1.0 |" in table and "| 50 | 3 | 2 |" in table
+    assert "| 500 | all | 2 | 2^6 | 0.5 | 1 | 1.0 |" in table and "| 50 | 3 | 2 |" in table
     with pytest.raises(SystemExit, match="MAX_TOKENS:LENGTH"):
         channel_cv.main(["--data", str(root), "--tokens", "big", "--results", str(results)])
+
+
+def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
+    import scipy.sparse as sp
+
+    from hatt.training import ngram as channel
+
+    rng = np.random.default_rng(0)
+    labels = np.array([0, 1] * 20)
+    dense = rng.integers(0, 2, size=(40, 12)).astype(np.float32)
+    dense[:, 0] = labels  # feature 0 marks the positives, feature 1 the negatives
+    dense[:, 1] = 1 - labels
+    counts = sp.csr_matrix(dense)
+    fits = {b: channel_cv.nb_logistic(counts, labels, 1.0, 1.0, b) for b in (0.0, 0.5, 1.0)}
+    plain = channel.fit_nb_logistic(counts, labels, binary=True, reduction="sum", C=1.0)
+    np.testing.assert_allclose(fits[1.0][0], plain[0], rtol=1e-6)  # β = 1 is hatt's fit
+    np.testing.assert_allclose(fits[0.5][0], (fits[0.0][0] + fits[1.0][0]) / 2, rtol=1e-5)
+    ratios = channel.log_count_ratios(counts, labels, alpha=1.0)
+    scale = fits[0.0][0] / ratios  # β = 0: every n-gram weighs its NB ratio, times one number
+    np.testing.assert_allclose(scale, scale[0], rtol=1e-5)
+    assert scale[0] > 0
+
+
+def test_betas_are_rows_of_the_table(tmp_path, channel_cv):
+    root = write_planted_imdb(tmp_path, n_train=80, n_test=8)
+    report = channel_cv.main(
+        [
+            "--data", str(root), "--validation-size", "10", "--settings", "2:64", "--C", "1.0",
+            "--folds", "3", "--beta", "0", "1", "--results", str(tmp_path / "results"),
+        ]
+    )  # fmt: skip
+    assert [r["beta"] for r in report["rows"]] == [0.0, 1.0]
+    for row in report["rows"]:
+        assert row["cv_accuracy"] >= 0.9  # the planted cue carries NB and NB-LR alike
+    assert "| 2^6 | 1 | 0 | 1.0 |" in (tmp_path / "results" / "channel_cv.md").read_text()
