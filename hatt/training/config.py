@@ -26,7 +26,7 @@ from hatt import models
 from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
 from hatt.training.distribute import STRATEGIES
-from hatt.training.optimizers import OPTIMIZERS, check_learning_rate_decay
+from hatt.training.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
 from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
@@ -330,6 +330,7 @@ class TrainConfig:
         self.ngram = NgramSettings.from_value(self.ngram)
         _check_fields(self)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
         check_learning_rate_decay(self)
         _check_choice("strategy", self.strategy, STRATEGIES)
         _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)

@@ -174,12 +174,10 @@ class CyclicalSGD(keras.optimizers.SGD):
 
 
 def check_learning_rate_decay(config):
-    """Refuses a decay or warm-up the optimizer does not take, or a negative warm-up."""
-    if config.learning_rate_decay not in DECAYS:
-        raise ValueError(
-            f"Expected learning_rate_decay to be one of {DECAYS}. "
-            f"Received: learning_rate_decay={config.learning_rate_decay!r}"
-        )
+    """Refuses a warm-up outside ``[0, epochs)``, or a schedule for ``clr`` (it has its own).
+
+    The name ``config.learning_rate_decay`` is checked by the config, among ``DECAYS``.
+    """
     if not 0 <= config.warmup_epochs < config.epochs:
         raise ValueError(
             "Expected warmup_epochs to be >= 0 and below epochs "
