@@ -97,47 +97,24 @@ def build_transformer(
         - [Vaswani et al., 2017. Attention Is All You Need](
           https://arxiv.org/abs/1706.03762)
     """
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_int("num_layers", num_layers)
-    _checks.check_positive_int("num_heads", num_heads)
-    _checks.check_optional_positive_int("hidden_dim", hidden_dim)
-    _checks.check_optional_positive_int("conv_kernel_size", conv_kernel_size)
-    width, width_name = (
-        (hidden_dim, "hidden_dim") if hidden_dim else (embedding_dim, "embedding_dim")
+    width = _check_arguments(
+        vocabulary_size=vocabulary_size,
+        embedding_dim=embedding_dim,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_dim=intermediate_dim,
+        sequence_length=sequence_length,
+        position_embedding=position_embedding,
+        norm_first=norm_first,
+        attention_units=attention_units,
+        attention_score=attention_score,
+        dropout=dropout,
+        hidden_dim=hidden_dim,
+        conv_kernel_size=conv_kernel_size,
     )
-    if width % num_heads:
-        raise ValueError(
-            f"Expected {width_name} to be divisible by num_heads. "
-            f"Received: {width_name}={width!r}, num_heads={num_heads!r}"
-        )
-    _checks.check_positive_int("intermediate_dim", intermediate_dim)
-    _checks.check_positive_int("sequence_length", sequence_length)
-    _checks.check_choice("position_embedding", position_embedding, MODES)
-    _checks.check_bool("norm_first", norm_first)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_rate("dropout", dropout)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
-    embedding = keras.layers.Embedding(
-        vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
-    )
-    projection = (
-        keras.layers.Dense(width, use_bias=False, name="embedding_projection")
-        if width != embedding_dim
-        else None
-    )
-    local = None
-    if conv_kernel_size:
-        local = (
-            ApplyMask(name="zero_padding"),
-            keras.layers.Conv1D(
-                width, conv_kernel_size, padding="same", activation="relu", name="local_conv"
-            ),
-            keras.layers.Add(name="add_local"),
-        )
     positions = PositionEmbedding(
         sequence_length=sequence_length, mode=position_embedding, name="position_embedding"
     )
@@ -167,12 +144,7 @@ def build_transformer(
     # === Functional Model ===
     token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     mask = padding_mask(token_ids)
-    tokens = embedding(token_ids)
-    if projection is not None:
-        tokens = projection(tokens)
-    if local is not None:
-        zero_padding, conv, add_local = local
-        tokens = add_local([tokens, conv(zero_padding(tokens, mask=mask))])
+    tokens = _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_kernel_size)
     x = embedding_dropout(add_positions([tokens, positions(tokens)]))
     for block in blocks:
         x = block(x, mask=mask)
@@ -180,3 +152,64 @@ def build_transformer(
         x = final_norm(x)
     document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)
+
+
+def _check_arguments(
+    *,
+    vocabulary_size,
+    embedding_dim,
+    num_layers,
+    num_heads,
+    intermediate_dim,
+    sequence_length,
+    position_embedding,
+    norm_first,
+    attention_units,
+    attention_score,
+    dropout,
+    hidden_dim,
+    conv_kernel_size,
+):
+    """Refuses bad `build_transformer` arguments; returns the blocks' width."""
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_int("num_layers", num_layers)
+    _checks.check_positive_int("num_heads", num_heads)
+    _checks.check_optional_positive_int("hidden_dim", hidden_dim)
+    _checks.check_optional_positive_int("conv_kernel_size", conv_kernel_size)
+    width, width_name = (
+        (hidden_dim, "hidden_dim") if hidden_dim else (embedding_dim, "embedding_dim")
+    )
+    if width % num_heads:
+        raise ValueError(
+            f"Expected {width_name} to be divisible by num_heads. "
+            f"Received: {width_name}={width!r}, num_heads={num_heads!r}"
+        )
+    _checks.check_positive_int("intermediate_dim", intermediate_dim)
+    _checks.check_positive_int("sequence_length", sequence_length)
+    _checks.check_choice("position_embedding", position_embedding, MODES)
+    _checks.check_bool("norm_first", norm_first)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_rate("dropout", dropout)
+    return width
+
+
+def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_kernel_size):
+    """The blocks' input before the positions: `Embedding` (→ projection) (+ local conv).
+
+    The projection to `width` exists only when it differs from `embedding_dim`;
+    the convolution (`conv_kernel_size`) reads the vectors with padding zeroed.
+    """
+    tokens = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+    )(token_ids)
+    if width != embedding_dim:
+        tokens = keras.layers.Dense(width, use_bias=False, name="embedding_projection")(tokens)
+    if conv_kernel_size:
+        conv = keras.layers.Conv1D(
+            width, conv_kernel_size, padding="same", activation="relu", name="local_conv"
+        )
+        local = conv(ApplyMask(name="zero_padding")(tokens, mask=mask))
+        tokens = keras.layers.Add(name="add_local")([tokens, local])
+    return tokens

@@ -203,11 +203,9 @@ def learning_rate_of(config, steps_per_epoch):
     if config.learning_rate_decay == "constant" and config.warmup_epochs == 0:
         return config.learning_rate
     warmup = int(round(config.warmup_epochs * steps_per_epoch))
-    total = max(warmup + 1, int(config.epochs * steps_per_epoch))
-    if config.learning_rate_decay == "cosine":
-        decay_steps, alpha = total - warmup, 0.0
-    else:  # constant after the warm-up: a decay that never starts
-        decay_steps, alpha = total - warmup, 1.0
+    decay_steps = max(1, int(config.epochs * steps_per_epoch) - warmup)
+    # alpha = 1: the "decay" keeps the full rate (a constant rate after the warm-up)
+    alpha = 0.0 if config.learning_rate_decay == "cosine" else 1.0
     if warmup == 0:
         return keras.optimizers.schedules.CosineDecay(config.learning_rate, decay_steps, alpha)
     return keras.optimizers.schedules.CosineDecay(
