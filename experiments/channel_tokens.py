@@ -74,8 +74,6 @@ def grams(tokens):
 
 
 def main(argv=None):
-    from sklearn.feature_extraction.text import CountVectorizer
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="aclImdb folder or .tar.gz (else $HATT_IMDB)")
     parser.add_argument("--seed", type=int, default=1337, help="validation split seed")
@@ -101,17 +99,15 @@ def main(argv=None):
         tokenizer = TOKENIZERS[name]
         print(f"Tokenizing ({name})")
         train, held = tokenizer(imdb.train.texts), tokenizer(imdb.validation.texts)
-        test = tokenizer(imdb.test.texts) if args.test else None
         # fold features come from the whole training split: the same for both tokenizations
-        vectorizer = CountVectorizer(analyzer=grams, binary=True, dtype=np.float32)
-        counts = vectorizer.fit_transform(train).tocsr()
-        validation = (vectorizer.transform(held).tocsr(), np.asarray(imdb.validation.labels))
+        counts, validation_counts = exact_counts(train, held)
+        validation = (validation_counts, np.asarray(imdb.validation.labels))
+        final = exact_counts(train + held, tokenizer(imdb.test.texts)) if args.test else None
         for c in args.C:
             row = {"tokens": name, "features": counts.shape[1], "C": c}
             row.update(evaluate(counts, labels, folds, *validation, c, alpha=1.0))
             if args.test:
-                row["test_accuracy"] = test_accuracy(train + held, labels_all(imdb), test,
-                                                     np.asarray(imdb.test.labels), c)  # fmt: skip
+                row["test_accuracy"] = test_accuracy(*final, labels_all(imdb), imdb, c)
             print(row, flush=True)
             rows.append(row)
 
@@ -138,18 +134,22 @@ def labels_all(imdb):
     return np.concatenate([np.asarray(imdb.train.labels), np.asarray(imdb.validation.labels)])
 
 
-def test_accuracy(train, labels, test, test_labels, c):
-    """Exact 1-3-grams of ``train`` (their own vocabulary), fit at ``C=c``, scored on ``test``."""
+def exact_counts(train, other):
+    """Binary exact 1-3-grams of ``train`` (their own vocabulary), and of ``other`` over it."""
     from sklearn.feature_extraction.text import CountVectorizer
 
+    vectorizer = CountVectorizer(analyzer=grams, binary=True, dtype=np.float32)
+    return vectorizer.fit_transform(train).tocsr(), vectorizer.transform(other).tocsr()
+
+
+def test_accuracy(counts, test_counts, labels, imdb, c):
+    """The fit on ``counts`` (train + validation) at ``C=c``, scored on the test split."""
     from hatt.training import ngram as channel
 
-    vectorizer = CountVectorizer(analyzer=grams, binary=True, dtype=np.float32)
-    counts = vectorizer.fit_transform(train).tocsr()
     weights, intercept = channel.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", C=c, alpha=1.0
     )[:2]
-    test_counts = vectorizer.transform(test).tocsr()
+    test_labels = np.asarray(imdb.test.labels)
     return channel.channel_accuracy(test_counts, test_labels, weights, True, "sum", intercept)
 
 
