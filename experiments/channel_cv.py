@@ -13,13 +13,16 @@ reported beside it; the test split is not read.
 Tokens are the CNN preset's (``hatt/presets/cnn.json``: 30,000 words,
 min count 2, 800 tokens, head + tail), as the channel sees them, unless
 ``--tokens`` names other vocabularies and lengths (``MAX_TOKENS:LENGTH``; a
-length of 0 keeps every token). ``--alpha`` compares NB smoothings, ``--beta``
+length of 0 keeps every token). ``--reduction`` compares the layer's reductions
+(``"sqrt"``: a review's features divided by the square root of their count, a
+length normalisation), ``--alpha`` NB smoothings, ``--beta``
 Wang & Manning's interpolation of the logistic regression's coefficients with
 their mean magnitude (β = 1: plain NB-LR, hatt's fit; β = 0: NB's ratios alone).
 
     python experiments/channel_cv.py [--data PATH] [--seed 1337] [--limit N]
         [--settings 2:1048576 3:1048576 3:4194304] [--C 0.1 0.3]
-        [--tokens 30000:800 100000:0] [--alpha 1.0] [--beta 1.0] [--name channel_cv]
+        [--tokens 30000:800 100000:0] [--reduction sum sqrt]
+        [--alpha 1.0] [--beta 1.0] [--name channel_cv]
 
 Writes experiments/results/NAME.json and NAME.md (NAME: channel_cv).
 """
@@ -62,6 +65,10 @@ def parse_args(argv=None):
     )  # fmt: skip
     parser.add_argument("--alpha", nargs="+", type=float, default=[1.0], help="NB smoothing")
     parser.add_argument(
+        "--reduction", nargs="+", choices=("sum", "mean", "sqrt"), default=["sum"],
+        help="the layer's reduction of a review's feature weights",
+    )  # fmt: skip
+    parser.add_argument(
         "--beta", nargs="+", type=float, default=[1.0],
         help="interpolation with the mean weight (1: none, NB-LR as hatt fits it)",
     )  # fmt: skip
@@ -92,8 +99,11 @@ def block_folds(ids, labels, folds):
     return out
 
 
-def nb_logistic(counts, labels, c, alpha, beta=1.0):
+def nb_logistic(counts, labels, c, alpha, beta=1.0, reduction="sum"):
     """``(weights, intercept)`` of NB-LR on binary features; ``beta < 1`` interpolates.
+
+    ``reduction`` is the layer's (``"sqrt"`` divides a review's features by the
+    square root of their count).
 
     β = 1 is :func:`hatt.training.ngram.fit_nb_logistic` itself. Below 1, the
     logistic regression's coefficients ``w`` (on the NB-scaled features) become
@@ -102,37 +112,41 @@ def nb_logistic(counts, labels, c, alpha, beta=1.0):
     """
     if beta == 1.0:
         return channel.fit_nb_logistic(
-            counts, labels, binary=True, reduction="sum", C=c, alpha=alpha
+            counts, labels, binary=True, reduction=reduction, C=c, alpha=alpha
         )[:2]
     import scipy.sparse as sp
 
     ratios = channel.log_count_ratios(counts, labels, alpha=alpha)
-    features = channel.layer_features(counts, True, "sum") @ sp.diags(ratios)
+    features = channel.layer_features(counts, True, reduction) @ sp.diags(ratios)
     model = channel._logistic(c, 0).fit(features, labels)
     coef = model.coef_.ravel()
     coef = (1.0 - beta) * np.abs(coef).mean() + beta * coef
     return (coef * ratios).astype(np.float32), float(model.intercept_[0])
 
 
-def evaluate(counts, labels, folds, validation_counts, validation_labels, c, alpha, beta=1.0):
+def evaluate(
+    counts, labels, folds, validation_counts, validation_labels, c, alpha, beta=1.0, reduction="sum"
+):
     """k-fold accuracy on the training split, and the full fit's validation accuracy."""
     start = time.perf_counter()
 
     def fit(rows):
-        return nb_logistic(counts[rows], labels[rows], c, alpha, beta)
+        return nb_logistic(counts[rows], labels[rows], c, alpha, beta, reduction)
 
     scores = []
     for train, held in folds:
         weights, intercept = fit(train)
         scores.append(
-            channel.channel_accuracy(counts[held], labels[held], weights, True, "sum", intercept)
+            channel.channel_accuracy(
+                counts[held], labels[held], weights, True, reduction, intercept
+            )
         )
     weights, intercept = fit(np.arange(len(labels)))
     return {
         "cv_accuracy": float(np.mean(scores)),
         "fold_accuracies": [float(s) for s in scores],
         "validation_accuracy": channel.channel_accuracy(
-            validation_counts, validation_labels, weights, True, "sum", intercept
+            validation_counts, validation_labels, weights, True, reduction, intercept
         ),
         "seconds": round(time.perf_counter() - start, 1),
     }
@@ -178,6 +192,7 @@ def main(argv=None):
     folds = block_folds(imdb.train.ids, labels, args.folds)
     rows = []
     grid = len(tokens) * len(args.settings) * len(args.C) * len(args.alpha) * len(args.beta)
+    grid *= len(args.reduction)
     bar = keras.utils.Progbar(grid, unit_name="setting")
     for max_tokens, length in tokens:
         vocabulary_size, (train_ids, validation_ids) = encode(imdb, max_tokens, length)
@@ -186,12 +201,13 @@ def main(argv=None):
             shape = (vocabulary_size, buckets, ngram)
             counts = channel.ngram_counts(train_ids, *shape)
             validation_counts = channel.ngram_counts(validation_ids, *shape)
-            for alpha, beta, c in itertools.product(args.alpha, args.beta, args.C):
+            grid = itertools.product(args.reduction, args.alpha, args.beta, args.C)
+            for reduction, alpha, beta, c in grid:
                 row = evaluate(counts, labels, folds, validation_counts, validation_labels,
-                               c, alpha, beta)  # fmt: skip
+                               c, alpha, beta, reduction)  # fmt: skip
                 rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
-                             "buckets": buckets, "alpha": alpha, "beta": beta, "C": c,
-                             **row})  # fmt: skip
+                             "buckets": buckets, "reduction": reduction, "alpha": alpha,
+                             "beta": beta, "C": c, **row})  # fmt: skip
                 bar.add(1)
     report = {
         "command": command_line("channel_cv.py"),
@@ -202,7 +218,7 @@ def main(argv=None):
         "rows": rows,
     }
     header = (
-        "| vocabulary | tokens | longest n-gram | buckets | α | β | C "
+        "| vocabulary | tokens | longest n-gram | buckets | reduction | α | β | C "
         "| 5-fold CV accuracy (train) | folds | validation |"
     )
 
@@ -210,7 +226,7 @@ def main(argv=None):
         length = "all" if r["length"] is None else f"{r['length']:,}"
         return (
             f"| {r['max_tokens']:,} | {length} | {r['ngram']} | 2^{int(np.log2(r['buckets']))} "
-            f"| {r['alpha']:g} | {r['beta']:g} | {r['C']} "
+            f"| {r.get('reduction', 'sum')} | {r['alpha']:g} | {r['beta']:g} | {r['C']} "
         )
 
     return write_report(report, header, cells, Path(args.results), args.name)

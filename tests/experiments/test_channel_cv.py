@@ -47,7 +47,7 @@ def test_runs_on_a_made_up_corpus_and_writes_its_files(tmp_path, channel_cv):
     for row in saved["rows"]:
         assert len(row["fold_accuracies"]) == 3 and row["cv_accuracy"] >= 0.9
     assert (
-        "| 30,000 | 800 | 2 | 2^6 | 1 | 1 | 1.0 |"
+        "| 30,000 | 800 | 2 | 2^6 | sum | 1 | 1 | 1.0 |"
         in (tmp_path / "results" / "channel_cv.md").read_text()
     )
 
@@ -72,12 +72,14 @@ def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
     by = {(r["max_tokens"], r["alpha"]): r["cv_accuracy"] for r in report["rows"]}
     assert by[(500, 1.0)] >= 0.9 and by[(500, 1.0)] > by[(50, 1.0)]
     table = (results / "sweep.md").read_text()
-    assert "| 500 | all | 2 | 2^6 | 0.5 | 1 | 1.0 |" in table and "| 50 | 3 | 2 |" in table
+    assert "| 500 | all | 2 | 2^6 | sum | 0.5 | 1 | 1.0 |" in table and "| 50 | 3 | 2 |" in table
     with pytest.raises(SystemExit, match="MAX_TOKENS:LENGTH"):
         channel_cv.main(["--data", str(root), "--tokens", "big", "--results", str(results)])
 
 
 def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
+    import scipy.sparse as sp
+
     import scipy.sparse as sp
 
     from hatt.training import ngram as channel
@@ -109,4 +111,37 @@ def test_betas_are_rows_of_the_table(tmp_path, channel_cv):
     assert [r["beta"] for r in report["rows"]] == [0.0, 1.0]
     for row in report["rows"]:
         assert row["cv_accuracy"] >= 0.9  # the planted cue carries NB and NB-LR alike
-    assert "| 2^6 | 1 | 0 | 1.0 |" in (tmp_path / "results" / "channel_cv.md").read_text()
+    assert "| 2^6 | sum | 1 | 0 | 1.0 |" in (tmp_path / "results" / "channel_cv.md").read_text()
+
+
+def test_reductions_are_compared_and_each_scores_the_fit_hatt_makes_with_it(tmp_path, channel_cv):
+    import scipy.sparse as sp
+
+    from hatt.training import ngram as channel
+
+    rng = np.random.default_rng(0)
+    counts = sp.lil_matrix(rng.integers(0, 2, size=(60, 40)).astype(np.float32))
+    labels = np.array([0, 1] * 30)
+    counts[labels == 1, 3] = 1.0  # a planted feature, and review lengths that differ
+    counts = counts.tocsr()
+    for reduction in ("sum", "sqrt"):
+        weights, intercept = channel_cv.nb_logistic(counts, labels, 1.0, 1.0, 1.0, reduction)
+        expected = channel.fit_nb_logistic(
+            counts, labels, binary=True, reduction=reduction, C=1.0, alpha=1.0
+        )
+        np.testing.assert_allclose(weights, expected[0])
+        assert intercept == pytest.approx(expected[1])
+    sums = channel_cv.nb_logistic(counts, labels, 1.0, 1.0)[0]
+    assert not np.allclose(sums, channel_cv.nb_logistic(counts, labels, 1.0, 1.0, 1.0, "sqrt")[0])
+
+    root = write_planted_imdb(tmp_path, n_train=80, n_test=8)
+    report = channel_cv.main(
+        [
+            "--data", str(root), "--validation-size", "10", "--settings", "2:64",
+            "--C", "1.0", "--folds", "3", "--reduction", "sum", "sqrt",
+            "--results", str(tmp_path / "results"),
+        ]
+    )  # fmt: skip
+    assert [r["reduction"] for r in report["rows"]] == ["sum", "sqrt"]
+    assert all(r["cv_accuracy"] >= 0.9 for r in report["rows"])
+    assert "| 2^6 | sqrt | 1 | 1 | 1.0 |" in (tmp_path / "results" / "channel_cv.md").read_text()
