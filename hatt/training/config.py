@@ -32,6 +32,10 @@ from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
 NGRAM_INITS = ("nb", "nblr", "zeros")
+# ngram.C's grid when none is given, by the layer's reduction: dividing a review's
+# features by sqrt(count) shrinks them ~25-fold on IMDB, so the same fit needs a
+# C several hundred times larger (5-fold CV on IMDB's training split, docs/deep_parts.md).
+DEFAULT_C = {"sum": [0.01, 0.03, 0.1, 0.3], "sqrt": [30.0, 100.0, 300.0, 1000.0]}
 # TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
 DATA_FIELDS = (
     "data",
@@ -160,7 +164,9 @@ class NgramSettings:
             an NB-weighted logistic regression; ``"zeros"``.
         alpha: NB smoothing of the log-count ratios, > 0.
         C: ``"nblr"``: inverse L2 strength, or a grid chosen on validation
-            accuracy.
+            accuracy. ``None`` (the default): a grid for the reduction,
+            ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``: 30-1,000;
+            ``"mean"``: needs one given).
         min_df: features in fewer training reviews start at 0 (a feature of
             one review only "predicts" that review's label).
         init_scale: the start's weights are multiplied by it.
@@ -183,7 +189,7 @@ class NgramSettings:
     fit: str = "joint"
     init: str = "nb"
     alpha: float = 1.0
-    C: float | list = dataclasses.field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3])
+    C: float | list | None = None
     min_df: int = 1
     init_scale: float = 1.0
     trainable: bool = True
@@ -203,6 +209,7 @@ class NgramSettings:
             raise ValueError(
                 f"Expected ngram.alpha to be > 0. Received: ngram.alpha={self.alpha!r}"
             )
+        self._default_C()
         grid = self.C if isinstance(self.C, list | tuple) else [self.C]
         if not grid or not all(_is(c, float) and c > 0 for c in grid):
             raise ValueError(
@@ -215,6 +222,17 @@ class NgramSettings:
                 "ngram.refit fits the channel again after the mix of ngram.fit='separate'. "
                 f"Received: ngram.refit=True with ngram.fit={self.fit!r}"
             )
+
+    def _default_C(self):
+        """``C=None`` becomes the grid of the reduction (written out, so runs record it)."""
+        if self.C is not None:
+            return
+        if self.reduction not in DEFAULT_C and self.init == "nblr":
+            raise ValueError(
+                f"ngram.init='nblr' with ngram.reduction={self.reduction!r} needs ngram.C "
+                f"(a float or a grid; there is a default grid for {sorted(DEFAULT_C)} only)."
+            )
+        self.C = list(DEFAULT_C.get(self.reduction, DEFAULT_C["sum"]))
 
     @classmethod
     def from_value(cls, value):

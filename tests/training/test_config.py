@@ -54,9 +54,13 @@ def test_legacy_flat_keys_become_the_ngram_section():
     assert section["binary"] is True and section["reduction"] == "sum"
     assert section["init"] == "nblr" and section["fit"] == "separate"
     assert section["C"] == [0.01, 0.03, 0.1, 0.3]
-    # the old config is Kim's CNN preset (the CNN's default before the one-hot CNN), field for field
+    # the old config is Kim's CNN preset (the CNN's default before the one-hot CNN), field for
+    # field, but for the channel's fit, which the preset changed since (issue 15)
     kim = training.assemble_config("cnn", preset="cnn_kim").to_dict()
-    assert {**config.to_dict(), "preset": "cnn_kim"} == kim
+    refit = {"reduction": "sqrt", "alpha": 2.0, "C": [100.0, 300.0], "refit": True}
+    assert {k: kim["ngram"][k] for k in refit} == refit
+    old = {**config.to_dict(), "preset": "cnn_kim"}
+    assert {**old, "ngram": {**old["ngram"], **refit}} == kim
     # written and read back in the new form
     again = training.TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
     assert again == config
@@ -172,3 +176,29 @@ def test_unknown_model_kwargs_name_the_family_and_the_known_ones():
         training.assemble_config("cnn", overrides=["model_kwargs.filterz=3"])
     with pytest.raises(ValueError, match="word_units"):
         training.TrainConfig(model="rnn", model_kwargs={"word_units": 3})
+
+
+@pytest.mark.parametrize(
+    "reduction, grid", [("sum", [0.01, 0.03, 0.1, 0.3]), ("sqrt", [30.0, 100.0, 300.0, 1000.0])]
+)
+def test_the_default_grid_of_C_follows_the_reduction_and_is_written_out(reduction, grid):
+    config = training.assemble_config(
+        "cnn", preset=None, overrides=[f"ngram.reduction={reduction}", "ngram.init=nblr"]
+    )
+    assert config.ngram.C == grid
+    assert training.TrainConfig.from_dict(config.to_dict()).to_dict()["ngram"]["C"] == grid
+    given = training.assemble_config(
+        "cnn", preset=None, overrides=[f"ngram.reduction={reduction}", "ngram.C=0.5"]
+    )
+    assert given.ngram.C == 0.5  # a given C is kept whatever the reduction
+
+
+def test_nblr_with_the_mean_reduction_needs_its_own_C():
+    with pytest.raises(ValueError, match="reduction='mean' needs ngram.C"):
+        training.assemble_config(
+            "cnn", preset=None, overrides=["ngram.reduction=mean", "ngram.init=nblr"]
+        )
+    config = training.assemble_config(
+        "cnn", preset=None, overrides=["ngram.reduction=mean", "ngram.init=nblr", "ngram.C=1e4"]
+    )
+    assert config.ngram.C == 1e4
