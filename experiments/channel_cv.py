@@ -191,9 +191,11 @@ def main(argv=None):
     validation_labels = np.asarray(imdb.validation.labels)
     folds = block_folds(imdb.train.ids, labels, args.folds)
     rows = []
-    grid = len(tokens) * len(args.settings) * len(args.C) * len(args.alpha) * len(args.beta)
-    grid *= len(args.reduction)
-    bar = keras.utils.Progbar(grid, unit_name="setting")
+    fits = (args.reduction, args.alpha, args.beta, args.C)  # each token and n-gram setting's
+    bar = keras.utils.Progbar(
+        len(tokens) * len(args.settings) * int(np.prod([len(f) for f in fits])),
+        unit_name="setting",
+    )
     for max_tokens, length in tokens:
         vocabulary_size, (train_ids, validation_ids) = encode(imdb, max_tokens, length)
         for setting in args.settings:
@@ -201,8 +203,7 @@ def main(argv=None):
             shape = (vocabulary_size, buckets, ngram)
             counts = channel.ngram_counts(train_ids, *shape)
             validation_counts = channel.ngram_counts(validation_ids, *shape)
-            grid = itertools.product(args.reduction, args.alpha, args.beta, args.C)
-            for reduction, alpha, beta, c in grid:
+            for reduction, alpha, beta, c in itertools.product(*fits):
                 row = evaluate(counts, labels, folds, validation_counts, validation_labels,
                                c, alpha, beta, reduction)  # fmt: skip
                 rows.append({"max_tokens": max_tokens, "length": length, "ngram": ngram,
@@ -226,7 +227,7 @@ def main(argv=None):
         length = "all" if r["length"] is None else f"{r['length']:,}"
         return (
             f"| {r['max_tokens']:,} | {length} | {r['ngram']} | 2^{int(np.log2(r['buckets']))} "
-            f"| {r.get('reduction', 'sum')} | {r['alpha']:g} | {r['beta']:g} | {r['C']} "
+            f"| {r['reduction']} | {r['alpha']:g} | {r['beta']:g} | {r['C']} "
         )
 
     return write_report(report, header, cells, Path(args.results), args.name)

@@ -33,8 +33,9 @@ FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
 NGRAM_INITS = ("nb", "nblr", "zeros")
 # ngram.C's grid when none is given, by the layer's reduction: dividing a review's
-# features by sqrt(count) shrinks them ~25-fold on IMDB, so the same fit needs a
-# C several hundred times larger (5-fold CV on IMDB's training split, docs/deep_parts.md).
+# features by the square root of their count (hundreds of n-grams a review) makes them
+# much smaller, so the same fit needs a much larger C. Each grid brackets the Cs that
+# 5-fold CV on IMDB's training split preferred (sum 0.1-0.3, sqrt 100-300; docs/deep_parts.md).
 DEFAULT_C = {"sum": [0.01, 0.03, 0.1, 0.3], "sqrt": [30.0, 100.0, 300.0, 1000.0]}
 # TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
 DATA_FIELDS = (

@@ -80,8 +80,6 @@ def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
 def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
     import scipy.sparse as sp
 
-    import scipy.sparse as sp
-
     from hatt.training import ngram as channel
 
     rng = np.random.default_rng(0)
