@@ -270,11 +270,17 @@ def check_explanation(out, tokens, text_model):
                 np.testing.assert_allclose(sentence, out[method].sum(-1), atol=1e-6)
 
 
-@pytest.mark.parametrize("family", hatt.models.FAMILIES)
+# The CNN preset reads one-hot words (an Embedding of kernel rows + RegionSum): its
+# "embedding output" is those rows, so explain it as well as the embedding CNN.
+VARIANTS = [pytest.param(family, {}, id=family) for family in hatt.models.FAMILIES]
+VARIANTS.append(pytest.param("cnn", {"words": "one_hot"}, id="cnn-one_hot"))
+
+
+@pytest.mark.parametrize(("family", "variant"), VARIANTS)
 @pytest.mark.parametrize("num_classes", [2, 3])
-def test_explain_keeps_its_contract_on_every_family(family, num_classes):
+def test_explain_keeps_its_contract_on_every_family(family, variant, num_classes):
     vectorizer = _vectorizer(nested=family == "han")
-    model = _random_model(family, vectorizer, num_classes)
+    model = _random_model(family, vectorizer, num_classes, **variant)
     text_model = export.TextModel(model, vectorizer)
     texts = ["two seven four. nine one superb!", "", "   ", "ten", "three three three three"]
     out = numpy_dict(text_model.explain(texts, steps=64))
