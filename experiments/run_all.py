@@ -29,7 +29,15 @@ keys ``test_accuracy``, ``test_macro_f1``, ``test_mae``, ``test_mae_median``,
 ``seed`` and ``command`` (the figures also under ``"test"`` when a flat key
 is missing).
 
-    python experiments/run_all.py [--labels binary|rating] [--data PATH]
+``--seed S`` repeats the whole run at another seed (the validation split, the
+initialisation and the baselines' solvers): its files go one folder down,
+``experiments/results/seeds/S/`` and ``runs/experiments/seeds/S/``, nothing is
+exported, and the headline rows (seed 1337) are left as they are. Once other
+seeds' files exist, RESULTS.md and README.md get a table of every row's mean ±
+standard deviation over the seeds (and ``results/seeds_summary.json``), so the
+ensembles too are repeated on each seed's own validation split.
+
+    python experiments/run_all.py [--labels binary|rating] [--seed S] [--data PATH]
         [--only cnn rnn ...] [--table-only]
 """
 
@@ -48,10 +56,13 @@ RESULTS = EXPERIMENTS / "results"
 FAMILIES = ("cnn", "rnn", "transformer", "han")
 BASELINES = ("tfidf_lr", "nb_lr")
 TASKS = ("binary", "rating")  # as experiments/baselines.py and `hatt train --labels`
+HEADLINE_SEED = 1337  # the seed of the headline rows; other seeds' files go to seeds/SEED/
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
 PARTS_START = "<!-- parts:start -->"  # the README's copy of the parts table
 PARTS_END = "<!-- parts:end -->"
+SEEDS_START = "<!-- seeds:start -->"  # the README's copy of the seeds table
+SEEDS_END = "<!-- seeds:end -->"
 
 
 def parse_args(argv=None):
@@ -65,6 +76,13 @@ def parse_args(argv=None):
     )
     parser.add_argument("--only", nargs="+", default=None, help="names to run (default: all)")
     parser.add_argument(
+        "--seed",
+        type=int,
+        default=HEADLINE_SEED,
+        help=f"the seed of every run (default {HEADLINE_SEED}, the headline rows; another "
+        "seed's files go to results/seeds/SEED/ and are not exported)",
+    )
+    parser.add_argument(
         "--set",
         metavar="KEY=VALUE",
         action="append",
@@ -75,15 +93,32 @@ def parse_args(argv=None):
     parser.add_argument("--table-only", action="store_true", help="only regenerate the table")
     parser.add_argument(
         "--export-dir",
-        default=str(ROOT / "saved_models"),
-        help="each family is exported to EXPORT_DIR[/TASK]/FAMILY ('' to skip)",
+        default=None,
+        help="each family is exported to EXPORT_DIR[/TASK]/FAMILY ('' to skip; default "
+        "saved_models for the headline seed, none for the others)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if any(pair.split("=", 1)[0].strip() == "seed" for pair in args.set):
+        parser.error("choose the seed with --seed S, not --set seed=S")
+    if args.export_dir is None:
+        args.export_dir = str(ROOT / "saved_models") if args.seed == HEADLINE_SEED else ""
+    return args
 
 
-def task_folder(root, task):
-    """Where a task's files go: ``root`` for the binary task, ``root/TASK`` for the others."""
-    return Path(root) if task == "binary" else Path(root) / task
+def task_folder(root, task, seed=HEADLINE_SEED):
+    """Where a task's files go: ``root`` for the binary task, ``root/TASK`` for the others,
+    both under ``seeds/SEED/`` for a seed other than the headline one."""
+    root = Path(root) if seed == HEADLINE_SEED else Path(root) / "seeds" / str(seed)
+    return root if task == "binary" else root / task
+
+
+def seed_arguments(seed):
+    """The ``hatt train`` arguments that choose ``seed`` (none for the headline seed).
+
+    ``--set seed=S`` rather than ``hatt train --seed S``, which also turns on
+    deterministic ops: the headline rows ran without them.
+    """
+    return [] if seed == HEADLINE_SEED else ["--set", f"seed={seed}"]
 
 
 def run(command):
@@ -97,9 +132,10 @@ def task_arguments(task):
 
 
 def train_family(name, args):
-    run_dir = task_folder(args.runs, args.labels) / name
+    run_dir = task_folder(args.runs, args.labels, args.seed) / name
     # the family's preset (hatt/presets/FAMILY.json)
     settings = [part for pair in args.set for part in ("--set", pair)]
+    settings += seed_arguments(args.seed)
     command = ["hatt", "train", name, *task_arguments(args.labels), *settings]
     if args.data:
         command += ["--data", args.data]
@@ -107,12 +143,16 @@ def train_family(name, args):
     # --restart: a finished run directory from an earlier run_all is trained again.
     command += ["--run-dir", str(run_dir), "--export-dir", export_dir, "--restart"]
     run([sys.executable, "-m", "hatt.cli", *command[1:]])
-    metrics = json.loads((run_dir / "metrics.json").read_text())
     # The command that reproduces the row (the data path is the user's own).
-    metrics["command"] = shlex.join(
-        ["hatt", "train", name, *task_arguments(args.labels), *settings]
-    )
-    results = task_folder(RESULTS, args.labels)
+    command = shlex.join(["hatt", "train", name, *task_arguments(args.labels), *settings])
+    record_family(name, run_dir, command, task_folder(RESULTS, args.labels, args.seed))
+
+
+def record_family(name, run_dir, command, results):
+    """Copy a finished run's ``metrics.json`` to ``results/NAME.json`` with its ``command``."""
+    metrics = json.loads((Path(run_dir) / "metrics.json").read_text())
+    metrics["command"] = command
+    results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(metrics, indent=2) + "\n")
 
@@ -121,6 +161,10 @@ def run_baselines(names, args):
     for name in names:
         command = [sys.executable, "experiments/baselines.py", "--only", name]
         command += task_arguments(args.labels)
+        if args.seed != HEADLINE_SEED:
+            command += ["--seed", str(args.seed)]
+            command += ["--results", str(task_folder(RESULTS, args.labels, args.seed))]
+            command += ["--runs", str(task_folder(args.runs, args.labels, args.seed) / "baselines")]
         if args.data:
             command += ["--data", args.data]
         run(command)
@@ -273,9 +317,10 @@ ENSEMBLES = {
 }
 
 
-def collect(task="binary"):
-    """The rows of ``task``'s table: its results files, then its ensembles (rewritten)."""
-    results = task_folder(RESULTS, task)
+def collect(task="binary", seed=HEADLINE_SEED):
+    """The rows of ``task``'s table at ``seed``: its results files, then its ensembles
+    (rewritten from that seed's members)."""
+    results = task_folder(RESULTS, task, seed)
     rows = []
     for name in (*(f"baseline_{b}" for b in BASELINES), *FAMILIES):
         path = results / f"{name}.json"
@@ -395,6 +440,147 @@ def _seeds(rows):
     return ", ".join(sorted({str(r.get("seed")) for r in rows}))
 
 
+# === Several seeds ===
+
+
+def other_seeds(task="binary"):
+    """The seeds besides the headline one with results files for ``task``, in order."""
+    folder = RESULTS / "seeds"
+    if not folder.is_dir():
+        return []
+    seeds = (int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+    return sorted(s for s in seeds if any(task_folder(RESULTS, task, s).glob("*.json")))
+
+
+def mean_std(values):
+    """Mean and sample standard deviation (ddof 1, 0.0 for one value) of ``values``."""
+    values = np.asarray(values, np.float64)
+    std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return float(np.mean(values)), std
+
+
+def _spread(values):
+    """``{"values": {seed: v}, "mean", "std", "seeds"}`` over the seeds that have a value."""
+    present = {str(seed): v for seed, v in values.items() if v is not None}
+    mean, std = mean_std(list(present.values())) if present else (None, None)
+    return {"values": present, "mean": mean, "std": std, "seeds": len(present)}
+
+
+def seeds_summary(rows_by_seed):
+    """Each row's figures over seeds: ``rows_by_seed`` maps a seed to its :func:`collect` rows.
+
+    Rows are matched by model name (an ensemble's name lists its members) and kept
+    in the order they first appear. Per row: the test and validation accuracy at
+    each seed with their mean and sample standard deviation, and for a separately
+    fit family (``ngram_channel.fit == "separate"``) the same for its deep part,
+    its channel and the mixed model.
+    """
+    models = list(dict.fromkeys(r["model"] for rows in rows_by_seed.values() for r in rows))
+    summary = []
+    for model in models:
+        by_seed = {
+            seed: next((r for r in rows if r["model"] == model), None)
+            for seed, rows in rows_by_seed.items()
+        }
+        entry = {"model": model}
+        for split in ("test", "validation"):
+            entry[f"{split}_accuracy"] = _spread(
+                {s: figure(r, split, "accuracy") if r else None for s, r in by_seed.items()}
+            )
+        channels = {s: r["ngram_channel"] for s, r in by_seed.items() if r and _separate_fits([r])}
+        if channels:
+            entry["parts"] = {
+                f"{part}_{split}_accuracy": _spread(
+                    {s: c.get(f"{part}_{split}_accuracy") for s, c in channels.items()}
+                )
+                for part in ("deep", "channel", "mixed")
+                for split in ("test", "validation")
+            }
+        summary.append(entry)
+    return summary
+
+
+def _pm(spread, scale=100):
+    if spread["mean"] is None:
+        return "–"
+    return f"{scale * spread['mean']:.2f} ± {scale * spread['std']:.2f}"
+
+
+def seeds_rows(summary, seeds):
+    """The seeds table: each row's test accuracy, mean ± std and at each seed."""
+    lines = [
+        "| model | test accuracy, mean ± std | "
+        + " | ".join(f"seed {s}" for s in seeds)
+        + " | validation accuracy, mean ± std |",
+        "|---|---|" + "---|" * len(seeds) + "---|",
+    ]
+    for entry in summary:
+        test = entry["test_accuracy"]
+        cells = [
+            f"{100 * test['values'][str(s)]:.2f}" if str(s) in test["values"] else "–"
+            for s in seeds
+        ]
+        lines.append(
+            f"| {entry['model']} | {_pm(test)} | "
+            + " | ".join(cells)
+            + f" | {_pm(entry['validation_accuracy'])} |"
+        )
+    return "\n".join(lines)
+
+
+def seeds_parts_rows(summary):
+    """Each separately fit family's parts over seeds: test mean ± std (validation mean ± std)."""
+    lines = [
+        "| model | deep part alone | n-gram channel alone | the model |",
+        "|---|---|---|---|",
+    ]
+    for entry in summary:
+        if "parts" not in entry:
+            continue
+        parts = entry["parts"]
+        cells = [
+            f"{_pm(parts[f'{p}_test_accuracy'])} ({_pm(parts[f'{p}_validation_accuracy'])})"
+            for p in ("deep", "channel", "mixed")
+        ]
+        lines.append(f"| {entry['model']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def seeds_section(rows, task="binary"):
+    """RESULTS.md's section over seeds for ``task`` (and its JSON); ``("", "")`` with one seed.
+
+    ``rows`` are the headline seed's (:func:`collect`); the other seeds' are collected here.
+
+    Returns ``(section, table)``: the markdown section and its first table alone
+    (the README's copy). The figures go to ``results[/TASK]/seeds_summary.json``.
+    """
+    others = other_seeds(task)
+    if not others:
+        return "", ""
+    seeds = [HEADLINE_SEED, *others]
+    summary = seeds_summary({HEADLINE_SEED: rows, **{s: collect(task, s) for s in others}})
+    path = task_folder(RESULTS, task) / "seeds_summary.json"
+    path.write_text(json.dumps({"seeds": seeds, "rows": summary}, indent=2) + "\n")
+    rows = seeds_rows(summary, seeds)
+    title = "Over seeds" if task == "binary" else f"Over seeds ({task})"
+    text = (
+        f"## {title}\n\n"
+        f"Every row repeated at seeds {', '.join(map(str, seeds))} with "
+        "`python experiments/run_all.py --seed S` (the validation split, the "
+        "initialisation and the solvers change; each ensemble is fit on its own seed's "
+        "validation split): test accuracy, mean ± sample standard deviation over the "
+        "seeds and each seed's figure (– where a seed has no such row).\n\n"
+        f"{rows}\n"
+    )
+    parts = seeds_parts_rows(summary)
+    if parts.count("\n") > 1:
+        text += (
+            "\nThe parts of each model over the same seeds, test mean ± std "
+            "(validation mean ± std):\n\n" + parts + "\n"
+        )
+    return text, rows
+
+
 def write_tables(rows, rating_rows=()):
     """RESULTS.md (the binary table, its parts, the ratings table, the deletion test) and README."""
     body = table(rows)
@@ -411,9 +597,15 @@ def write_tables(rows, rating_rows=()):
     parts = parts_table(rows)
     if parts:
         text += "\n" + parts
+    seeds, seeds_table = seeds_section(rows, "binary")
+    if seeds:
+        text += "\n" + seeds
     if rating_rows:
         text += "\n" + RATING_INTRO.format(seeds=_seeds(rating_rows))
         text += rating_table(rating_rows) + "\n"
+        rating_seeds, _ = seeds_section(rating_rows, "rating")
+        if rating_seeds:
+            text += "\n" + rating_seeds
     faithfulness = RESULTS / "faithfulness.md"  # written by experiments/faithfulness.py
     if faithfulness.exists():
         text += "\n" + faithfulness.read_text()
@@ -422,6 +614,8 @@ def write_tables(rows, rating_rows=()):
     content = replace_block(readme.read_text(), README_START, README_END, body)
     if parts:
         content = replace_block(content, PARTS_START, PARTS_END, parts_rows(rows))
+    if seeds_table:
+        content = replace_block(content, SEEDS_START, SEEDS_END, seeds_table)
     readme.write_text(content)
     print(text)
 

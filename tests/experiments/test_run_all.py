@@ -17,10 +17,11 @@ def run_all(tmp_path, monkeypatch):
     return module
 
 
-def write_member(tmp_path, name, probabilities, labels, ids):
+def write_member(tmp_path, name, probabilities, labels, ids, seed=1337):
+    """A results file and its arrays; another seed's go to results/seeds/SEED/."""
     paths = {}
     for split in ("validation", "test"):
-        path = tmp_path / f"{name}_{split}.npz"
+        path = tmp_path / f"{name}_{seed}_{split}.npz"
         np.savez(
             path,
             probabilities=np.array(probabilities, "float32"),
@@ -35,11 +36,13 @@ def write_member(tmp_path, name, probabilities, labels, ids):
         "epochs": 3,
         "train_seconds": 120.0,
         "parameters": 1000,
-        "seed": 1337,
+        "seed": seed,
         "command": f"hatt train {name}",
         **paths,
     }
-    (tmp_path / "results" / f"{name}.json").write_text(json.dumps(metrics))
+    results = tmp_path / "results" / ("" if seed == 1337 else f"seeds/{seed}")
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(metrics))
     return metrics
 
 
@@ -357,3 +360,92 @@ def test_class_names_come_from_the_results_file(run_all):
     assert run_all.class_names({"model": "old"}, np.zeros(3)) == ("neg", "pos")  # binary
     with pytest.raises(ValueError, match="cnn: its results file names no classes"):
         run_all.class_names({"model": "cnn"}, np.zeros((2, 3)))
+
+
+def test_another_seed_runs_in_its_own_folders_and_is_not_exported(tmp_path, run_all, commands):
+    runs = tmp_path / "runs"
+    run_all.main(["--seed", "2", "--only", "nb_lr", "han", "--runs", str(runs)])
+    baseline, family = commands
+    results = tmp_path / "results" / "seeds" / "2"
+    assert baseline[1:] == [
+        "experiments/baselines.py",
+        "--only",
+        "nb_lr",
+        "--seed",
+        "2",
+        "--results",
+        str(results),
+        "--runs",
+        str(runs / "seeds" / "2" / "baselines"),
+    ]
+    assert family[4:] == [
+        "han",
+        "--set",
+        "seed=2",
+        "--run-dir",
+        str(runs / "seeds" / "2" / "han"),
+        "--export-dir",
+        "",
+        "--restart",
+    ]
+    saved = json.loads((results / "han.json").read_text())
+    assert saved["command"] == "hatt train han --set seed=2"
+    assert not (tmp_path / "results" / "han.json").exists()  # the headline row is untouched
+
+
+def test_the_seed_is_chosen_with_its_own_option(run_all):
+    with pytest.raises(SystemExit):
+        run_all.parse_args(["--set", "seed=2"])
+
+
+def test_rows_over_seeds_give_mean_and_sample_std(tmp_path, run_all):
+    labels, ids = [1, 0, 1, 0], ["a", "b", "c", "d"]
+    right = {1337: 4, 2: 3, 3: 2}  # reviews the CNN gets right at each seed
+    for seed, n in right.items():
+        probabilities = [0.9 if i < n else 0.1 for i in range(4)]
+        probabilities = [p if y else 1 - p for p, y in zip(probabilities, labels, strict=True)]
+        cnn = write_member(tmp_path, "cnn", probabilities, labels, ids, seed=seed)
+        cnn["test_accuracy"] = n / 4
+        folder = tmp_path / "results" / ("" if seed == 1337 else f"seeds/{seed}")
+        (folder / "cnn.json").write_text(json.dumps(cnn))
+        for name in ("rnn", "transformer", "han"):
+            write_member(tmp_path, name, [0.8, 0.2, 0.8, 0.2], labels, ids, seed=seed)
+    write_member(tmp_path, "nb_lr", [0.6, 0.4, 0.6, 0.4], labels, ids, seed=2)  # one seed only
+    seed2 = tmp_path / "results" / "seeds" / "2"
+    (seed2 / "nb_lr.json").rename(seed2 / "baseline_nb_lr.json")
+    (tmp_path / "results" / "seeds" / "7").mkdir()  # a seed folder with no results: skipped
+    (tmp_path / "README.md").write_text(
+        "<!-- results:start -->\n<!-- results:end -->\n<!-- seeds:start -->\nold\n"
+        "<!-- seeds:end -->\n"
+    )
+    assert run_all.other_seeds() == [2, 3]
+    run_all.write_tables(run_all.collect())
+
+    summary = json.loads((tmp_path / "results" / "seeds_summary.json").read_text())
+    assert summary["seeds"] == [1337, 2, 3]
+    rows = {r["model"]: r for r in summary["rows"]}
+    cnn = rows["cnn"]["test_accuracy"]
+    assert cnn["values"] == {"1337": 1.0, "2": 0.75, "3": 0.5}
+    assert cnn["mean"] == pytest.approx(0.75)
+    assert cnn["std"] == pytest.approx(np.std([1.0, 0.75, 0.5], ddof=1))
+    assert rows["nb_lr"]["test_accuracy"]["seeds"] == 1
+    # each seed's ensemble is averaged from that seed's own members
+    ensemble = rows["ensemble (cnn + rnn + transformer + han)"]["test_accuracy"]
+    assert set(ensemble["values"]) == {"1337", "2", "3"}
+    assert (tmp_path / "results" / "seeds" / "2" / "ensemble.json").exists()
+
+    results = (tmp_path / "RESULTS.md").read_text()
+    assert "## Over seeds" in results
+    assert "| cnn | 75.00 ± 25.00 | 100.00 | 75.00 | 50.00 |" in results
+    assert "| nb_lr | 50.00 ± 0.00 | – | 50.00 | – |" in results
+    readme = (tmp_path / "README.md").read_text()
+    assert "old" not in readme and "| cnn | 75.00 ± 25.00 |" in readme
+
+
+def test_one_seed_adds_no_seeds_section(tmp_path, run_all):
+    write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"])
+    (tmp_path / "README.md").write_text("<!-- seeds:start -->\nkept\n<!-- seeds:end -->\n")
+    run_all.write_tables(run_all.collect())
+    assert "Over seeds" not in (tmp_path / "RESULTS.md").read_text()
+    assert "kept" in (tmp_path / "README.md").read_text()
+    assert not (tmp_path / "results" / "seeds_summary.json").exists()
