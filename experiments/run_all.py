@@ -501,8 +501,11 @@ def seeds_summary(rows_by_seed):
 
 
 def _pm(spread, scale=100):
+    """``mean ± std``; a figure from one seed says so rather than show a spread of 0."""
     if spread["mean"] is None:
         return "–"
+    if spread["seeds"] < 2:
+        return f"{scale * spread['mean']:.2f} (one seed)"
     return f"{scale * spread['mean']:.2f} ± {scale * spread['std']:.2f}"
 
 

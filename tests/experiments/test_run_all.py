@@ -437,7 +437,7 @@ def test_rows_over_seeds_give_mean_and_sample_std(tmp_path, run_all):
     results = (tmp_path / "RESULTS.md").read_text()
     assert "## Over seeds" in results
     assert "| cnn | 75.00 ± 25.00 | 100.00 | 75.00 | 50.00 |" in results
-    assert "| nb_lr | 50.00 ± 0.00 | – | 50.00 | – |" in results
+    assert "| nb_lr | 50.00 (one seed) | – | 50.00 | – |" in results
     readme = (tmp_path / "README.md").read_text()
     assert "old" not in readme and "| cnn | 75.00 ± 25.00 |" in readme
 
