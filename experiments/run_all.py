@@ -399,8 +399,12 @@ RATING_INTRO = (
 )
 
 
+def _is_separate_fit(row):
+    return (row.get("ngram_channel") or {}).get("fit") == "separate"
+
+
 def _separate_fits(rows):
-    return [r for r in rows if (r.get("ngram_channel") or {}).get("fit") == "separate"]
+    return [r for r in rows if _is_separate_fit(r)]
 
 
 def parts_rows(rows):
@@ -452,17 +456,13 @@ def other_seeds(task="binary"):
     return sorted(s for s in seeds if any(task_folder(RESULTS, task, s).glob("*.json")))
 
 
-def mean_std(values):
-    """Mean and sample standard deviation (ddof 1, 0.0 for one value) of ``values``."""
-    values = np.asarray(values, np.float64)
-    std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return float(np.mean(values)), std
-
-
 def _spread(values):
-    """``{"values": {seed: v}, "mean", "std", "seeds"}`` over the seeds that have a value."""
+    """``{"values": {seed: v}, "mean", "std", "seeds"}`` over the seeds that have a value:
+    the mean and the sample standard deviation (ddof 1; 0.0 for one value, None for none)."""
     present = {str(seed): v for seed, v in values.items() if v is not None}
-    mean, std = mean_std(list(present.values())) if present else (None, None)
+    x = np.asarray(list(present.values()), np.float64)
+    mean = float(np.mean(x)) if len(x) else None
+    std = float(np.std(x, ddof=1)) if len(x) > 1 else (0.0 if len(x) else None)
     return {"values": present, "mean": mean, "std": std, "seeds": len(present)}
 
 
@@ -475,19 +475,17 @@ def seeds_summary(rows_by_seed):
     fit family (``ngram_channel.fit == "separate"``) the same for its deep part,
     its channel and the mixed model.
     """
-    models = list(dict.fromkeys(r["model"] for rows in rows_by_seed.values() for r in rows))
+    tables = {seed: {r["model"]: r for r in rows} for seed, rows in rows_by_seed.items()}
+    models = dict.fromkeys(model for table in tables.values() for model in table)
     summary = []
     for model in models:
-        by_seed = {
-            seed: next((r for r in rows if r["model"] == model), None)
-            for seed, rows in rows_by_seed.items()
-        }
+        by_seed = {seed: table[model] for seed, table in tables.items() if model in table}
         entry = {"model": model}
         for split in ("test", "validation"):
             entry[f"{split}_accuracy"] = _spread(
-                {s: figure(r, split, "accuracy") if r else None for s, r in by_seed.items()}
+                {s: figure(r, split, "accuracy") for s, r in by_seed.items()}
             )
-        channels = {s: r["ngram_channel"] for s, r in by_seed.items() if r and _separate_fits([r])}
+        channels = {s: r["ngram_channel"] for s, r in by_seed.items() if _is_separate_fit(r)}
         if channels:
             entry["parts"] = {
                 f"{part}_{split}_accuracy": _spread(
@@ -570,16 +568,16 @@ def seeds_section(rows, task="binary"):
         f"## {title}\n\n"
         f"Every row repeated at seeds {', '.join(map(str, seeds))} with "
         "`python experiments/run_all.py --seed S` (the validation split, the "
-        "initialisation and the solvers change; each ensemble is fit on its own seed's "
-        "validation split): test accuracy, mean ± sample standard deviation over the "
+        "initialisation and the solvers change; each ensemble combines that seed's own "
+        "members, the stacked one fit on that seed's validation split): test accuracy, "
+        "mean ± sample standard deviation over the "
         "seeds and each seed's figure (– where a seed has no such row).\n\n"
         f"{rows}\n"
     )
-    parts = seeds_parts_rows(summary)
-    if parts.count("\n") > 1:
+    if any("parts" in entry for entry in summary):
         text += (
             "\nThe parts of each model over the same seeds, test mean ± std "
-            "(validation mean ± std):\n\n" + parts + "\n"
+            "(validation mean ± std):\n\n" + seeds_parts_rows(summary) + "\n"
         )
     return text, rows
 

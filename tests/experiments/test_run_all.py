@@ -284,13 +284,16 @@ def test_rating_table_is_written_next_to_the_binary_one(tmp_path, run_all):
     assert "IMDB ratings" not in readme and "| cnn | 50.00 % |" in readme
 
 
-def test_without_rating_results_the_tables_are_as_before(tmp_path, run_all):
+def test_one_seed_without_rating_results_leaves_the_tables_as_before(tmp_path, run_all):
     write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"])
-    (tmp_path / "README.md").write_text("no table here\n")
-    assert run_all.collect("rating") == []
+    (tmp_path / "README.md").write_text("<!-- seeds:start -->\nkept\n<!-- seeds:end -->\n")
+    assert run_all.collect("rating") == [] and run_all.other_seeds() == []
     run_all.write_tables(run_all.collect("binary"), run_all.collect("rating"))
     results = (tmp_path / "RESULTS.md").read_text()
     assert "IMDB ratings" not in results and "| cnn | 50.00 % |" in results
+    assert "Over seeds" not in results  # one seed: no section, no summary
+    assert "kept" in (tmp_path / "README.md").read_text()
+    assert not (tmp_path / "results" / "seeds_summary.json").exists()
 
 
 @pytest.fixture
@@ -440,12 +443,3 @@ def test_rows_over_seeds_give_mean_and_sample_std(tmp_path, run_all):
     assert "| nb_lr | 50.00 (one seed) | – | 50.00 | – |" in results
     readme = (tmp_path / "README.md").read_text()
     assert "old" not in readme and "| cnn | 75.00 ± 25.00 |" in readme
-
-
-def test_one_seed_adds_no_seeds_section(tmp_path, run_all):
-    write_member(tmp_path, "cnn", [0.9, 0.1], [1, 0], ["a", "b"])
-    (tmp_path / "README.md").write_text("<!-- seeds:start -->\nkept\n<!-- seeds:end -->\n")
-    run_all.write_tables(run_all.collect())
-    assert "Over seeds" not in (tmp_path / "RESULTS.md").read_text()
-    assert "kept" in (tmp_path / "README.md").read_text()
-    assert not (tmp_path / "results" / "seeds_summary.json").exists()
