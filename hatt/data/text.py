@@ -28,8 +28,13 @@ Rules (applied in this order):
 6. Sentences without any word are dropped, so an empty, whitespace-only or
    punctuation-only review has zero sentences.
 
-No length limit is applied here (a 50,000-word review is tokenized in linear
-time); truncation is the vectorizer's job.
+Time and memory are linear in the text's length, whatever its shape (no
+punctuation, one 1 MB sentence, 100,000 line breaks): no step pads a batch to
+its longest sentence (:func:`ragged_boolean_mask` filters the ragged values
+directly, where ``tf.ragged.boolean_mask`` densifies ``[batch, sentences,
+words]``). No length limit is applied here; :func:`window` cuts a text to the
+bytes a model can read, and truncation to the model's exact window is the
+vectorizer's job.
 """
 
 import numpy as np
@@ -148,7 +153,65 @@ def split_words(sentences):
     words = tf.strings.split(x)
     # A stray joiner, skin tone or combining mark is kept above, but is no word alone.
     is_word = tf.ragged.map_flat_values(tf.strings.regex_full_match, words, _WORD)
-    return tf.ragged.boolean_mask(words, is_word)
+    return ragged_boolean_mask(words, is_word)
+
+
+def ragged_boolean_mask(data, mask):
+    """``tf.ragged.boolean_mask`` in time and memory linear in the number of values.
+
+    TensorFlow's own op pads ``data`` to a dense tensor on the way (one long
+    sentence among short ones costs batch x longest x words); this one
+    gathers the kept rows of the flat partition and recounts the lengths.
+
+    Args:
+        data: ``tf.RaggedTensor`` ``[batch, (d1), ..., (dk), ...]``.
+        mask: boolean ``tf.RaggedTensor`` with the same partition as the first
+            ``mask.shape.rank`` dimensions of ``data`` (rank >= 2).
+
+    Returns:
+        ``data`` without the items whose ``mask`` is false, as a
+        ``tf.RaggedTensor`` of the same rank (the outer rows are kept, maybe
+        empty).
+    """
+    depth = mask.shape.rank
+    items = data.merge_dims(0, depth - 1) if depth > 1 else data
+    kept = tf.gather(items, tf.reshape(tf.where(mask.flat_values), [-1]))
+    inner = mask
+    while isinstance(inner.values, tf.RaggedTensor):
+        inner = inner.values
+    counts = tf.math.unsorted_segment_sum(
+        tf.cast(mask.flat_values, tf.int64), inner.value_rowids(), inner.nrows()
+    )
+    lengths = [*mask.nested_row_lengths()[:-1], counts]
+    return tf.RaggedTensor.from_nested_row_lengths(kept, lengths, validate=False)
+
+
+def window(texts, head_bytes, tail_bytes=0):
+    """Cut raw texts to their first ``head_bytes`` and last ``tail_bytes`` bytes.
+
+    A text no longer than ``head_bytes + tail_bytes`` is unchanged; a longer
+    one becomes ``head + "\\n" + tail`` (the line break keeps the two ends
+    out of one sentence). A cut inside a UTF-8 character leaves invalid bytes,
+    which :func:`clean` turns into spaces. Models read a bounded number of
+    words, so cutting first bounds all the work that follows by what the
+    model reads, whatever the text's length (a 20 MB line costs what its
+    first window costs).
+
+    Args:
+        texts: 1-D ``tf.string`` tensor (or list of str).
+        head_bytes: non-negative int, bytes kept from the start.
+        tail_bytes: non-negative int, bytes kept from the end.
+
+    Returns:
+        1-D ``tf.string`` tensor of the same length.
+    """
+    x = _as_string_tensor(texts)
+    length = tf.strings.length(x, unit="BYTE")
+    head = tf.strings.substr(x, 0, head_bytes, unit="BYTE")
+    start = tf.maximum(length - tail_bytes, 0)
+    tail = tf.strings.substr(x, start, tf.fill(tf.shape(x), tail_bytes), unit="BYTE")
+    cut = tf.strings.join([head, tail], separator="\n") if tail_bytes else head
+    return tf.where(length > head_bytes + tail_bytes, cut, x)
 
 
 def tokenize(texts):
@@ -172,7 +235,7 @@ def tokenize(texts):
     """
     words = split_words(split_sentences(clean(texts)))
     keep = words.row_lengths(axis=2) > 0
-    return tf.ragged.boolean_mask(words, keep)
+    return ragged_boolean_mask(words, keep)
 
 
 def flatten(tokens):

@@ -34,6 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
@@ -156,7 +157,7 @@ def kept_words(ids):
     rows = ids
     while rows.ragged_rank > 1:
         rows = rows.values
-    return tf.ragged.boolean_mask(rows, rows > 1)
+    return ragged_boolean_mask(rows, rows > 1)
 
 
 def sentences_of(ids):
