@@ -32,7 +32,6 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
