@@ -258,8 +258,16 @@ def hatt_cell(family, tables, place, force=False):
         "epochs": metrics.get("epochs"),
         "parameters": metrics.get("parameters"),
         "ngram_channel": _channel_summary(metrics.get("ngram_channel")),
-        "command": shlex.join(command),
+        "command": shlex.join(_shown(part) for part in command),
     }
+
+
+def _shown(part):
+    """A command's path as the repository sees it (relative to its root when inside)."""
+    path = Path(part)
+    if path.is_absolute() and path.resolve().is_relative_to(ROOT):
+        return str(path.resolve().relative_to(ROOT))
+    return part
 
 
 def _version(path):
@@ -270,10 +278,13 @@ def _channel_summary(channel):
     """The mix's scalar figures (its weights, the channel alone) from ``ngram_channel``."""
     if not channel:
         return None
-    return {k: v for k, v in channel.items() if isinstance(v, int | float | str | bool)}
+    summary = {k: v for k, v in channel.items() if isinstance(v, int | float | str | bool)}
+    if isinstance(channel.get("mix"), dict):  # the deep part's and the channel's weights
+        summary["mix"] = channel["mix"]
+    return summary
 
 
-class TestTokens:
+class CachedTestTokens:
     """The test table read and tokenized once per process (every baseline cell shares it)."""
 
     def __init__(self):
@@ -378,7 +389,7 @@ def run_all(args, run=run_cell):
     print(
         f"[small_corpora] {args.task}: {total - len(todo)} of {total} cells done, {len(todo)} to run"
     )
-    pools, test_tokens = None, TestTokens()
+    pools, test_tokens = None, CachedTestTokens()
     for i, (size, draw, method) in enumerate(todo, 1):
         if pools is None and run is run_cell:
             pools = create_dataset(args.data, args.task)
@@ -417,6 +428,12 @@ def model_bytes(cell):
     return cell.get("saved_model_bytes", cell.get("model_bytes"))
 
 
+def deep_weight(cell):
+    """The weight the mix gave a hatt model's deep part (``None``: no mix recorded)."""
+    mix = (cell.get("ngram_channel") or {}).get("mix") or {}
+    return mix.get("deep")
+
+
 def aggregate(cells):
     """``{task: {size: {method: summary}}}``: mean ± std over draws of each figure."""
     groups = {}
@@ -432,6 +449,9 @@ def aggregate(cells):
         row["model_bytes"] = mean_std([model_bytes(c) for c in group])
         if group[0]["kind"] == "hatt":
             row["keras_bytes"] = mean_std([c["keras_bytes"] for c in group])
+            weights = [w for w in map(deep_weight, group) if w is not None]
+            row["deep_weight"] = mean_std(weights) if weights else None
+            row["negative_deep"] = sum(w < 0 for w in weights)
         row["by_draw"] = {c["draw"]: c["test_accuracy"] for c in group}
         summary.setdefault(task, {}).setdefault(size, {})[method] = row
     return summary
@@ -471,8 +491,11 @@ def goal(methods_at_size):
     return result
 
 
-def _pct(pair):
-    return "–" if pair is None else f"{100 * pair[0]:.2f} ± {100 * pair[1]:.2f}"
+def _pct(pair, draws):
+    """A percentage, ``mean ± std`` over two draws or more, the value alone for one."""
+    if pair is None:
+        return "–"
+    return f"{100 * pair[0]:.2f}" + (f" ± {100 * pair[1]:.2f}" if draws > 1 else "")
 
 
 def _megabytes(pair):
@@ -481,6 +504,15 @@ def _megabytes(pair):
 
 def _seconds(pair):
     return "–" if pair is None else f"{pair[0]:.0f}"
+
+
+def _deep(row):
+    """The mix's deep weight, mean ± std, and on how many draws it was negative."""
+    if row.get("deep_weight") is None:
+        return "–"
+    mean, std = row["deep_weight"]
+    spread = f" ± {std:.2f}" if len(row["draws"]) > 1 else ""
+    return f"{mean:+.2f}{spread} ({row['negative_deep']})"
 
 
 def format_table(summary):
@@ -493,25 +525,30 @@ def format_table(summary):
         "scikit-learn pipeline. Fit s: hatt's Keras fit (train_seconds), a baseline's "
         "hyper-parameter choice and refit. Wall s: the whole `hatt train` process (reading, "
         "channel, 25,000-review test evaluation, export); a baseline's cell from its tables "
-        "to its test figures (the test split's tokenization shared).",
+        "to its test figures (the test split's tokenization shared). Deep weight: the "
+        "validation mix's weight on the deep part's logit (ngram_channel.json's mix.deep), "
+        "in brackets on how many draws it was negative.",
     ]
     for task, sizes in summary.items():
         lines += [
             "",
             f"### Task: {task}",
             "",
-            "| train docs | method | draws | accuracy % | macro-F1 % | model MB | fit s | wall s |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|",
+            "| train docs | method | draws | accuracy % | macro-F1 % | model MB | fit s | wall s "
+            "| deep weight (< 0) |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for size, rows in sizes.items():
             for method, row in sorted(rows.items(), key=lambda kv: (kv[1]["kind"], kv[0])):
-                size_text = _megabytes(row["model_bytes"])
+                n, size_text = len(row["draws"]), _megabytes(row["model_bytes"])
                 if "keras_bytes" in row:
                     size_text += f" ({_megabytes(row['keras_bytes'])})"
                 lines.append(
-                    f"| {size} | {LABELS.get(method, method)} | {len(row['draws'])} | "
-                    f"{_pct(row['test_accuracy'])} | {_pct(row['test_macro_f1'])} | {size_text} | "
-                    f"{_seconds(row['fit_seconds'])} | {_seconds(row['wall_seconds'])} |"
+                    f"| {size} | {LABELS.get(method, method)} | {n} | "
+                    f"{_pct(row['test_accuracy'], n)} | {_pct(row['test_macro_f1'], n)} | "
+                    f"{size_text} | "
+                    f"{_seconds(row['fit_seconds'])} | {_seconds(row['wall_seconds'])} | "
+                    f"{_deep(row)} |"
                 )
         lines += ["", "Goal (issue 30, item 2), against the better linear baseline per draw:", ""]
         for size, rows in sizes.items():

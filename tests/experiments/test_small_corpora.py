@@ -137,7 +137,7 @@ def test_hatt_cell_runs_the_users_command_and_reads_sizes(sc, imdb, tmp_path, mo
 def test_baseline_cell_chooses_on_the_draws_validation_slice(sc, imdb, tmp_path):
     pools = sc.create_dataset(imdb, "polarity")
     tables = sc.draw_tables(pools, "polarity", 100, 0, 1337, tmp_path)
-    cell = sc.baseline_cell("tfidf_lr", tables, sc.TestTokens(), seed=1337)
+    cell = sc.baseline_cell("tfidf_lr", tables, sc.CachedTestTokens(), seed=1337)
     assert cell["train_size"] + cell["validation_size"] == 100 and cell["validation_size"] > 0
     assert cell["test_size"] == 48
     assert cell["test_accuracy"] == 1.0  # the cue words decide
@@ -206,6 +206,7 @@ def planted_cells(rng):
                 if cell["kind"] == "hatt":
                     cell["saved_model_bytes"] = int(rng.integers(1e6, 1e8))
                     cell["keras_bytes"] = int(rng.integers(1e6, 1e8))
+                    cell["ngram_channel"] = {"mix": {"deep": float(rng.normal()), "channel": 1.0}}
                 else:
                     cell["model_bytes"] = int(rng.integers(1e4, 1e6))
                 cells.append(cell)
@@ -233,6 +234,12 @@ def test_aggregate_and_table_match_numpy(sc, tmp_path):
             for key in ("test_accuracy", "test_macro_f1", "fit_seconds"):
                 values = np.array([c[key] for c in group])
                 np.testing.assert_allclose(row[key], (values.mean(), values.std(ddof=1)))
+            if method in ("cnn", "han"):  # the mix's deep weight, and its negative draws
+                weights = np.array([c["ngram_channel"]["mix"]["deep"] for c in group])
+                np.testing.assert_allclose(
+                    row["deep_weight"], (weights.mean(), weights.std(ddof=1))
+                )
+                assert row["negative_deep"] == np.sum(weights < 0)
             accuracy = np.array([c["test_accuracy"] for c in group]) * 100
             text = f"{accuracy.mean():.2f} ± {accuracy.std(ddof=1):.2f}"
             assert f"| {size} | {sc.LABELS.get(method, method)} | 3 | {text} |" in table
@@ -279,3 +286,11 @@ def test_table_only_works_from_the_json_alone(sc, tmp_path, monkeypatch):
     empty.mkdir()
     with pytest.raises(ValueError, match="--out"):
         sc.main(["--table-only", "--out", str(empty)])
+
+
+def test_one_draw_shows_its_value_without_a_spread(sc):
+    cells = [c for c in planted_cells(np.random.default_rng(1)) if c["draw"] == 0]
+    table = sc.format_table(sc.aggregate(cells))
+    cnn = next(c for c in cells if c["size"] == 100 and c["method"] == "cnn")
+    assert f"| 100 | cnn | 1 | {100 * cnn['test_accuracy']:.2f} | " in table
+    assert "± 0.00" not in table
