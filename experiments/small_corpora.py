@@ -429,9 +429,14 @@ def model_bytes(cell):
 
 
 def deep_weight(cell):
-    """The weight the mix gave a hatt model's deep part (``None``: no mix recorded)."""
+    """The weight the mix gave a hatt model's deep part.
+
+    ``None`` when no mix was recorded, or when it is a matrix (more than two
+    classes mix each class's logit from every class's: no one sign to show).
+    """
     mix = (cell.get("ngram_channel") or {}).get("mix") or {}
-    return mix.get("deep")
+    weight = mix.get("deep")
+    return weight if isinstance(weight, int | float) else None
 
 
 def aggregate(cells):

@@ -294,3 +294,13 @@ def test_one_draw_shows_its_value_without_a_spread(sc):
     cnn = next(c for c in cells if c["size"] == 100 and c["method"] == "cnn")
     assert f"| 100 | cnn | 1 | {100 * cnn['test_accuracy']:.2f} | " in table
     assert "± 0.00" not in table
+
+
+def test_a_multiclass_mix_matrix_shows_no_deep_weight(sc):
+    cells = planted_cells(np.random.default_rng(2))
+    for cell in cells:
+        if cell["kind"] == "hatt":
+            cell["ngram_channel"]["mix"]["deep"] = [[0.5, -0.2], [-0.1, 0.4]]
+    row = sc.aggregate(cells)["polarity"][100]["cnn"]
+    assert row["deep_weight"] is None and row["negative_deep"] == 0
+    assert "| – |" in sc.format_table(sc.aggregate(cells))
