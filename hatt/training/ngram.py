@@ -647,6 +647,12 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
     info["mix"] = mix.to_dict()
+    if mix.scalar and mix.deep == 0.0:
+        info["warnings"] = [
+            "The deep part's mix weight is 0 (its unconstrained fit on validation was not "
+            "positive): the model is the n-gram channel alone."
+        ]
+        print("Warning: " + info["warnings"][0])
     for name, (deep, channel, y) in parts.items():
         # The deep part's own logits are not calibrated by the mix: its loss is the
         # model's before the channel was added.
