@@ -647,6 +647,12 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     info["fit"] = "separate"
     info["trainable"] = False  # the channel never trained with the deep part
     info["mix"] = mix.to_dict()
+    if mix.scalar and mix.deep == 0.0:
+        info["warnings"] = [
+            "The deep part's mix weight is 0 (its unconstrained fit on validation was not "
+            "positive): the model is the n-gram channel alone."
+        ]
+        print("Warning: " + info["warnings"][0])
     for name, (deep, channel, y) in parts.items():
         # The deep part's own logits are not calibrated by the mix: its loss is the
         # model's before the channel was added.
@@ -760,13 +766,38 @@ class _Mix:
         return f"deep @ A + channel @ B + c (multinomial over 2·{units} logits, C={self.C:g})"
 
 
-def _fit_binary_mix(deep, channel, y):
-    """``a·deep + b·channel + c`` by a (practically unpenalized) logistic regression."""
-    from sklearn.linear_model import LogisticRegression
+def _fit_binary_mix(deep, channel, y, C=1e4):
+    """``a·deep + b·channel + c`` with ``a, b >= 0`` by a logistic regression.
 
-    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
-    a, b = (float(w) for w in mixer.coef_[0])
-    return _Mix(a, b, float(mixer.intercept_[0]))
+    The objective is scikit-learn's (``C · Σ log loss + ½‖(a, b)‖²``, the
+    intercept unpenalized), minimized under the bounds ``a, b >= 0``
+    (L-BFGS-B): where the unconstrained fit is already non-negative the two
+    agree; where it is not, a part is given weight zero instead of pointing
+    backwards.
+    """
+    from scipy.optimize import minimize
+
+    x = np.stack([np.asarray(deep, np.float64), np.asarray(channel, np.float64)], 1)
+    sign = 2.0 * np.asarray(y, np.float64) - 1.0
+
+    def objective(theta):
+        z = sign * (x @ theta[:2] + theta[2])
+        loss = C * np.sum(np.logaddexp(0.0, -z)) + 0.5 * theta[:2] @ theta[:2]
+        p = -sign * np.exp(-np.logaddexp(0.0, z))  # d loss / d (x @ w + c)
+        grad = np.concatenate([C * (x.T @ p) + theta[:2], [C * p.sum()]])
+        return loss, grad
+
+    bounds = [(0.0, None), (0.0, None), (None, None)]
+    result = minimize(
+        objective,
+        np.array([1.0, 1.0, 0.0]),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 1000, "gtol": 1e-8},
+    )
+    a, b, c = (float(v) for v in result.x)
+    return _Mix(a, b, c)
 
 
 def _fit_multinomial_mix(deep, channel, y, num_classes):
