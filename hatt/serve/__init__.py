@@ -23,7 +23,10 @@ Public API: :func:`load_models`, :func:`create_app`, :func:`serve`,
 :class:`Settings`, :class:`ServedModel`.
 """
 
+import contextlib
 import importlib
+import signal
+import threading
 
 # Imported on first use, so that `hatt.serve.cli` (which `hatt` registers) is cheap to import.
 _LAZY = {
@@ -72,7 +75,29 @@ def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
     if not isinstance(models, dict):
         models = load_models(models)
     app = create_app(models, settings)
-    uvicorn_server(app, host, port, settings, log_level).run()
+    server = uvicorn_server(app, host, port, settings, log_level)
+    with _stopped_quietly():
+        server.run()
+
+
+@contextlib.contextmanager
+def _stopped_quietly():
+    """A SIGTERM / SIGINT after uvicorn's bounded stop ends ``serve``; the exit status is 0.
+
+    uvicorn raises the signal again once it has stopped: under Python's own
+    handlers SIGTERM would kill the process (status -15) and SIGINT raise
+    ``KeyboardInterrupt``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def __getattr__(name):

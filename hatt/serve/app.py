@@ -32,6 +32,7 @@ import dataclasses
 import json
 import logging
 import random
+import threading
 import time
 
 from starlette.applications import Starlette
@@ -160,6 +161,8 @@ class Server:
         )
         self.metrics = Metrics()
         self.metrics.watch_queue("all", "explain", lambda: self.explain_lane.waiting)
+        self.explained = {}  # model name → (explain model calls, texts), for /ui/stats
+        self._explained_lock = threading.Lock()
         self.ready = False
         self.draining = False
         self.warm_up_error = None
@@ -201,6 +204,9 @@ class Server:
 
         def run(chunk):
             observe(len(chunk))
+            with self._explained_lock:
+                calls, count = self.explained.get(model.name, (0, 0))
+                self.explained[model.name] = (calls + 1, count + len(chunk))
             explanations = model.explain(chunk)
             return explanations if parts is None else parts(explanations)
 
@@ -433,8 +439,8 @@ async def ui_stats(request, server):
     out = {}
     for (name, action), batcher in server.batchers.items():
         out.setdefault(name, {})[action] = {"calls": batcher.calls, "texts": batcher.texts}
-    lane = server.explain_lane
-    out["explain lane"] = {"calls": lane.calls, "texts": lane.texts, "waiting": lane.waiting}
+    for name, (calls, texts) in server.explained.items():
+        out.setdefault(name, {})["explain"] = {"calls": calls, "texts": texts}
     return JSONResponse(out)
 
 
