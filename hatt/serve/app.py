@@ -194,11 +194,12 @@ class Server:
         """Run ``model``'s ``signature`` on ``texts`` in the predict lane."""
         return await self._guarded(model, len(texts), self.batcher(model, signature)(texts))
 
-    async def explain(self, model, texts, parts=None):
+    async def explain(self, model, texts, parts=None, gone=None):
         """``model``'s explanations of ``texts``, chunk by chunk in the explain lane.
 
         With ``parts`` (a function of a chunk's explanations, run in the
-        lane's thread) its results stand for the explanations.
+        lane's thread) its results stand for the explanations; ``gone``
+        (``request.is_disconnected``) stops the work of a client that left.
         """
         observe = self.metrics.batch_observer(model.name, "explain")
 
@@ -210,7 +211,7 @@ class Server:
             explanations = model.explain(chunk)
             return explanations if parts is None else parts(explanations)
 
-        return await self._guarded(model, len(texts), self.explain_lane(texts, run))
+        return await self._guarded(model, len(texts), self.explain_lane(texts, run, gone))
 
     async def _guarded(self, model, count, call):
         """Await a lane's answer; a refusal keeps its status, a model's failure is a 500."""
@@ -341,7 +342,13 @@ def _json_errors(endpoint):
 
 
 # The rejections counted by status: what each means here.
-REJECTIONS = {408: "slow_body", 413: "too_large", 503: "unavailable", 504: "deadline"}
+REJECTIONS = {
+    408: "slow_body",
+    413: "too_large",
+    499: "client_gone",
+    503: "unavailable",
+    504: "deadline",
+}
 
 
 async def _render(content):
@@ -385,7 +392,9 @@ async def model_route(request, server):
         return JSONResponse(api.predict_response(rows, columnar))
     texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
     method = api.parse_choice(body, "method", model.methods, model.methods[0])
-    parts = await server.explain(model, texts, lambda e: api.explain_parts(e, method))
+    parts = await server.explain(
+        model, texts, lambda e: api.explain_parts(e, method), request.is_disconnected
+    )
     return await _render(api.explain_response(None, parts=parts))
 
 
@@ -417,7 +426,7 @@ async def ui_explain(request, server):
     request.state.model = model.name
     api.check_unicode(text, "text")
     method = api.parse_choice(body, "method", model.methods, model.methods[0])
-    (explanation,) = await server.explain(model, [text])
+    (explanation,) = await server.explain(model, [text], gone=request.is_disconnected)
     heading = f"{model.name} · version {model.version}"
     return JSONResponse(
         {

@@ -15,8 +15,9 @@ cost:
 - a request has ``deadline_s`` seconds from its arrival: if it has not
   started by then it is refused (503, ``Retry-After``: it never ran); if it
   is still running, it stops at its next chunk (504);
-- a request whose client went away, or that is running when the server
-  stops (:meth:`ExplainLane.close`), stops at its next chunk.
+- a request whose client went away (``gone``), or that is running when
+  the server stops (:meth:`ExplainLane.close`), stops at its next chunk
+  (a request left in the queue by its client never runs).
 
 One chunk is the unit nothing interrupts (a model call in a thread cannot
 be stopped), so a stop takes at most one chunk's time.
@@ -52,13 +53,16 @@ class ExplainLane:
         texts: The request's texts (list of str).
         run: The model call for this request: a list of texts → a list of
             per-text results (same length). Runs in the lane's threads.
+        gone: Optional ``async gone() -> bool``: whether the client has left
+            (asked before each chunk).
 
     Returns:
         (awaitable) The per-text results, in order.
 
     Raises:
         Refused: queue full or closing (503), never started before the
-            deadline (503), deadline passed while running (504).
+            deadline (503), deadline passed while running (504), the client
+            left (499, nginx's "client closed request": nobody reads it).
 
     Example:
 
@@ -102,7 +106,7 @@ class ExplainLane:
         ahead = (self.waiting + self.running) * self.chunk * self._seconds_per_text
         return int(min(max(math.ceil(ahead / self.workers), 1), 120))
 
-    async def __call__(self, texts, run):
+    async def __call__(self, texts, run, gone=None):
         texts = list(texts)
         if not texts:
             return []
@@ -117,7 +121,7 @@ class ExplainLane:
             )
         await self._acquire(arrived)
         try:
-            return await self._run_chunks(texts, run, arrived)
+            return await self._run_chunks(texts, run, arrived, gone)
         finally:
             self.running -= 1
             self._slots.release()
@@ -153,11 +157,13 @@ class ExplainLane:
             self._slots.release()
             self._check_open()
 
-    async def _run_chunks(self, texts, run, arrived):
+    async def _run_chunks(self, texts, run, arrived, gone):
         loop = asyncio.get_running_loop()
         out = []
         for start in range(0, len(texts), self.chunk):
             self._check_open()
+            if gone is not None and await gone():
+                raise Refused(499, "The client left", reason="client_gone")
             elapsed = time.monotonic() - arrived
             if elapsed > self.deadline_s:
                 raise Refused(

@@ -132,3 +132,18 @@ def test_a_failing_chunk_fails_its_request_only_and_frees_the_worker():
 def test_bad_settings_are_refused(kwargs, words):
     with pytest.raises(ValueError, match=words):
         ExplainLane(**kwargs)
+
+
+def test_a_request_whose_client_left_stops_at_its_next_chunk():
+    run = Slow()
+    lane = ExplainLane(workers=1, max_queue=4, chunk=1, deadline_s=30)
+    asked = []
+
+    async def gone():
+        asked.append(len(run.chunks))
+        return len(run.chunks) >= 2
+
+    with pytest.raises(Refused) as caught:
+        asyncio.run(lane([f"t{i}" for i in range(10)], run, gone))
+    assert caught.value.status == 499 and caught.value.reason == "client_gone"
+    assert len(run.chunks) == 2 and asked == [0, 1, 2]

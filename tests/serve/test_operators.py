@@ -298,3 +298,25 @@ def test_slow_headers_slow_bodies_and_idle_connections_time_out():
             )
             closed, received = _closed_within(idle, 3)
             assert closed and received.startswith(b"HTTP/1.1 200")
+
+
+def test_an_explain_whose_client_left_stops_running():
+    settings = serve.Settings(explain_chunk=1)
+    app = serve.create_app({"slow": slow_model(seconds_per_chunk=0.1)}, settings)
+    with TimedServer(app, settings) as live:
+        while not app.state.server.ready:
+            time.sleep(0.02)
+        body = json.dumps({"instances": ["a b"] * 40}).encode()
+        with socket.create_connection(("127.0.0.1", live.port)) as sock:
+            sock.sendall(
+                b"POST /v1/models/slow:explain HTTP/1.1\r\nHost: x\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            time.sleep(0.5)
+        time.sleep(0.5)  # 40 chunks would take 4 s
+        _, stopped_at = app.state.server.explained["slow"]
+        time.sleep(0.5)
+        _, later = app.state.server.explained["slow"]
+        assert later == stopped_at < 1 + 40, (stopped_at, later)  # the warm-up's review + chunks
+        assert app.state.server.explain_lane.running == 0
