@@ -135,7 +135,11 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content):
-        return json.dumps(content, ensure_ascii=False, allow_nan=True).encode("utf-8")
+        return json_bytes(content)
+
+
+def json_bytes(content):
+    return json.dumps(content, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
 def error_response(status, message, retry_after=None):
@@ -353,7 +357,7 @@ REJECTIONS = {
 
 async def _render(content):
     """A JSON response rendered off the event loop (an explanation's JSON is large)."""
-    body = await asyncio.to_thread(JSONResponse.render, None, content)
+    body = await asyncio.to_thread(json_bytes, content)
     return Response(body, media_type=JSONResponse.media_type)
 
 
