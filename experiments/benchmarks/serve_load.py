@@ -392,11 +392,9 @@ def long_document_runs(server, name, reviews):
     words = " ".join(reviews[:200]).replace(".", " ").replace("!", " ").replace("?", " ").split()
 
     def document(size):
-        text, i = [], 0
-        while sum(len(w) + 1 for w in text) < size:  # bounded: size / shortest word steps
-            text.append(words[i % len(words)])
-            i += 1
-        return " ".join(text)[:size]
+        """``size`` characters of words and spaces, no sentence end."""
+        line = " ".join(words) + " "
+        return (line * (size // len(line) + 1))[:size]
 
     cases = [
         ("100 KB, alone", [document(100_000)]),
