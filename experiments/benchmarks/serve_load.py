@@ -51,6 +51,7 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import subprocess
@@ -94,7 +95,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-wait-ms", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--explain-workers", type=int, default=1)
-    parser.add_argument("--explain-chunk", type=int, default=4)
+    parser.add_argument("--explain-chunk", type=int, default=1)
     parser.add_argument("--explain-deadline", type=float, default=60.0)
     parser.add_argument(
         "--mixed-seconds", type=float, default=0.0, help="mixed predict/explain run (0: none)"
@@ -594,7 +595,7 @@ def main(argv=None):
             raise SystemExit(f"No {name} model at {path!r}: pass --{name} PATH or --{name} ''.")
     data = create_dataset(args)
     report = {
-        "command": " ".join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "models": models,

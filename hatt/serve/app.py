@@ -95,7 +95,7 @@ class Settings:
     max_explain_texts: int = 64
     explain_workers: int = 1
     explain_queue: int = 16
-    explain_chunk: int = 4
+    explain_chunk: int = 1
     explain_deadline_s: float = 60.0
     body_timeout_s: float = 10.0
     header_timeout_s: float = 10.0

@@ -111,7 +111,7 @@ def add_serve_command(sub):
     explain.add_argument(
         "--explain-chunk",
         type=int,
-        default=4,
+        default=1,
         help="reviews one explain model call takes (bounds its memory)",
     )
     explain.add_argument(

@@ -71,7 +71,7 @@ class ExplainLane:
     [8, 7]
     """
 
-    def __init__(self, workers=1, max_queue=16, chunk=4, deadline_s=60.0):
+    def __init__(self, workers=1, max_queue=16, chunk=1, deadline_s=60.0):
         for name, value in (("workers", workers), ("max_queue", max_queue), ("chunk", chunk)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(

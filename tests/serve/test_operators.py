@@ -47,7 +47,8 @@ async def _send(app, requests, stagger=0.0):
 
 
 def test_a_predict_is_answered_while_a_slow_explain_runs():
-    app = serve.create_app({"slow": slow_model(seconds_per_chunk=0.4)}, serve.Settings())
+    settings = serve.Settings(explain_chunk=4)
+    app = serve.create_app({"slow": slow_model(seconds_per_chunk=0.4)}, settings)
     explain = ("POST", "/v1/models/slow:explain", {"instances": ["a b"] * 8})  # 2 chunks
     predict = ("POST", "/v1/models/slow:predict", {"instances": ["a b"]})
     began = time.monotonic()
@@ -126,7 +127,8 @@ def _samples(text):
 
 
 def test_metrics_count_requests_errors_latency_batches_queues_and_rejections():
-    app = serve.create_app({"slow": slow_model(seconds_per_chunk=0)}, serve.Settings(max_texts=2))
+    settings = serve.Settings(max_texts=2, explain_chunk=4)
+    app = serve.create_app({"slow": slow_model(seconds_per_chunk=0)}, settings)
     with TestClient(app) as client:
         while client.get("/readyz").status_code != 200:
             time.sleep(0.02)
