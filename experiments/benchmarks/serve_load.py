@@ -103,6 +103,11 @@ def parse_args(argv=None):
     parser.add_argument("--explain-clients", type=int, default=8)
     parser.add_argument("--explain-texts", type=int, default=64)
     parser.add_argument("--long-docs", action="store_true", help="the long-document requests")
+    parser.add_argument(
+        "--stop-under-load",
+        action="store_true",
+        help="time the stop on SIGTERM after 6 s of the mixed load (a server of its own)",
+    )
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -183,7 +188,8 @@ class ServerProcess:
         return rss_mb(self.process.pid)
 
     def __exit__(self, *exc):
-        self.process.send_signal(signal.SIGINT)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -420,6 +426,46 @@ def long_document_runs(server, name, reviews):
     return runs
 
 
+def stop_under_load(models, args, reviews, after_s=6.0):
+    """Seconds from SIGTERM to exit, the mixed load running, and how its requests ended."""
+    name = next(iter(models))
+    with ServerProcess([f"{n}={p}" for n, p in models.items()], args, True) as server:
+        predict_record, explain_record = [], []
+        groups = [
+            (f"/v1/models/{name}:predict", bodies_for(reviews, 1), 1, predict_record),
+            (
+                f"/v1/models/{name}:explain",
+                bodies_for(reviews, args.explain_texts),
+                args.explain_clients,
+                explain_record,
+            ),
+        ]
+        clients = threading.Thread(
+            target=load_groups, args=(server.port, groups, after_s + 1.0, 0.0), daemon=True
+        )
+        clients.start()
+        time.sleep(after_s)
+        began = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+        stopped = time.monotonic() - began
+        clients.join(timeout=TIMEOUT_S + 10)
+    ended = {}
+    for verb, record in (("predict", predict_record), ("explain", explain_record)):
+        for _, status in record:
+            key = f"{verb} {status}"
+            ended[key] = ended.get(key, 0) + 1
+    return {
+        "model": name,
+        "stop_seconds": round(stopped, 2),
+        "returncode": server.process.returncode,
+        "answers": ended,
+    }
+
+
 # === Side by side, in-process ===
 
 
@@ -581,6 +627,15 @@ def markdown(report):
     if report["long_documents"]:
         lines += ["Long unpunctuated documents, one request at a time:", ""]
         lines += [LONG_HEADER, *(_long_row(r) for r in report["long_documents"]), ""]
+    if "stop" in report:
+        stop = report["stop"]
+        answers = ", ".join(f"{k}: {v}" for k, v in sorted(stop["answers"].items()))
+        lines += [
+            f"SIGTERM under the mixed load ({stop['model']}): exited after "
+            f"{stop['stop_seconds']} s with status {stop['returncode']}; requests that ended "
+            f"(None: no answer, the server gone): {answers}",
+            "",
+        ]
     lines += ["In-process `predict` throughput on the same reviews (no HTTP), batch 64:", ""]
     lines += ["| model | reviews/s |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["in_process"].items()]
@@ -611,6 +666,9 @@ def main(argv=None):
             models, args, batching == "on", data["test"], report["mixed"], report["long_documents"]
         )
         write_report(report, args.output)  # what was measured is kept if a later step fails
+    if args.stop_under_load:
+        report["stop"] = stop_under_load(models, args, data["test"])
+        write_report(report, args.output)
     if not args.skip_sklearn:
         report["in_process"]["sklearn TF-IDF + LR (raw text)"] = sklearn_throughput(data)
     report["in_process"].update(hatt_in_process(models, data))
