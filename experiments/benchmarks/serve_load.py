@@ -14,6 +14,20 @@ Reported per run: requests/s, reviews/s, p50 / p95 / p99 latency (ms),
 errors (any answer but 200, or no answer), and the mean number of reviews a
 model call took (the server's `/ui/stats`).
 
+Mixed traffic (`--mixed-seconds`, after the runs above, on a server with
+batching on): `--explain-clients` clients (8) send `--explain-texts`-review
+(64) `:explain` requests back to back while one client sends one-review
+`:predict` requests; reported: the predict p50 / p99, the explain answers
+by status (200, 503 queue full or never started, 504 past the deadline) and
+the server's resident memory (RSS, sampled every 50 ms from /proc) against
+its idle size.
+
+Long documents (`--long-docs`): one-review `:predict` and `:explain`
+requests holding an unpunctuated document of 100 KB and 900 KB (under the
+1 MiB body cap), the 900 KB one inside a batch of 63 ordinary reviews, and
+a 20 MB body (the cap's 413); each with its status, time and the server's
+peak RSS over its idle size.
+
 Side by side, in the same process and on the same reviews: a scikit-learn
 TF-IDF + logistic regression pipeline on raw text (what a user might pick
 instead), fitted on `--train` training reviews, its `predict` timed on
@@ -27,7 +41,9 @@ Writes experiments/results/serve_load.json and serve_load.md.
 
 Targets (2 cores): 0 errors under 32 clients for 60 s; `:predict` >= 1,000
 reviews/s for the CNN and >= 300 for the HAN with batching on; p99 of a
-single-review request under light load <= 100 ms for the CNN.
+single-review request under light load <= 100 ms for the CNN; under mixed
+traffic the predict p99 <= 50 ms and the server within 2 GB of its idle RSS;
+a 20 MB document within 300 MB of it.
 """
 
 import argparse
@@ -35,11 +51,13 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -48,7 +66,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results" / "serve_load.json"
-TARGETS = {"cnn_predict_reviews_per_s": 1000, "han_predict_reviews_per_s": 300, "cnn_p99_ms": 100}
+TARGETS = {
+    "cnn_predict_reviews_per_s": 1000,
+    "han_predict_reviews_per_s": 300,
+    "cnn_p99_ms": 100,
+    "mixed_predict_p99_ms": 50,
+    "mixed_rss_growth_mb": 2048,
+    "long_document_rss_growth_mb": 300,
+}
 TIMEOUT_S = 60.0
 
 
@@ -69,10 +94,26 @@ def parse_args(argv=None):
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--batch-wait-ms", type=float, default=0.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--explain-workers", type=int, default=1)
+    parser.add_argument("--explain-chunk", type=int, default=1)
+    parser.add_argument("--explain-deadline", type=float, default=60.0)
+    parser.add_argument(
+        "--mixed-seconds", type=float, default=0.0, help="mixed predict/explain run (0: none)"
+    )
+    parser.add_argument("--explain-clients", type=int, default=8)
+    parser.add_argument("--explain-texts", type=int, default=64)
+    parser.add_argument("--long-docs", action="store_true", help="the long-document requests")
+    parser.add_argument(
+        "--stop-under-load",
+        action="store_true",
+        help="time the stop on SIGTERM after 6 s of the mixed load (a server of its own)",
+    )
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    for name in ("clients", "reviews", "texts", "train"):
+    if not 0 <= args.mixed_seconds <= 600:
+        parser.error(f"Expected --mixed-seconds in [0, 600]. Received: {args.mixed_seconds}")
+    for name in ("clients", "reviews", "texts", "train", "explain_clients", "explain_texts"):
         if getattr(args, name) < 1:
             parser.error(f"Expected --{name} >= 1. Received: {getattr(args, name)}")
     if not 0 < args.seconds <= 600:
@@ -115,6 +156,10 @@ class ServerProcess:
         command += ["--max-batch-size", str(args.max_batch_size)]
         command += ["--batch-wait-ms", str(args.batch_wait_ms), "--threads", str(args.threads)]
         command += ["--max-texts", str(max(args.texts, 256))]
+        command += ["--max-explain-texts", str(max(args.texts, args.explain_texts))]
+        command += ["--explain-workers", str(args.explain_workers)]
+        command += ["--explain-chunk", str(args.explain_chunk)]
+        command += ["--explain-deadline", str(args.explain_deadline)]
         if not batching:
             command.append("--no-batching")
         self.command = command
@@ -130,14 +175,21 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"hatt serve exited: see {self.log.name}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
+                url = f"http://127.0.0.1:{self.port}/readyz"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if response.status == 200:  # loaded and warmed up in both lanes
+                        return self
             except OSError:
                 time.sleep(0.5)
-        raise RuntimeError("hatt serve did not start in 300 s")
+        raise RuntimeError("hatt serve was not ready in 300 s")
+
+    def rss_mb(self):
+        """The server's resident memory (MB) now."""
+        return rss_mb(self.process.pid)
 
     def __exit__(self, *exc):
-        self.process.send_signal(signal.SIGINT)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -193,6 +245,12 @@ async def _client(port, path, bodies, offset, start_at, stop_at, record):
 def load(port, path, bodies, clients, seconds, warmup):
     """`clients` clients for `warmup` + `seconds` seconds; the measured requests."""
     record = []
+    load_groups(port, [(path, bodies, clients, record)], seconds, warmup)
+    return record
+
+
+def load_groups(port, groups, seconds, warmup):
+    """Groups of clients at once: each ``(path, bodies, clients, record)`` fills its record."""
 
     async def main():
         start_at = time.perf_counter() + warmup
@@ -200,12 +258,12 @@ def load(port, path, bodies, clients, seconds, warmup):
         await asyncio.gather(
             *(
                 _client(port, path, bodies, k * 37, start_at, stop_at, record)
+                for path, bodies, clients, record in groups
                 for k in range(clients)
             )
         )
 
     asyncio.run(main())
-    return record
 
 
 def summarise(record, seconds, texts):
@@ -238,6 +296,174 @@ def bodies_for(reviews, texts):
         json.dumps({"instances": reviews[i : i + texts]}).encode()
         for i in range(0, len(reviews) - texts + 1, texts)
     ]
+
+
+# === Memory ===
+
+
+def rss_mb(pid):
+    """Resident set size of process ``pid`` in MB (Linux /proc)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+class PeakRss:
+    """The peak RSS of process ``pid`` while the block runs, sampled every ``every`` s."""
+
+    def __init__(self, pid, every=0.05):
+        self.pid, self.every = pid, every
+        self.peak = 0.0
+        self._stop = threading.Event()
+
+    def _sample(self):
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, rss_mb(self.pid))
+            except (OSError, RuntimeError):
+                return
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self.peak = rss_mb(self.pid)
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+# === Mixed traffic and long documents ===
+
+
+def mixed_run(server, name, reviews, args):
+    """One-review :predict p50/p99 while `--explain-clients` send 64-review :explain."""
+    explains = bodies_for(reviews, args.explain_texts)
+    singles = bodies_for(reviews, 1)
+    predict_record, explain_record = [], []
+    groups = [
+        (f"/v1/models/{name}:predict", singles, 1, predict_record),
+        (f"/v1/models/{name}:explain", explains, args.explain_clients, explain_record),
+    ]
+    idle = server.rss_mb()
+    with PeakRss(server.process.pid) as peak:
+        load_groups(server.port, groups, args.mixed_seconds, args.warmup)
+    predict = summarise(predict_record, args.mixed_seconds, 1)
+    statuses = {}
+    for _, status in explain_record:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    done = statuses.get("200", 0)
+    return {
+        "model": name,
+        "seconds": args.mixed_seconds,
+        "explain_clients": args.explain_clients,
+        "explain_texts": args.explain_texts,
+        "explain_chunk": args.explain_chunk,
+        "explain_workers": args.explain_workers,
+        "predict": predict,
+        "explain_statuses": statuses,
+        "explain_reviews_per_s": round(done * args.explain_texts / args.mixed_seconds, 1),
+        "idle_rss_mb": round(idle, 1),
+        "peak_rss_mb": round(peak.peak, 1),
+        "rss_growth_mb": round(peak.peak - idle, 1),
+    }
+
+
+def _raw_post(port, path, body, timeout=TIMEOUT_S):
+    """``(status or None, seconds)`` of one POST on its own connection (sent whole or not)."""
+    began = time.perf_counter()
+    status = None
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            head = (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            try:
+                sock.sendall(head.encode() + body)
+            except OSError:  # the server answered (413) and closed before reading it all
+                pass
+            line = sock.makefile("rb").readline()
+            status = int(line.split()[1]) if line else None
+    except (OSError, ValueError, IndexError):
+        status = None
+    return status, time.perf_counter() - began
+
+
+def long_document_runs(server, name, reviews):
+    """Unpunctuated long documents through :predict and :explain; status, time, peak RSS."""
+    words = " ".join(reviews[:200]).replace(".", " ").replace("!", " ").replace("?", " ").split()
+
+    def document(size):
+        """``size`` characters of words and spaces, no sentence end."""
+        line = " ".join(words) + " "
+        return (line * (size // len(line) + 1))[:size]
+
+    cases = [
+        ("100 KB, alone", [document(100_000)]),
+        ("900 KB, alone", [document(900_000)]),
+        ("900 KB among 63 reviews", [document(900_000), *reviews[:63]]),
+        ("20 MB body", [document(100_000) * 200]),
+    ]
+    runs = []
+    for label, texts in cases:
+        for verb in ("predict", "explain"):
+            if verb == "explain" and len(texts) > 1:
+                continue  # the explain cap is 64 and one chunk is what matters here
+            body = json.dumps({"instances": texts}).encode()
+            idle = server.rss_mb()
+            with PeakRss(server.process.pid) as peak:
+                status, seconds = _raw_post(server.port, f"/v1/models/{name}:{verb}", body)
+            run = {"model": name, "document": label, "verb": verb, "body_mb": len(body) / 1e6}
+            run.update(status=status, seconds=round(seconds, 2), idle_rss_mb=round(idle, 1))
+            run.update(rss_growth_mb=round(peak.peak - idle, 1))
+            print(_long_row(run), flush=True)
+            runs.append(run)
+    return runs
+
+
+def stop_under_load(models, args, reviews, after_s=6.0):
+    """Seconds from SIGTERM to exit, the mixed load running, and how its requests ended."""
+    name = next(iter(models))
+    with ServerProcess([f"{n}={p}" for n, p in models.items()], args, True) as server:
+        predict_record, explain_record = [], []
+        groups = [
+            (f"/v1/models/{name}:predict", bodies_for(reviews, 1), 1, predict_record),
+            (
+                f"/v1/models/{name}:explain",
+                bodies_for(reviews, args.explain_texts),
+                args.explain_clients,
+                explain_record,
+            ),
+        ]
+        clients = threading.Thread(
+            target=load_groups, args=(server.port, groups, after_s + 1.0, 0.0), daemon=True
+        )
+        clients.start()
+        time.sleep(after_s)
+        began = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+        stopped = time.monotonic() - began
+        clients.join(timeout=TIMEOUT_S + 10)
+    ended = {}
+    for verb, record in (("predict", predict_record), ("explain", explain_record)):
+        for _, status in record:
+            key = f"{verb} {status}"
+            ended[key] = ended.get(key, 0) + 1
+    return {
+        "model": name,
+        "stop_seconds": round(stopped, 2),
+        "returncode": server.process.returncode,
+        "answers": ended,
+    }
 
 
 # === Side by side, in-process ===
@@ -302,8 +528,9 @@ def hatt_in_process(models, data, seconds=5.0):
 # === Main ===
 
 
-def run_server(models, args, batching, reviews):
-    """Every (model, verb) under load, plus the light-load run, on one server."""
+def run_server(models, args, batching, reviews, mixed, long_docs):
+    """Every (model, verb) under load, plus the light-load run, on one server; with
+    batching on also the mixed run and the long documents (into ``mixed``, ``long_docs``)."""
     runs = []
     bodies = bodies_for(reviews, args.texts)
     singles = bodies_for(reviews, 1)
@@ -331,6 +558,11 @@ def run_server(models, args, batching, reviews):
                 run.update(summarise(record, args.light_seconds, 1))
                 print(_row(run), flush=True)
                 runs.append(run)
+            if batching and args.mixed_seconds > 0:
+                mixed.append(mixed_run(server, name, reviews, args))
+                print(_mixed_row(mixed[-1]), flush=True)
+            if batching and args.long_docs:
+                long_docs.extend(long_document_runs(server, name, reviews))
     return runs
 
 
@@ -350,6 +582,36 @@ def _row(run):
     )
 
 
+MIXED_HEADER = (
+    "| model | explain clients x reviews | chunk / workers | predict p50 ms | predict p99 ms "
+    "| predict errors / requests | explain answers by status | explain reviews/s "
+    "| idle RSS MB | peak RSS MB | growth MB |\n"
+    "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"
+)
+LONG_HEADER = (
+    "| model | document | verb | body MB | status | seconds | idle RSS MB | growth MB |\n"
+    "|---|---|---|---:|---:|---:|---:|---:|"
+)
+
+
+def _mixed_row(run):
+    p = run["predict"]
+    statuses = ", ".join(f"{k}: {v}" for k, v in sorted(run["explain_statuses"].items()))
+    return (
+        f"| {run['model']} | {run['explain_clients']} x {run['explain_texts']} "
+        f"| {run['explain_chunk']} / {run['explain_workers']} | {p['p50_ms']} | {p['p99_ms']} "
+        f"| {p['errors']} / {p['requests']} | {statuses} | {run['explain_reviews_per_s']} "
+        f"| {run['idle_rss_mb']} | {run['peak_rss_mb']} | {run['rss_growth_mb']} |"
+    )
+
+
+def _long_row(run):
+    return (
+        f"| {run['model']} | {run['document']} | {run['verb']} | {run['body_mb']:.1f} "
+        f"| {run['status']} | {run['seconds']} | {run['idle_rss_mb']} | {run['rss_growth_mb']} |"
+    )
+
+
 def markdown(report):
     lines = ["# hatt serve under load (experiments/benchmarks/serve_load.py)", ""]
     lines += [f"Command: `{report['command']}`  ", f"Machine: {report['machine']}  "]
@@ -359,6 +621,21 @@ def markdown(report):
         "",
     ]
     lines += [HEADER, *(_row(r) for r in report["runs"]), ""]
+    if report["mixed"]:
+        lines += ["Mixed traffic: one client's 1-review `:predict` while others `:explain`:", ""]
+        lines += [MIXED_HEADER, *(_mixed_row(r) for r in report["mixed"]), ""]
+    if report["long_documents"]:
+        lines += ["Long unpunctuated documents, one request at a time:", ""]
+        lines += [LONG_HEADER, *(_long_row(r) for r in report["long_documents"]), ""]
+    if "stop" in report:
+        stop = report["stop"]
+        answers = ", ".join(f"{k}: {v}" for k, v in sorted(stop["answers"].items()))
+        lines += [
+            f"SIGTERM under the mixed load ({stop['model']}): exited after "
+            f"{stop['stop_seconds']} s with status {stop['returncode']}; requests that ended "
+            f"(None: no answer, the server gone): {answers}",
+            "",
+        ]
     lines += ["In-process `predict` throughput on the same reviews (no HTTP), batch 64:", ""]
     lines += ["| model | reviews/s |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["in_process"].items()]
@@ -373,18 +650,25 @@ def main(argv=None):
             raise SystemExit(f"No {name} model at {path!r}: pass --{name} PATH or --{name} ''.")
     data = create_dataset(args)
     report = {
-        "command": " ".join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "models": models,
         "targets": TARGETS,
         "runs": [],
+        "mixed": [],
+        "long_documents": [],
         "in_process": {},
     }
     print(HEADER, flush=True)
     for batching in args.batching.split(","):
-        report["runs"] += run_server(models, args, batching == "on", data["test"])
+        report["runs"] += run_server(
+            models, args, batching == "on", data["test"], report["mixed"], report["long_documents"]
+        )
         write_report(report, args.output)  # what was measured is kept if a later step fails
+    if args.stop_under_load:
+        report["stop"] = stop_under_load(models, args, data["test"])
+        write_report(report, args.output)
     if not args.skip_sklearn:
         report["in_process"]["sklearn TF-IDF + LR (raw text)"] = sklearn_throughput(data)
     report["in_process"].update(hatt_in_process(models, data))

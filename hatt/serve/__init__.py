@@ -12,14 +12,21 @@
 - a page at ``/``: paste a review, see one or two models' predictions and
   the sentence bands and word highlights of :mod:`hatt.inspect.html`.
 
-Concurrent requests are batched into one model call (:mod:`hatt.serve.batching`);
-requests are capped in size (413) and checked (400 naming the field).
+Concurrent ``:predict`` requests are batched into one model call
+(:mod:`hatt.serve.batching`); ``:explain`` runs in its own bounded lane
+(:mod:`hatt.serve.lanes`); requests are capped in size (413) and checked
+(400 naming the field); ``/healthz``, ``/readyz`` and ``/metrics`` serve
+operators (:mod:`hatt.serve.metrics`); slow clients time out and SIGTERM
+stops within a bound (:mod:`hatt.serve.process`).
 
 Public API: :func:`load_models`, :func:`create_app`, :func:`serve`,
 :class:`Settings`, :class:`ServedModel`.
 """
 
+import contextlib
 import importlib
+import signal
+import threading
 
 # Imported on first use, so that `hatt.serve.cli` (which `hatt` registers) is cheap to import.
 _LAZY = {
@@ -43,7 +50,10 @@ __all__ = [
 
 
 def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
-    """Load ``models`` and serve them until interrupted (uvicorn, one process).
+    """Load ``models`` and serve them until SIGTERM / SIGINT (uvicorn, one process).
+
+    Slow clients and idle connections time out and a stop is bounded
+    (:mod:`hatt.serve.process`).
 
     Args:
         models: Model paths as ``hatt predict`` takes them, each optionally
@@ -57,15 +67,37 @@ def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
 
     >>> hatt.serve.serve(["saved_models/han", "saved_models/cnn"], port=8501)
     """
-    import uvicorn
-
-    from hatt.serve.app import create_app
+    from hatt.serve.app import Settings, create_app
     from hatt.serve.models import load_models
+    from hatt.serve.process import uvicorn_server
 
+    settings = settings or Settings()
     if not isinstance(models, dict):
         models = load_models(models)
     app = create_app(models, settings)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    server = uvicorn_server(app, host, port, settings, log_level)
+    with _stopped_quietly():
+        server.run()
+
+
+@contextlib.contextmanager
+def _stopped_quietly():
+    """A SIGTERM / SIGINT after uvicorn's bounded stop ends ``serve``; the exit status is 0.
+
+    uvicorn raises the signal again once it has stopped: under Python's own
+    handlers SIGTERM would kill the process (status -15) and SIGINT raise
+    ``KeyboardInterrupt``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def __getattr__(name):

@@ -35,10 +35,11 @@ SENTENCE_SHAPED = ("sentence_attention",)  # [S] per review (HAN)
 class ApiError(Exception):
     """A request the server answers with ``status`` and ``{"error": message}``."""
 
-    def __init__(self, status, message):
+    def __init__(self, status, message, retry_after=None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after  # seconds, for 503s: the Retry-After header
 
 
 # === URLs ============================================================================
@@ -89,6 +90,8 @@ def parse_json(body):
         raise ApiError(400, f"Malformed JSON body: not UTF-8 ({error.reason})") from None
     except ValueError as error:
         raise ApiError(400, f"Malformed JSON body: {error}") from None
+    except RecursionError:
+        raise ApiError(400, "Malformed JSON body: nested too deeply") from None
     if not isinstance(value, dict):
         raise ApiError(
             400,
@@ -98,11 +101,24 @@ def parse_json(body):
     return value
 
 
+def check_unicode(value, field):
+    """``value`` if it encodes as UTF-8 (JSON lets a lone surrogate such as ``"\\ud800"`` in)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ApiError(
+            400,
+            f"Expected {field} to be valid Unicode text. Received: a lone surrogate "
+            f"{value[error.start]!r} at character {error.start} of {field}",
+        ) from None
+    return value
+
+
 def _text(value, field):
     if isinstance(value, str):
-        return value
+        return check_unicode(value, field)
     if isinstance(value, dict) and set(value) == {"text"} and isinstance(value["text"], str):
-        return value["text"]
+        return check_unicode(value["text"], field)
     shown = json.dumps(value)[:80]
     raise ApiError(
         400,
@@ -111,12 +127,13 @@ def _text(value, field):
     )
 
 
-def parse_texts(body, max_texts):
+def parse_texts(body, max_texts, verb="request"):
     """The reviews of a request, and whether it used the columnar format.
 
     Args:
         body: The parsed JSON object.
         max_texts: The most texts one request may hold.
+        verb: What the 413's message calls the request (``":explain request"``).
 
     Returns:
         ``(texts, columnar)``.
@@ -151,7 +168,7 @@ def parse_texts(body, max_texts):
     if len(values) > max_texts:
         raise ApiError(
             413,
-            f"Expected at most {max_texts} texts a request. Received: {len(values)} in {field}",
+            f"Expected at most {max_texts} texts a {verb}. Received: {len(values)} in {field}",
         )
     if columnar:  # a column of strings; row format also takes {"text": ...} objects
         for i, value in enumerate(values):
@@ -161,6 +178,7 @@ def parse_texts(body, max_texts):
                     f"Expected {field}[{i}] to be a string. Received: "
                     f"{field}[{i}]={json.dumps(value)[:80]}",
                 )
+            check_unicode(value, f"{field}[{i}]")
         return list(values), True
     return [_text(value, f"instances[{i}]") for i, value in enumerate(values)], False
 
@@ -291,9 +309,15 @@ def explanation_json(explanation, method=None):
     }
 
 
-def explain_response(explanations, method=None):
-    """KServe V1's explain response: ``{"predictions": [...], "explanations": [...]}``."""
-    return {
-        "predictions": [prediction_of(e) for e in explanations],
-        "explanations": [explanation_json(e, method) for e in explanations],
-    }
+def explain_parts(explanations, method=None):
+    """Each explanation's ``(prediction, explanation JSON)``: the server makes them per chunk."""
+    return [(prediction_of(e), explanation_json(e, method)) for e in explanations]
+
+
+def explain_response(explanations, method=None, parts=None):
+    """KServe V1's explain response: ``{"predictions": [...], "explanations": [...]}``.
+
+    ``parts`` (from :func:`explain_parts`) stands for ``explanations`` made already.
+    """
+    parts = explain_parts(explanations, method) if parts is None else parts
+    return {"predictions": [p for p, _ in parts], "explanations": [e for _, e in parts]}

@@ -16,6 +16,9 @@ Routes:
   → ``{"predictions": [...]}``, ``{"inputs": ...}`` → ``{"outputs": ...}``;
 - ``POST /v1/models/NAME[/versions/N]:explain``: → ``{"predictions": [...],
   "explanations": [...]}`` (tokens and their scores);
+- ``GET /healthz`` (liveness: the process answers), ``GET /readyz``
+  (readiness: 200 once every model is loaded and warmed up, 503 before and
+  while stopping), ``GET /metrics`` (Prometheus, :mod:`hatt.serve.metrics`);
 - ``GET /``: the page; ``GET /static/page.js``; ``GET /ui/models``,
   ``POST /ui/explain`` (one review's card, rendered by
   :func:`hatt.inspect.html.review_html`), ``GET /ui/imdb-review`` and
@@ -29,6 +32,8 @@ import dataclasses
 import json
 import logging
 import random
+import threading
+import time
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -38,23 +43,44 @@ from starlette.routing import Route
 from hatt.inspect import html as html_renderer
 from hatt.serve import api, page
 from hatt.serve.batching import Batcher, Unbatched
+from hatt.serve.lanes import ExplainLane, Refused
+from hatt.serve.metrics import CONTENT_TYPE, Metrics
+from hatt.serve.models import PREDICT, WARM_UP
 
 logger = logging.getLogger("hatt.serve")
 
 
 @dataclasses.dataclass
 class Settings:
-    """How a server limits and batches requests.
+    """How a server limits, batches and times requests.
 
     Attributes:
         max_body_bytes: Largest request body (bytes); larger → 413.
-        max_texts: Most reviews in one request; more → 413.
-        batching: Join concurrent ``:predict`` requests into one model call
-            (``:explain`` requests always run one by one).
+        max_texts: Most reviews in one ``:predict`` request; more → 413.
+        batching: Join concurrent ``:predict`` requests into one model call.
         max_batch_size: Reviews a batched model call takes at most.
         batch_wait_ms: How long a batch waits for requests to join it.
-        threads: Worker threads that run the models (the event loop stays
-            free while they run).
+        threads: Threads of the predict lane (model calls of ``:predict``
+            that may run at once).
+        predict_queue: ``:predict`` requests that may wait, per model and
+            signature; more → 503 with ``Retry-After``.
+        max_explain_texts: Most reviews in one ``:explain`` request; more → 413.
+        explain_workers: ``:explain`` requests that run at once (threads of
+            the explain lane, shared by every model).
+        explain_queue: ``:explain`` requests that may wait for a worker;
+            more → 503 with ``Retry-After``.
+        explain_chunk: Reviews an explain model call takes at most (a
+            request runs in chunks of this size).
+        explain_deadline_s: Seconds an ``:explain`` request has from its
+            arrival: not started by then → 503 with ``Retry-After``; still
+            running → stopped at its next chunk, 504.
+        body_timeout_s: Seconds a client has to send its whole body; → 408.
+        header_timeout_s: Seconds a connection has to send a request's
+            headers (from its opening, or from the previous answer); then
+            it is closed (uvicorn has no such limit).
+        keep_alive_s: Seconds an idle kept-alive connection stays open.
+        shutdown_s: On SIGTERM, seconds given to requests in flight before
+            they are cancelled.
         imdb: An IMDB source (``hatt.data.load_imdb``) for the page's
             "random test review" button, or `None` (no button).
     """
@@ -65,10 +91,23 @@ class Settings:
     max_batch_size: int = 64
     batch_wait_ms: float = 0.0
     threads: int = 2
+    predict_queue: int = 1024
+    max_explain_texts: int = 64
+    explain_workers: int = 1
+    explain_queue: int = 16
+    explain_chunk: int = 1
+    explain_deadline_s: float = 60.0
+    body_timeout_s: float = 10.0
+    header_timeout_s: float = 10.0
+    keep_alive_s: float = 5.0
+    shutdown_s: float = 10.0
     imdb: str | None = None
 
     def __post_init__(self):
-        for name in ("max_body_bytes", "max_texts", "max_batch_size", "threads"):
+        for name in (
+            "max_body_bytes", "max_texts", "max_batch_size", "threads", "predict_queue",
+            "max_explain_texts", "explain_workers", "explain_queue", "explain_chunk",
+        ):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(
@@ -79,6 +118,15 @@ class Settings:
             raise ValueError(
                 f"Expected batch_wait_ms to be a number >= 0. Received: batch_wait_ms={wait!r}"
             )
+        for name in (
+            "explain_deadline_s", "body_timeout_s", "header_timeout_s", "keep_alive_s",
+            "shutdown_s",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(
+                    f"Expected {name} to be a number of seconds > 0. Received: {name}={value!r}"
+                )
 
 
 class JSONResponse(Response):
@@ -87,66 +135,126 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content):
-        return json.dumps(content, ensure_ascii=False, allow_nan=True).encode("utf-8")
+        return json_bytes(content)
 
 
-def error_response(status, message):
-    return JSONResponse({"error": message}, status_code=status)
+def json_bytes(content):
+    return json.dumps(content, ensure_ascii=False, allow_nan=True).encode("utf-8")
+
+
+def error_response(status, message, retry_after=None):
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 class Server:
-    """The state behind the routes: the models, their batchers, the settings."""
+    """The state behind the routes: the models, their lanes, the settings, the metrics."""
 
     def __init__(self, models, settings):
         self.models = dict(models)
         self.settings = settings
         self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=settings.threads, thread_name_prefix="hatt-model"
+            max_workers=settings.threads, thread_name_prefix="hatt-predict"
         )
         self.batchers = {}
+        self.explain_lane = ExplainLane(
+            settings.explain_workers,
+            settings.explain_queue,
+            settings.explain_chunk,
+            settings.explain_deadline_s,
+        )
+        self.metrics = Metrics()
+        self.metrics.watch_queue("all", "explain", lambda: self.explain_lane.waiting)
+        self.explained = {}  # model name → (explain model calls, texts), for /ui/stats
+        self._explained_lock = threading.Lock()
+        self.ready = False
+        self.draining = False
+        self.warm_up_error = None
         self._imdb = None
         self._imdb_lock = asyncio.Lock()
 
     # --- model calls ------------------------------------------------------------------
 
-    def batcher(self, model, action):
-        """The batcher of ``model``'s ``action`` (a signature name or ``"explain"``)."""
-        key = (model.name, action)
+    def batcher(self, model, signature):
+        """The predict lane's batcher of ``model``'s ``signature``."""
+        key = (model.name, signature)
         if key not in self.batchers:
-            if action == "explain":
-                run = model.explain
-            else:
+            observe = self.metrics.batch_observer(model.name, "predict")
 
-                def run(texts, model=model, signature=action):
-                    return api.rows_of(model.run(signature, texts))
+            def run(texts, model=model, signature=signature):
+                observe(len(texts))
+                return api.rows_of(model.run(signature, texts))
 
             s = self.settings
-            # :explain is never joined with other requests: integrated gradients walk
-            # `steps` scaled copies of the batch padded to its longest review, so a
-            # joined batch costs more than its requests one by one (serve_load.py, 32
-            # clients: CNN 5.9 reviews/s joined vs 15.9 alone, HAN 2.1 vs 6.3).
             self.batchers[key] = (
-                Batcher(run, s.max_batch_size, s.batch_wait_ms, self.executor)
-                if s.batching and action != "explain"
+                Batcher(run, s.max_batch_size, s.batch_wait_ms, self.executor, s.predict_queue)
+                if s.batching
                 else Unbatched(run, self.executor)
             )
+            self.metrics.watch_queue(model.name, "predict", lambda b=self.batchers[key]: b.waiting)
         return self.batchers[key]
 
-    async def call(self, model, action, texts):
-        """Run ``model`` on ``texts`` through its batcher; 500 if the model fails."""
+    async def predict(self, model, signature, texts):
+        """Run ``model``'s ``signature`` on ``texts`` in the predict lane."""
+        return await self._guarded(model, len(texts), self.batcher(model, signature)(texts))
+
+    async def explain(self, model, texts, parts=None, gone=None):
+        """``model``'s explanations of ``texts``, chunk by chunk in the explain lane.
+
+        With ``parts`` (a function of a chunk's explanations, run in the
+        lane's thread) its results stand for the explanations; ``gone``
+        (``request.is_disconnected``) stops the work of a client that left.
+        """
+        observe = self.metrics.batch_observer(model.name, "explain")
+
+        def run(chunk):
+            observe(len(chunk))
+            with self._explained_lock:
+                calls, count = self.explained.get(model.name, (0, 0))
+                self.explained[model.name] = (calls + 1, count + len(chunk))
+            explanations = model.explain(chunk)
+            return explanations if parts is None else parts(explanations)
+
+        return await self._guarded(model, len(texts), self.explain_lane(texts, run, gone))
+
+    async def _guarded(self, model, count, call):
+        """Await a lane's answer; a refusal keeps its status, a model's failure is a 500."""
         try:
-            return await self.batcher(model, action)(texts)
+            return await call
         except api.ApiError:
             raise
+        except Refused as refused:
+            raise api.ApiError(refused.status, refused.message, refused.retry_after) from None
         except Exception as error:  # noqa: BLE001  (a model's failure is a 500, not a crash)
-            logger.exception("model %r failed on %d text(s)", model.name, len(texts))
+            logger.exception("model %r failed on %d text(s)", model.name, count)
             raise api.ApiError(
                 500,
                 f"Internal error while running model {model.name!r}: "
                 f"{type(error).__name__}: {str(error)[:300]}",
             ) from error
 
+    async def warm_up(self):
+        """Run every model once in each lane (explain's graph is traced here); then ready."""
+        try:
+            for model in self.models.values():
+                await self.predict(model, PREDICT, WARM_UP)
+                await self.explain(model, WARM_UP)
+        except Exception as error:  # noqa: BLE001  (reported by /readyz, not a crash)
+            logger.exception("warm-up failed")
+            self.warm_up_error = f"{type(error).__name__}: {error}"
+            return
+        self.ready = not self.draining
+        self.metrics.ready.set(1 if self.ready else 0)
+
+    def drain(self):
+        """Stop: not ready; explain requests stop at their next chunk (503); predict goes on."""
+        self.draining = True
+        self.ready = False
+        self.metrics.ready.set(0)
+        self.explain_lane.close()
+
     async def close(self):
+        self.drain()
         for batcher in self.batchers.values():
             await batcher.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -160,16 +268,25 @@ class Server:
         return model
 
     async def body(self, request):
-        """The request's JSON object, reading at most ``max_body_bytes``; 413 beyond."""
+        """The request's JSON object: at most ``max_body_bytes`` (413 beyond), read within
+        ``body_timeout_s`` (408 after)."""
         cap = self.settings.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             raise api.ApiError(413, _too_large(cap, f"{declared} bytes"))
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > cap:
-                raise api.ApiError(413, _too_large(cap, "more"))
+        try:
+            async with asyncio.timeout(self.settings.body_timeout_s):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > cap:
+                        raise api.ApiError(413, _too_large(cap, "more"))
+        except TimeoutError:
+            raise api.ApiError(
+                408,
+                f"Expected the request body within {self.settings.body_timeout_s:g} s. "
+                f"Received: {len(body)} bytes by then",
+            ) from None
         return api.parse_json(bytes(body))
 
     async def imdb_test(self):
@@ -194,27 +311,71 @@ def _too_large(cap, received):
 # === Route handlers =======================================================================
 
 
-def _json_errors(handler):
-    """Answer :class:`api.ApiError` (and anything unexpected) as ``{"error": ...}``."""
+def _json_errors(endpoint):
+    """Answer :class:`api.ApiError` (and anything unexpected) as ``{"error": ...}``; count it.
 
-    async def wrapped(request):
-        try:
-            return await handler(request, request.app.state.server)
-        except api.ApiError as error:
-            return error_response(error.status, error.message)
-        except Exception as error:  # noqa: BLE001  (the server keeps serving)
-            logger.exception("internal error on %s %s", request.method, request.url.path)
-            return error_response(500, f"Internal error: {type(error).__name__}: {error}")
+    The handler may name the model it served in ``request.state.model`` (the
+    metrics' label; ``"-"`` otherwise).
+    """
 
-    return wrapped
+    def decorate(handler):
+        async def wrapped(request):
+            began = time.perf_counter()
+            server = request.app.state.server
+            request.state.model = "-"
+            name = endpoint(request) if callable(endpoint) else endpoint
+            try:
+                response = await handler(request, server)
+            except api.ApiError as error:
+                response = error_response(error.status, error.message, error.retry_after)
+                if error.status in REJECTIONS:
+                    server.metrics.rejections.labels(
+                        request.state.model, name, REJECTIONS[error.status]
+                    ).inc()
+            except Exception as error:  # noqa: BLE001  (the server keeps serving)
+                logger.exception("internal error on %s %s", request.method, request.url.path)
+                response = error_response(500, f"Internal error: {type(error).__name__}: {error}")
+            server.metrics.observe(
+                request.state.model, name, response.status_code, time.perf_counter() - began
+            )
+            return response
+
+        return wrapped
+
+    return decorate
 
 
-@_json_errors
+# The rejections counted by status: what each means here.
+REJECTIONS = {
+    408: "slow_body",
+    413: "too_large",
+    499: "client_gone",
+    503: "unavailable",
+    504: "deadline",
+}
+
+
+async def _render(content):
+    """A JSON response rendered off the event loop (an explanation's JSON is large)."""
+    body = await asyncio.to_thread(json_bytes, content)
+    return Response(body, media_type=JSONResponse.media_type)
+
+
+@_json_errors("models")
 async def list_models(request, server):
     return JSONResponse({"models": list(server.models)})
 
 
-@_json_errors
+def endpoint_of(request):
+    """The metrics' endpoint of a ``/v1/models/...`` request: predict, explain or model."""
+    rest = request.path_params.get("rest", "")
+    for verb in api.VERBS:
+        if rest.endswith(f":{verb}"):
+            return verb
+    return "model"
+
+
+@_json_errors(endpoint_of)
 async def model_route(request, server):
     name, version, action = api.parse_route(request.path_params["rest"])
     wanted = "POST" if action in api.VERBS else "GET"
@@ -222,22 +383,26 @@ async def model_route(request, server):
         where = f":{action}" if action in api.VERBS else f"the model {action}"
         raise api.ApiError(405, f"Expected {wanted} for {where}. Received: {request.method}")
     model = server.model(name, version)
+    request.state.model = model.name
     if action == "status":
         return JSONResponse(model.status())
     if action == "metadata":
         return JSONResponse(model.metadata())
     body = await server.body(request)
-    texts, columnar = api.parse_texts(body, server.settings.max_texts)
     if action == "predict":
+        texts, columnar = api.parse_texts(body, server.settings.max_texts)
         signature = api.parse_signature(body)
-        rows = await server.call(model, signature, texts)
+        rows = await server.predict(model, signature, texts)
         return JSONResponse(api.predict_response(rows, columnar))
+    texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
     method = api.parse_choice(body, "method", model.methods, model.methods[0])
-    explanations = await server.call(model, "explain", texts)
-    return JSONResponse(api.explain_response(explanations, method))
+    parts = await server.explain(
+        model, texts, lambda e: api.explain_parts(e, method), request.is_disconnected
+    )
+    return await _render(api.explain_response(None, parts=parts))
 
 
-@_json_errors
+@_json_errors("ui")
 async def ui_models(request, server):
     return JSONResponse(
         {
@@ -248,7 +413,7 @@ async def ui_models(request, server):
     )
 
 
-@_json_errors
+@_json_errors("ui_explain")
 async def ui_explain(request, server):
     """One review, one model → its card (HTML from hatt's renderer) and its prediction."""
     body = await server.body(request)
@@ -262,8 +427,10 @@ async def ui_explain(request, server):
     if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < 100:
         raise api.ApiError(400, f"Expected column to be an int in [0, 100). Received: {column!r}")
     model = server.model(name)
+    request.state.model = model.name
+    api.check_unicode(text, "text")
     method = api.parse_choice(body, "method", model.methods, model.methods[0])
-    (explanation,) = await server.call(model, "explain", [text])
+    (explanation,) = await server.explain(model, [text], gone=request.is_disconnected)
     heading = f"{model.name} · version {model.version}"
     return JSONResponse(
         {
@@ -279,16 +446,41 @@ async def ui_explain(request, server):
     )
 
 
-@_json_errors
+@_json_errors("ui")
 async def ui_stats(request, server):
     """Model calls and reviews per model and action, since the start (batching at work)."""
     out = {}
     for (name, action), batcher in server.batchers.items():
         out.setdefault(name, {})[action] = {"calls": batcher.calls, "texts": batcher.texts}
+    for name, (calls, texts) in server.explained.items():
+        out.setdefault(name, {})["explain"] = {"calls": calls, "texts": texts}
     return JSONResponse(out)
 
 
-@_json_errors
+async def healthz(request):
+    """Liveness: the process and its event loop answer."""
+    return JSONResponse({"status": "alive"})
+
+
+async def readyz(request):
+    """Readiness: 200 once every model is loaded and warmed up; 503 before, and when stopping."""
+    server = request.app.state.server
+    if server.ready:
+        return JSONResponse({"status": "ready", "models": list(server.models)})
+    reason = (
+        "stopping" if server.draining
+        else f"warm-up failed: {server.warm_up_error}" if server.warm_up_error
+        else "warming up"
+    )  # fmt: skip
+    return error_response(503, f"Not ready: {reason}", retry_after=1)
+
+
+async def metrics(request):
+    server = request.app.state.server
+    return Response(server.metrics.render(), media_type=CONTENT_TYPE)
+
+
+@_json_errors("ui")
 async def ui_imdb_review(request, server):
     test = await server.imdb_test()
     index = random.randrange(len(test.texts))
@@ -323,7 +515,8 @@ def create_app(models, settings=None):
     Returns:
         A Starlette application (run it with uvicorn, or test it with
         ``starlette.testclient.TestClient``). ``app.state.server`` holds the
-        models and their batchers.
+        models, their lanes and the metrics. At startup (its lifespan) it
+        warms every model up in both lanes; ``/readyz`` answers 200 after.
 
     Example:
 
@@ -337,13 +530,18 @@ def create_app(models, settings=None):
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        warm_up = asyncio.create_task(server.warm_up())  # the port opens meanwhile: /healthz
         yield
+        warm_up.cancel()
         await server.close()
 
     app = Starlette(
         routes=[
             Route("/", index, methods=["GET"]),
             Route("/static/page.js", script, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/v1/models", list_models, methods=["GET"]),
             Route("/v1/models/{rest:path}", model_route, methods=["GET", "POST"]),
             Route("/ui/models", ui_models, methods=["GET"]),

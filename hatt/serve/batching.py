@@ -20,6 +20,8 @@ import asyncio
 import dataclasses
 import time
 
+from hatt.serve.lanes import Refused
+
 
 @dataclasses.dataclass
 class _Request:
@@ -39,6 +41,8 @@ class Batcher:
             has taken those already queued (milliseconds, >= 0).
         executor: A ``concurrent.futures`` executor for the model calls
             (`None`: asyncio's default).
+        max_queue: Requests that may wait; more → :class:`Refused` (503,
+            ``Retry-After: 1``). `None`: no bound.
 
     Call arguments:
         texts: The request's texts (list of str).
@@ -53,7 +57,7 @@ class Batcher:
     [8, 7]
     """
 
-    def __init__(self, run, max_batch_size=64, max_wait_ms=0.0, executor=None):
+    def __init__(self, run, max_batch_size=64, max_wait_ms=0.0, executor=None, max_queue=None):
         if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int):
             raise ValueError(
                 f"Expected max_batch_size to be a positive int. Received: {max_batch_size!r}"
@@ -68,6 +72,7 @@ class Batcher:
         self.max_batch_size = max_batch_size
         self.max_wait_ms = float(max_wait_ms)
         self.executor = executor
+        self.max_queue = max_queue
         self.calls = 0  # model calls made (batches), for tests and the benchmark
         self.texts = 0  # texts those calls took
         self._loop = None
@@ -81,9 +86,23 @@ class Batcher:
             return []
         loop = asyncio.get_running_loop()
         self._start(loop)
+        if self.max_queue is not None and self.waiting >= self.max_queue:
+            raise Refused(
+                503,
+                f"The predict queue is full ({self.max_queue} requests waiting); try again later",
+                1,
+                reason="queue_full",
+            )
         future = loop.create_future()
         self._queue.put_nowait(_Request(texts, future))
         return await future
+
+    @property
+    def waiting(self):
+        """Requests queued and not yet taken into a batch."""
+        if self._queue is None:
+            return 0
+        return self._queue.qsize() + (self._carried is not None)
 
     def _start(self, loop):
         """Start the worker in the running loop (again, if the loop changed)."""
@@ -203,6 +222,7 @@ class Unbatched:
         self.executor = executor
         self.calls = 0
         self.texts = 0
+        self.waiting = 0
 
     async def __call__(self, texts):
         texts = list(texts)

@@ -23,6 +23,16 @@ def cmd_serve(args):
         max_batch_size=args.max_batch_size,
         batch_wait_ms=args.batch_wait_ms,
         threads=args.threads,
+        predict_queue=args.predict_queue,
+        max_explain_texts=args.max_explain_texts,
+        explain_workers=args.explain_workers,
+        explain_queue=args.explain_queue,
+        explain_chunk=args.explain_chunk,
+        explain_deadline_s=args.explain_deadline,
+        body_timeout_s=args.body_timeout,
+        header_timeout_s=args.header_timeout,
+        keep_alive_s=args.keep_alive,
+        shutdown_s=args.shutdown_timeout,
         imdb=args.imdb or os.environ.get("HATT_IMDB") or None,
     )
     if not 0 <= args.port <= 65535:
@@ -71,7 +81,70 @@ def add_serve_command(sub):
         "(0: none; requests that queue while the model runs form the next batch)",
     )
     batching.add_argument(
-        "--threads", type=int, default=2, help="worker threads that run the models"
+        "--threads",
+        type=int,
+        default=2,
+        help="threads of the predict lane: :predict model calls that may run at once",
+    )
+    batching.add_argument(
+        "--predict-queue",
+        type=int,
+        default=1024,
+        help=":predict requests that may wait per model (503 with Retry-After beyond)",
+    )
+    explain = serve.add_argument_group("the explain lane (its own queue and threads)")
+    explain.add_argument(
+        "--max-explain-texts", type=int, default=64, help="most reviews a :explain takes (413)"
+    )
+    explain.add_argument(
+        "--explain-workers",
+        type=int,
+        default=1,
+        help=":explain requests that run at once (threads of the explain lane, all models)",
+    )
+    explain.add_argument(
+        "--explain-queue",
+        type=int,
+        default=16,
+        help=":explain requests that may wait (503 with Retry-After beyond)",
+    )
+    explain.add_argument(
+        "--explain-chunk",
+        type=int,
+        default=1,
+        help="reviews one explain model call takes (bounds its memory)",
+    )
+    explain.add_argument(
+        "--explain-deadline",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="a :explain request's time: not started by then 503, still running 504",
+    )
+    timeouts = serve.add_argument_group("connections and stopping")
+    timeouts.add_argument(
+        "--keep-alive", type=float, default=5.0, metavar="SECONDS", help="idle connection timeout"
+    )
+    timeouts.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time to send a request's headers (then the connection is closed)",
+    )
+    timeouts.add_argument(
+        "--body-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time to send a request's body (408 after)",
+    )
+    timeouts.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, time given to requests in flight before they are cancelled",
     )
     serve.add_argument(
         "--imdb",

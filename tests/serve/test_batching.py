@@ -112,12 +112,36 @@ def test_bad_settings_are_refused(kwargs, words):
         Batcher(Recorder(), **kwargs)
 
 
-def test_the_server_joins_predict_requests_but_runs_explain_one_by_one(fake):
-    from hatt.serve.app import Server, Settings
+def test_a_full_queue_is_refused_with_retry_after():
+    from hatt.serve.lanes import Refused
 
-    server = Server({"fake": fake}, Settings(batching=True))
+    run = Recorder(seconds=0.2)
+    batcher = Batcher(run, max_batch_size=1, max_queue=2)
+
+    async def main():
+        first = asyncio.ensure_future(batcher(["a"]))  # runs
+        await asyncio.sleep(0.05)
+        queued = [asyncio.ensure_future(batcher([t])) for t in ("b", "c")]
+        await asyncio.sleep(0)
+        with pytest.raises(Refused) as caught:
+            await batcher(["d"])
+        return caught.value, await asyncio.gather(first, *queued)
+
+    refused, answered = asyncio.run(main())
+    assert (refused.status, refused.retry_after) == (503, 1) and "2 requests" in refused.message
+    assert answered == [["A"], ["B"], ["C"]]
+
+
+def test_the_server_joins_predict_requests_and_explains_in_its_own_lane(fake):
+    from hatt.serve.app import Server, Settings
+    from hatt.serve.lanes import ExplainLane
+
+    server = Server({"fake": fake}, Settings(batching=True, threads=3, explain_workers=2))
     assert isinstance(server.batcher(fake, "predict"), Batcher)
-    # integrated gradients cost more on a joined batch padded to its longest review
-    assert isinstance(server.batcher(fake, "explain"), Unbatched)
+    # explain never joins predict's batches: its own lane, threads and queue
+    assert isinstance(server.explain_lane, ExplainLane)
+    assert server.explain_lane.executor is not server.executor
+    assert (server.executor._max_workers, server.explain_lane.executor._max_workers) == (3, 2)
+    assert list(server.batchers) == [("fake", "predict")]
     unbatched = Server({"fake": fake}, Settings(batching=False))
     assert isinstance(unbatched.batcher(fake, "predict"), Unbatched)

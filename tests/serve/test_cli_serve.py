@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -117,3 +118,74 @@ def test_the_command_serves_until_interrupted(exported):
         _, stderr = server.communicate(timeout=60)
     assert server.returncode == 0, stderr[-3000:]
     assert f"page and REST API on http://127.0.0.1:{port}/" in stderr
+
+
+def _post(url, body, timeout=30):
+    """``(status, headers)`` of a POST; ``(None, None)`` when the connection fails or closes."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None, None
+
+
+@pytest.mark.slow
+def test_sigterm_under_load_stops_explain_at_a_chunk_and_exits_in_time(exported):
+    port = _free_port()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("HATT_IMDB", None)
+    shutdown_s = 2.0
+    command = [sys.executable, "-m", "hatt.cli", "serve", str(exported["cnn"].path)]
+    command += ["--port", str(port), "--explain-chunk", "1", "--explain-workers", "2"]
+    command += ["--shutdown-timeout", str(shutdown_s)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    answers, stop = [], threading.Event()
+
+    def client(verb, texts):
+        while not stop.is_set():
+            answers.append((verb, *_post(f"{base}/v1/models/cnn:{verb}", {"instances": texts})))
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # ready: loaded and warmed up in both lanes
+            try:
+                if _get(f"{base}/readyz")["status"] == "ready":
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert server.poll() is None, server.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the server was never ready"
+            time.sleep(0.3)
+        review = "A fine film, well acted. I would see it again!"
+        clients = [
+            threading.Thread(target=client, args=("explain", [review] * 64)) for _ in range(4)
+        ]
+        clients += [threading.Thread(target=client, args=("predict", [review])) for _ in range(2)]
+        for thread in clients:
+            thread.start()
+        time.sleep(2.0)
+        assert any(verb == "predict" and status == 200 for verb, status, _ in answers)
+        began = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=shutdown_s + 20)
+        stopped_in = time.monotonic() - began
+    finally:
+        stop.set()
+        if server.poll() is None:
+            server.kill()
+        _, stderr = server.communicate(timeout=30)
+    for thread in clients:
+        thread.join(timeout=60)
+    assert server.returncode == 0, stderr[-3000:]
+    assert stopped_in < shutdown_s + 10, stopped_in  # the grace, one chunk, the teardown
+    statuses = {status for _, status, _ in answers}
+    assert statuses <= {200, 503, None}, statuses  # stopped explains are 503s, never 500s
+    assert ("explain", 503) in {(v, s) for v, s, _ in answers}, "no explain was stopped"
+    for verb, status, headers in answers:
+        if status == 503:
+            assert verb == "explain" and int(headers["retry-after"]) >= 1

@@ -1,0 +1,83 @@
+"""Prometheus metrics of a server (``GET /metrics``), in a registry of its own.
+
+Each app has its own ``CollectorRegistry``, so two apps in one process (the
+tests) do not share counts. Labels take only the names of served models
+(``"-"`` for a request that names none, or an unknown one) and a fixed set
+of endpoints, so a client cannot grow the label sets.
+
+- ``hatt_requests_total{model, endpoint, code}``: requests answered;
+- ``hatt_request_errors_total{model, endpoint, code}``: those answered >= 400;
+- ``hatt_request_seconds{model, endpoint}``: latency histogram;
+- ``hatt_batch_size{model, lane}``: reviews a model call took (predict's
+  batches, explain's chunks);
+- ``hatt_queue_depth{model, lane}``: requests waiting, read at scrape time;
+- ``hatt_rejections_total{model, endpoint, reason}``: requests refused
+  (``queue_full``, ``deadline_queued``, ``deadline_running``, ``shutdown``,
+  ``too_large``, ``timeout``);
+- ``hatt_ready``: 1 once every model is loaded and warmed up.
+"""
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+class Metrics:
+    """The counters, histograms and gauges of one server."""
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "hatt_requests", "Requests answered", ["model", "endpoint", "code"], registry=r
+        )
+        self.errors = Counter(
+            "hatt_request_errors",
+            "Requests answered with a status >= 400",
+            ["model", "endpoint", "code"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "hatt_request_seconds",
+            "Time from a request's arrival to its answer",
+            ["model", "endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "hatt_batch_size",
+            "Reviews a model call took",
+            ["model", "lane"],
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "hatt_queue_depth", "Requests waiting in a lane", ["model", "lane"], registry=r
+        )
+        self.rejections = Counter(
+            "hatt_rejections",
+            "Requests refused (queue full, deadline, shutdown, size, slow body)",
+            ["model", "endpoint", "reason"],
+            registry=r,
+        )
+        self.ready = Gauge("hatt_ready", "1 once every model is loaded and warmed up", registry=r)
+
+    def observe(self, model, endpoint, status, seconds):
+        code = str(status)
+        self.requests.labels(model, endpoint, code).inc()
+        if status >= 400:
+            self.errors.labels(model, endpoint, code).inc()
+        self.latency.labels(model, endpoint).observe(seconds)
+
+    def watch_queue(self, model, lane, depth):
+        """Report ``depth()`` (requests waiting) as the queue depth of ``model``'s ``lane``."""
+        self.queue_depth.labels(model, lane).set_function(depth)
+
+    def batch_observer(self, model, lane):
+        return self.batch_size.labels(model, lane).observe
+
+    def render(self):
+        return prometheus_client.generate_latest(self.registry)
