@@ -400,7 +400,9 @@ def add_predict_command(sub):
         "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
         "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
-        "refused).",
+        "refused). What the model's run recorded against its parts (a deep part with a "
+        "negative weight in the mix, or below the n-gram channel alone) is warned about "
+        "once on stderr.",
     )
     predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
