@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-METHODS = ("attention", "gradient_x_input", "integrated_gradients", "ngram")
+METHODS = ("attention", "total", "gradient_x_input", "integrated_gradients", "ngram")
 SIGNED_METHODS = METHODS[1:]  # their scores argue for (+) or against (-) the class
 
 # Gauss-Legendre nodes on [0, 1]. The completeness error of integrated gradients stays
@@ -244,3 +244,64 @@ def decompose(deep_logits, ngram_logits, bias, target):
     else:
         bias = class_values(ops.zeros_like(deep_logits) + ops.cast(bias, deep_logits.dtype), target)
     return {"logit": total, "logit_deep": deep - bias, "logit_ngram": ngram, "logit_bias": bias}
+
+
+def total(integrated_gradients, ngram=None):
+    """Each token's contribution to the whole logit: the deep part's IG plus the channel's share.
+
+    Works on tensors and NumPy arrays alike (plain arithmetic).
+
+    Args:
+        integrated_gradients: float ``[batch, ...]``, the deep part's
+            integrated gradients of ``z_c`` (with its mix weight folded in).
+        ngram: float, shaped alike, the channel's exact share of ``z_c``, or
+            ``None`` for a model without the channel.
+
+    Returns:
+        Shaped like ``integrated_gradients``; by completeness its sum over a
+        review is ``z_c - baseline`` (:func:`baseline`) up to the quadrature
+        error.
+    """
+    return integrated_gradients if ngram is None else integrated_gradients + ngram
+
+
+def baseline(logit, logit_ngram, ig_delta):
+    """``z_c`` with no word evidence: ``logit - logit_ngram - ig_delta`` (the deep part at 0).
+
+    ``logit - logit_ngram`` is the deep part ``z_deep(e)`` (its bias
+    included) and ``ig_delta`` is ``z_deep(e) - z_deep(0)``, so this is
+    ``z_deep(0)``: the head's bias plus what the deep part gives a review
+    whose embeddings are all zero. The :func:`total` scores of a review sum
+    to ``logit - baseline`` up to integrated gradients' quadrature error.
+    """
+    return logit - logit_ngram - ig_delta
+
+
+def with_total(result):
+    """``result`` (an ``explain`` dict of NumPy arrays) with the ``total`` view added.
+
+    For explanations written before ``total`` existed: when ``result`` holds
+    ``integrated_gradients`` but not ``total``, adds ``total`` (and for the
+    HAN ``sentence_total``, the sums of each sentence's words) from the
+    parts, and ``logit_baseline`` from the logit's decomposition when it is
+    there. Anything else is returned as is (a new dict when changed).
+    """
+    if "total" in result or "integrated_gradients" not in result:
+        return result
+    out = dict(result)
+    out["total"] = total(result["integrated_gradients"], result.get("ngram"))
+    if "sentence_integrated_gradients" in result:
+        out["sentence_total"] = total(
+            result["sentence_integrated_gradients"], result.get("sentence_ngram")
+        )
+    if {"logit", "logit_ngram", "ig_delta"} <= set(result) and "logit_baseline" not in result:
+        out["logit_baseline"] = baseline(result["logit"], result["logit_ngram"], result["ig_delta"])
+    return out
+
+
+def with_total_method(methods):
+    """``methods`` with ``"total"`` when they have ``"integrated_gradients"``, in ``METHODS`` order."""
+    methods = tuple(methods)
+    if "integrated_gradients" in methods and "total" not in methods:
+        methods = (*methods, "total")
+    return tuple(sorted(methods, key=lambda m: METHODS.index(m) if m in METHODS else len(METHODS)))

@@ -339,6 +339,12 @@ def _chunks(items, size):
         yield chunk
 
 
+def print_model_warnings(command, predictor):
+    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
+    for warning in getattr(predictor, "warnings", ()):
+        print(f"hatt {command}: warning: {warning}", file=sys.stderr)
+
+
 def cmd_predict(args):
     from hatt import export
 
@@ -355,6 +361,7 @@ def cmd_predict(args):
             f"--threshold is for two-class models; this one has {predictor.num_classes} classes "
             "(the label is the most probable one)."
         )
+    print_model_warnings("predict", predictor)
     for chunk in _chunks(reviews, args.batch_size):
         out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
         for i, (text_id, _) in enumerate(chunk):
@@ -393,7 +400,9 @@ def add_predict_command(sub):
         "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
         "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
-        "refused).",
+        "refused). What the model's run recorded against its parts (a deep part with a "
+        "negative weight in the mix, or below the n-gram channel alone) is warned about "
+        "once on stderr.",
     )
     predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
@@ -561,6 +570,7 @@ def cmd_inspect(args):
     )
     for path in written:
         print(f"  wrote {path}", file=sys.stderr)
+    print_model_warnings("inspect", predictor)
     return 0
 
 
@@ -572,11 +582,14 @@ def add_inspect_command(sub):
         "inspect",
         help="show which words and sentences a trained model's predictions rest on",
         description="Explain MODEL's predictions per sentence and word with every method "
-        "it has: attention (unsigned, class-agnostic), gradient × input and integrated "
-        "gradients (signed contributions to the predicted class's logit) and the n-gram "
-        "channel's exact share, with the logit split into deep part, n-gram channel and "
-        "bias; in the terminal, as one HTML page (with a method switch) and as PNG heat "
-        "maps. Colours are relative to each review.",
+        "it has: the total (shown first: each word's contribution to the whole logit of the "
+        "predicted class, the deep part's integrated gradients plus the n-gram channel's "
+        "exact share), attention (unsigned, class-agnostic), gradient × input and integrated "
+        "gradients of the deep part alone, and the n-gram channel's share alone, with the "
+        "logit split into deep part, n-gram channel and bias; in the terminal, as one HTML "
+        "page (with a method switch) and as PNG heat maps. Colours are relative to each "
+        "review. A model whose deep part has a negative weight in the mix, or scores below "
+        "the channel alone, is warned about on stderr and in the HTML.",
     )
     inspect.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     source = inspect.add_mutually_exclusive_group(required=True)
@@ -607,8 +620,8 @@ def add_inspect_command(sub):
         "--method",
         choices=(*METHODS, "all"),
         help="the scores the terminal, the PNGs and the HTML page (which holds them all) show "
-        "first; 'all': every method, side by side (default: attention when the model has "
-        "it, else gradient_x_input)",
+        "first; 'all': every method, side by side (default: total, each word's contribution "
+        "to the whole prediction; an export without the explain signature: its own scores)",
     )
     inspect.add_argument(
         "--steps",

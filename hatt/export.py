@@ -107,17 +107,23 @@ it. It returns the keys of ``predict`` and:
 - ``tokens``: as in ``serving_default``; ``target``: int32 ``[None]``, ``c``;
 - shaped like ``tokens``, float32, 0 on padding: ``attention`` (models whose
   words are pooled by attention: ``serving_default``'s ``word_attention``;
-  HAN: also ``sentence_attention`` ``[None, S]``), ``gradient_x_input``
+  HAN: also ``sentence_attention`` ``[None, S]``), ``total`` (each token's
+  contribution to the whole of ``z_c``: ``integrated_gradients`` +
+  ``ngram``, the deep part's with its mix weight; they sum to ``logit -
+  logit_baseline`` up to the quadrature error), ``gradient_x_input``
   (``Σ_d ∂z_c/∂e_td · e_td``), ``integrated_gradients`` (from the zero
   embedding to ``e``, the ids and masks unchanged), ``ngram`` (models with
   the n-gram channel: its exact share of ``z_c`` per token; they sum to
   ``logit_ngram``);
-- HAN only, float32 ``[None, S]``: ``sentence_gradient_x_input``,
-  ``sentence_integrated_gradients`` [, ``sentence_ngram``]: the sums of each
-  sentence's words;
+- HAN only, float32 ``[None, S]``: ``sentence_total``,
+  ``sentence_gradient_x_input``, ``sentence_integrated_gradients`` [,
+  ``sentence_ngram``]: the sums of each sentence's words;
 - float32 ``[None]``: ``logit`` (``z_c``) ``= logit_deep + logit_ngram +
   logit_bias`` (the deep part without its bias, the channel's logit or 0,
-  the head's bias); ``ig_delta`` (``z_c(e) - z_c(0)``, which the
+  the head's bias); ``logit_baseline`` (``z_c`` with no word evidence: the
+  deep part at the zero embedding, its bias included, and no channel; an
+  export without it is given it by :meth:`Predictor.explain`, as ``total``);
+  ``ig_delta`` (``z_c(e) - z_c(0)``, which the
   ``integrated_gradients`` of a review sum to up to the quadrature error)
   and ``ig_completeness_error`` (``|Σ IG - ig_delta| / max(|ig_delta|,
   1e-6)``).
@@ -246,7 +252,8 @@ class TextModel(keras.Model):
 
         ``"attention"`` when its words are pooled by ``ContextAttention``
         (``score_kind == "attention"``), ``"ngram"`` when it has the n-gram
-        channel; ``"gradient_x_input"`` and ``"integrated_gradients"`` always.
+        channel; ``"total"``, ``"gradient_x_input"`` and
+        ``"integrated_gradients"`` always.
         """
         has = {
             "attention": self.score_kind == "attention",
@@ -366,19 +373,23 @@ class TextModel(keras.Model):
             ``tokens`` (``[N, T]``, HAN ``[N, S, W]``, ``""`` on padding),
             ``target`` int32 ``[N]``; shaped like ``tokens``, float32, 0 on
             padding: ``attention`` (models with attention; HAN also
-            ``sentence_attention`` ``[N, S]``), ``gradient_x_input``,
-            ``integrated_gradients``, ``ngram`` (models with the channel);
-            HAN only, ``[N, S]``: ``sentence_<method>``, the sum of the
-            sentence's words for each signed method; float32 ``[N]``:
-            ``logit`` (``z_c``) = ``logit_deep`` + ``logit_ngram`` +
-            ``logit_bias``, ``ig_delta`` (``z_c(e) - z_c(0)``) and
+            ``sentence_attention`` ``[N, S]``), ``total``
+            (``integrated_gradients`` + ``ngram``: each token's share of the
+            whole logit), ``gradient_x_input``, ``integrated_gradients``,
+            ``ngram`` (models with the channel); HAN only, ``[N, S]``:
+            ``sentence_<method>``, the sum of the sentence's words for each
+            signed method; float32 ``[N]``: ``logit`` (``z_c``) =
+            ``logit_deep`` + ``logit_ngram`` + ``logit_bias``,
+            ``logit_baseline`` (``z_c`` with no word evidence; the ``total``
+            of a review sums to ``logit - logit_baseline`` up to the
+            quadrature error), ``ig_delta`` (``z_c(e) - z_c(0)``) and
             ``ig_completeness_error`` (``|Σ IG - ig_delta| /
             max(|ig_delta|, 1e-6)``).
 
         Example:
 
         >>> out = text_model.explain(["A fine cast. A lazy, dull ending."])
-        >>> out["tokens"], out["integrated_gradients"], out["logit_ngram"]
+        >>> out["tokens"], out["total"], out["logit"] - out["logit_baseline"]
         """
         steps = attribution.check_steps(steps)
         target = self._check_target(target)
@@ -476,6 +487,7 @@ class TextModel(keras.Model):
                 parts["deep_logits"], parts.get("ngram_logits"), views.logit_bias, chosen
             )
         )
+        outputs["logit_baseline"] = found["value"] - found["delta"]  # the deep part at 0
         outputs["ig_delta"] = found["delta"]
         outputs["ig_completeness_error"] = attribution.completeness_error(
             outputs["integrated_gradients"], found["delta"]
@@ -483,11 +495,14 @@ class TextModel(keras.Model):
         return outputs
 
     def _word_scores(self, ids, mask, scores, parts):
-        """Scores shaped like ``ids``, 0 on padding; attention; the HAN's sentence sums."""
+        """Scores shaped like ``ids``, 0 on padding (the total among them); attention; the
+        HAN's sentence sums."""
         real = ops.cast(mask, "float32")
+        # HAN: unfold [batch * S, W] to [batch, S, W]
+        shaped = {m: ops.reshape(ops.cast(v, "float32"), ops.shape(ids)) for m, v in scores.items()}
+        shaped["total"] = attribution.total(shaped["integrated_gradients"], shaped.get("ngram"))
         outputs = {}
-        for method, values in scores.items():
-            values = ops.reshape(ops.cast(values, "float32"), ops.shape(ids))  # HAN: unfold
+        for method, values in shaped.items():
             outputs[method] = values * real
             if self.nested:
                 outputs[f"sentence_{method}"] = ops.sum(outputs[method], axis=-1)
@@ -581,6 +596,7 @@ EXPLAIN_TOTALS = (
     "logit_deep",
     "logit_ngram",
     "logit_bias",
+    "logit_baseline",
     "ig_delta",
     "ig_completeness_error",
 )
@@ -962,8 +978,128 @@ def export(run_dir, out=None):
             )
             if k in metrics
         }
+    metadata.update(run_facts(run_dir))
     out = Path(out) if out else Path("saved_models") / text_model.family
     return write_export(text_model, out, metadata)
+
+
+# === What a run recorded against reading its parts at face value =======================
+
+# From a run's n-gram record (metrics.json["ngram_channel"], ngram_channel.json): the
+# mix of a separate fit and the parts' accuracies alone, which the warnings read.
+NGRAM_FACTS = (
+    "fit",
+    "mix",
+    "deep_validation_accuracy",
+    "channel_validation_accuracy",
+    "mixed_validation_accuracy",
+)
+
+
+def run_facts(run_dir):
+    """What an export carries from its run directory: ``{"ngram": ..., "warnings": [...]}``.
+
+    ``ngram``: :data:`NGRAM_FACTS` of the run's n-gram record (absent for a
+    model without the channel, or a joint fit without a mix); ``warnings``:
+    :func:`model_warnings` of those and of ``metrics.json["warnings"]``. A
+    run directory without ``metrics.json`` (an interrupted run) gives what
+    ``ngram_channel.json`` holds. The facts are advisory: a file that
+    cannot be read gives none (``hatt export`` reports a damaged
+    ``metrics.json`` itself).
+    """
+    run_dir = Path(run_dir)
+    metrics = _advisory_json(run_dir / "metrics.json")
+    info = metrics.get("ngram_channel")
+    if info is None:
+        info = _advisory_json(run_dir / "ngram_channel.json")
+    ngram = {k: info[k] for k in NGRAM_FACTS if k in info} if isinstance(info, dict) else {}
+    recorded = metrics.get("warnings") or []
+    facts = {"ngram": ngram} if ngram else {}
+    class_names = metrics.get("class_names")
+    facts["warnings"] = model_warnings(ngram, recorded, class_names)
+    return facts
+
+
+def _advisory_json(path):
+    """The JSON object at ``path``, or ``{}`` when it is absent or cannot be read."""
+    try:
+        return _read_json(path) if Path(path).is_file() else {}
+    except ExportError:
+        return {}
+
+
+def _facts_beside(keras_file):
+    """The recorded facts of a ``.keras`` file's folder: an export's or a run directory's."""
+    folder = Path(keras_file).parent
+    if (folder / EXPORT_FILE).is_file():
+        return _advisory_json(folder / EXPORT_FILE)
+    return run_facts(folder)
+
+
+def _mix_weights(deep):
+    """The deep part's own weight in the mix: the number, or ``A``'s diagonal (a class each)."""
+    weights = np.asarray(deep, dtype=np.float64)
+    return np.diag(weights) if weights.ndim == 2 else weights.reshape(-1)
+
+
+def model_warnings(ngram=None, recorded=(), class_names=None):
+    """Why a model's parts should not be read at face value: a list of sentences.
+
+    - the deep part has a negative weight in the validation mix (two
+      classes: ``a < 0`` in ``a·deep + b·channel + c``; more: a negative
+      diagonal entry of ``A`` in ``deep @ A + channel @ B + c``): where the
+      deep network's words argue for a class, the model counts them
+      against it, so the deep part's own scores point backwards;
+    - the deep part alone scores below the n-gram channel alone on the
+      validation split;
+    - then every sentence of ``recorded`` (a run's
+      ``metrics.json["warnings"]``) not already said.
+
+    Args:
+        ngram: The run's n-gram facts (:data:`NGRAM_FACTS`), or ``None``.
+        recorded: Warnings the run wrote (list of str).
+        class_names: The model's classes, to name them (optional).
+
+    Returns:
+        A list of str, empty for a model with nothing to warn about.
+    """
+    ngram = ngram if isinstance(ngram, dict) else {}
+    found = []
+    mix = ngram.get("mix") if isinstance(ngram.get("mix"), dict) else {}
+    if mix.get("deep") is not None:
+        weights = _mix_weights(mix["deep"])
+        if np.any(weights < 0):
+            found.append(_negative_weight_warning(mix, weights, class_names))
+    deep, channel = (ngram.get(f"{p}_validation_accuracy") for p in ("deep", "channel"))
+    if isinstance(deep, int | float) and isinstance(channel, int | float) and deep < channel:
+        found.append(
+            f"The deep part alone scores below the n-gram channel alone on the validation "
+            f"split (accuracy {deep:.4f} against {channel:.4f}): the channel carries this "
+            "model. Its deep part's own scores (gradient × input, integrated gradients) "
+            "leave the channel out; the total view holds both."
+        )
+    found.extend(w for w in dict.fromkeys(recorded or ()) if isinstance(w, str) and w not in found)
+    return found
+
+
+def _negative_weight_warning(mix, weights, class_names):
+    if weights.size == 1:
+        channel = np.asarray(mix.get("channel", np.nan), dtype=np.float64).reshape(-1)[0]
+        where = f"{weights[0]:.3f}·deep + {channel:.3f}·channel"
+    else:
+        names = list(class_names or range(len(weights)))
+        negative = [
+            str(names[c]) if c < len(names) else str(c) for c in np.flatnonzero(weights < 0)
+        ]
+        where = f"for the class(es) {', '.join(negative)}"
+    return (
+        f"The deep part has a negative weight in this model's mix ({where}, fit on the "
+        "validation split): the model counts what the deep network learned backwards, so "
+        "the deep part's own scores (gradient × input, integrated gradients) colour a word "
+        "that the network reads for a class as against it. Read the total view (the "
+        "default): the deep part's and the n-gram channel's shares together, which sum to "
+        "the prediction."
+    )
 
 
 # === Loading ==========================================================================
@@ -1100,11 +1236,23 @@ class Predictor:
         self.kind = kind
         self.version = version
         self.metadata = metadata or {}
-        self.methods = tuple(methods) if explain is not None else ()
+        # An export written before the total view gets it from its parts (see explain).
+        self.methods = attribution.with_total_method(methods) if explain is not None else ()
 
     @property
     def num_classes(self):
         return len(self.class_names)
+
+    @property
+    def warnings(self):
+        """Reasons not to read this model's parts at face value (list of str, often empty).
+
+        From what its run recorded (``metadata``: an export's JSON, or a run
+        directory's ``metrics.json``): see :func:`model_warnings`.
+        """
+        return model_warnings(
+            self.metadata.get("ngram"), self.metadata.get("warnings", ()), self.class_names
+        )
 
     def __repr__(self):
         version = f", version={self.version}" if self.version is not None else ""
@@ -1146,6 +1294,9 @@ class Predictor:
         Returns:
             A dict of NumPy arrays, the keys of the ``explain`` signature
             (see the module docstring), ``tokens`` and ``label`` as ``str``.
+            An export written before the ``total`` view gets ``total``,
+            ``logit_baseline`` (and the HAN's ``sentence_total``) from its
+            parts (:func:`hatt.attribution.with_total`).
 
         Raises:
             ExportError: a SavedModel exported before the ``explain``
@@ -1156,7 +1307,8 @@ class Predictor:
                 f"{str(self.source)!r} has no `explain` signature: it was exported by an older "
                 "hatt. Re-export it with `hatt export RUN_DIR`, or load the run directory."
             )
-        return _decode_tokens(self._run_batches("explain", texts, batch_size))
+        out = _decode_tokens(self._run_batches("explain", texts, batch_size))
+        return attribution.with_total(out)
 
     def predict(self, texts, batch_size=None):
         """The prediction alone: ``probabilities``, ``label`` [, ``probability``].
@@ -1218,8 +1370,11 @@ class Predictor:
         return self._graphs[name]
 
     @classmethod
-    def from_text_model(cls, text_model, source=None):
-        """A :class:`Predictor` over an in-memory :class:`TextModel` (``kind="keras"``)."""
+    def from_text_model(cls, text_model, source=None, metadata=None):
+        """A :class:`Predictor` over an in-memory :class:`TextModel` (``kind="keras"``).
+
+        ``metadata``: what its run or export recorded (see :attr:`warnings`).
+        """
 
         def run(batch):
             return text_model(batch)
@@ -1238,6 +1393,7 @@ class Predictor:
             source=source or ".",
             kind="keras",
             text_model=text_model,
+            metadata=metadata,
         )
 
     # --- ids (the deletion test): Keras models only -----------------------------------
@@ -1365,14 +1521,14 @@ def load(path):
             raise ExportError(
                 f"Expected a .keras file or a model folder. Received the file {str(path)!r}."
             )
-        return Predictor.from_text_model(_text_model_from_keras(path), path)
+        return Predictor.from_text_model(_text_model_from_keras(path), path, _facts_beside(path))
     if (path / "saved_model.pb").is_file():
         return _load_saved_model(path)
     versions = _versions(path)
     if versions:
         return _load_saved_model(path / str(versions[-1]))
     if (path / "model.keras").is_file():
-        return Predictor.from_text_model(load_run(path), path)
+        return Predictor.from_text_model(load_run(path), path, run_facts(path))
     raise ExportError(
         f"{str(path)!r} holds no hatt model: no SavedModel (saved_model.pb), no numeric "
         "version folder (1/, 2/, ...) with one, and no run directory files "

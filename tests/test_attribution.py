@@ -3,7 +3,10 @@
 Integrated gradients against exact attributions (a quadratic function, and a CNN
 whose weights make it linear along the path), completeness, the n-gram channel's
 shares (flat, nested, packed HAN), the logit's decomposition, padding, the sign
-of a planted cue word, two and more classes.
+of a planted cue word, two and more classes; the total view (the deep part's
+integrated gradients + the channel's share) against the logit of the same model
+with its word embeddings and channel zeroed, and on a model whose mix gives the
+deep part a negative weight (issue 30).
 """
 
 import keras
@@ -15,6 +18,7 @@ import hatt
 from hatt import attribution, export
 from hatt.data import Vectorizer, pack_sentences
 from tests._planted import planted_classes, planted_corpus
+from tests.inspect._backwards import backwards_cnn
 
 WORDS = "one two three four five six seven eight nine ten superb dreadful"
 
@@ -186,6 +190,27 @@ def test_integrated_gradients_equal_the_exact_attribution_of_a_linear_path(targe
         np.testing.assert_array_equal(out["target"], (p > 0.5).astype("int32"))
 
 
+def test_the_total_of_a_linear_path_sums_to_the_logit_minus_the_bias():
+    """Zero conv biases: the deep part gives its bias at the zero embedding, so the baseline is
+    the bias and the total's words (their exact shares + the channel's) sum to logit - bias."""
+    vectorizer = _vectorizer()
+    model = _linear_cnn(vectorizer, channel={"buckets": 32, "order": 2})
+    text_model = export.TextModel(model, vectorizer)
+    texts = ["two seven four nine one", "superb ten ten three", "", "five"]
+    out = numpy_dict(text_model.explain(texts, steps=1))
+    ids = np.asarray(vectorizer(texts))
+    channel = np.asarray(model.get_layer("ngram_logit")(ids))[:, 0]
+    for row, review in enumerate(ids):
+        sign = 1.0 if out["target"][row] == 1 else -1.0
+        shares = _linear_cnn_reference(model, review)[0] if review.any() else 0.0
+        np.testing.assert_allclose(out["total"][row], sign * shares + out["ngram"][row], atol=1e-5)
+        np.testing.assert_allclose(out["logit_baseline"][row], sign * 0.3, rtol=1e-6)
+        np.testing.assert_allclose(out["ngram"][row].sum(), sign * channel[row], atol=1e-5)
+    np.testing.assert_allclose(out["total"].sum(-1), out["logit"] - out["logit_bias"], atol=1e-5)
+    assert np.all(out["total"][ids == 0] == 0)  # padding
+    assert np.all(out["total"][2] == 0) and out["logit"][2] == out["logit_baseline"][2]
+
+
 def test_two_classes_class_zero_is_the_negation_of_class_one():
     vectorizer = _vectorizer()
     model = _linear_cnn(vectorizer, channel={"buckets": 32, "order": 2})
@@ -195,7 +220,13 @@ def test_two_classes_class_zero_is_the_negation_of_class_one():
     zero = numpy_dict(text_model.explain(texts, steps=4, target=0))
     np.testing.assert_array_equal(one["target"], 1)
     np.testing.assert_array_equal(zero["target"], 0)
-    for key in ("gradient_x_input", "integrated_gradients", "ngram", *export.EXPLAIN_TOTALS[:5]):
+    for key in (
+        "total",
+        "gradient_x_input",
+        "integrated_gradients",
+        "ngram",
+        *export.EXPLAIN_TOTALS[:-1],
+    ):
         np.testing.assert_allclose(zero[key], -one[key], atol=1e-6, err_msg=key)
     np.testing.assert_allclose(zero["ig_completeness_error"], one["ig_completeness_error"])
     with pytest.raises(ValueError, match=r"Expected target .* Received: target=2"):
@@ -263,11 +294,100 @@ def check_explanation(out, tokens, text_model):
     errors = np.abs(out["integrated_gradients"].sum(axes) - out["ig_delta"])
     expected = errors / np.maximum(np.abs(out["ig_delta"]), 1e-6)
     np.testing.assert_allclose(out["ig_completeness_error"], expected, rtol=1e-4, atol=1e-6)
+    # the total: integrated gradients + the channel's share; its words sum to the logit
+    # minus the baseline, up to integrated gradients' own error
+    channel = out["ngram"] if "ngram" in text_model.methods else 0.0
+    np.testing.assert_allclose(out["total"], out["integrated_gradients"] + channel, atol=1e-6)
+    moved = out["logit"] - out["logit_baseline"]
+    np.testing.assert_allclose(np.abs(out["total"].sum(axes) - moved), errors, atol=1e-4)
     if tokens.ndim == 3:
         for method in text_model.methods:
             if method in attribution.SIGNED_METHODS:
                 sentence = out[f"sentence_{method}"]
                 np.testing.assert_allclose(sentence, out[method].sum(-1), atol=1e-6)
+
+
+def _zeroed_deep_logits(model, ids):
+    """The reference baseline: the model's "logit" layer with every word embedding and the
+    channel at zero (a copy of the model: no explanation view involved)."""
+    copy = keras.models.clone_model(model)
+    copy.set_weights(model.get_weights())
+    embedding = next(
+        layer for layer in copy.layers if layer.name in ("embedding", "word_embedding")
+    )
+    embedding.set_weights([np.zeros_like(w) for w in embedding.get_weights()])
+    if any(layer.name == "ngram_logit" for layer in copy.layers):
+        wide = copy.get_layer("ngram_logit")
+        wide.embeddings.assign(np.zeros(wide.embeddings.shape, "float32"))
+    logits = keras.Model(copy.inputs, copy.get_layer("logit").output)(ids)
+    probabilities = np.asarray(copy(ids))
+    return np.asarray(logits), probabilities
+
+
+@pytest.mark.parametrize("family", hatt.models.FAMILIES)
+@pytest.mark.parametrize(("num_classes", "channel"), [(2, CHANNEL), (3, CHANNEL), (2, None)])
+def test_the_total_sums_to_the_logit_minus_the_logit_with_no_word_evidence(
+    family, num_classes, channel
+):
+    vectorizer = _vectorizer(nested=family == "han")
+    model = _random_model(family, vectorizer, num_classes, channel=channel)
+    rng = np.random.default_rng(4)  # biases away from 0: the baseline is not the bias
+    for layer in model.layers:
+        if layer.name != "ngram_logit":
+            layer.set_weights([w + 0.2 * rng.standard_normal(w.shape) for w in layer.get_weights()])
+    text_model = export.TextModel(model, vectorizer)
+    texts = ["two seven four. nine one superb!", "", "ten ten", "three. four five six seven"]
+    out = numpy_dict(text_model.explain(texts, steps=64))
+    tokens = np.asarray(out["tokens"]).astype(str)
+    check_explanation(out, tokens, text_model)
+    assert ("ngram" in text_model.methods) == (channel is not None)
+    # the baseline is the model's own logit with no word evidence (every class's)
+    logits, _ = _zeroed_deep_logits(model, vectorizer(texts))
+    chosen = logits[:, 0] * np.where(out["target"] == 1, 1, -1) if num_classes == 2 else (
+        logits[np.arange(len(texts)), out["target"]]
+    )  # fmt: skip
+    np.testing.assert_allclose(out["logit_baseline"], chosen, atol=1e-4)
+    assert np.any(np.abs(out["logit_baseline"] - out["logit_bias"]) > 1e-2)
+    # completeness: the words' total is the logit minus that baseline
+    axes = tuple(range(1, tokens.ndim))
+    moved = out["logit"] - out["logit_baseline"]
+    np.testing.assert_allclose(out["total"].sum(axes), moved, atol=0.01 * np.abs(moved).max())
+    assert np.all(out["total"][tokens == ""] == 0)
+    if family == "han":
+        np.testing.assert_allclose(out["sentence_total"], out["total"].sum(-1), atol=1e-6)
+
+
+def test_an_explanation_without_the_total_gets_it_from_its_parts():
+    """A result of an export written before the total view: total, sentence total, baseline."""
+    rng = np.random.default_rng(0)
+    ig, ngram = rng.standard_normal((2, 3, 2, 4)).astype("float32")
+    old = {
+        "integrated_gradients": ig,
+        "ngram": ngram,
+        "sentence_integrated_gradients": ig.sum(-1),
+        "sentence_ngram": ngram.sum(-1),
+        "logit": np.array([1.0, -2.0, 0.5], "float32"),
+        "logit_ngram": ngram.sum((1, 2)),
+        "ig_delta": ig.sum((1, 2)) * 1.01,
+    }
+    new = attribution.with_total(old)
+    assert "total" not in old  # not changed in place
+    np.testing.assert_allclose(new["total"], ig + ngram)
+    np.testing.assert_allclose(new["sentence_total"], (ig + ngram).sum(-1), rtol=1e-6)
+    np.testing.assert_allclose(
+        new["logit_baseline"], old["logit"] - old["logit_ngram"] - old["ig_delta"]
+    )
+    without_channel = attribution.with_total({"integrated_gradients": ig})
+    np.testing.assert_array_equal(without_channel["total"], ig)
+    assert attribution.with_total(new) is new  # already there
+    assert attribution.with_total({"attention": ig}) == {"attention": ig}
+    assert attribution.with_total_method(("attention", "integrated_gradients", "ngram")) == (
+        "attention",
+        "total",
+        "integrated_gradients",
+        "ngram",
+    )
+    assert attribution.with_total_method(()) == ()
 
 
 # The CNN preset reads one-hot words (an Embedding of kernel rows + RegionSum): its
@@ -411,3 +531,26 @@ def test_signed_scores_flip_with_the_planted_cue_word(tiny, family, methods):
             np.testing.assert_array_equal(
                 scores.argmax(-1), at_cue.reshape(len(texts), -1).argmax(-1), err_msg=method
             )
+
+
+# === A deep part with a negative mix weight: its scores point backwards, the total not ===
+
+
+def test_the_total_does_not_point_backwards_when_the_deep_part_weighs_negatively(tiny, tiny_corpus):
+    """The issue's case: the deep part, weighted -0.05, colours "superb" against 'positive';
+    the model predicts 'positive' through its channel, and the total says why."""
+    model, vectorizer = backwards_cnn(tiny["cnn"].run_dir, tiny_corpus)
+    text_model = export.TextModel(model, vectorizer)
+    texts, _ = planted_corpus(6, 7, words=(6, 12), sentences=2, cues=("superb",))
+    out = numpy_dict(text_model.explain(texts))
+    np.testing.assert_array_equal(out["target"], 1)  # predicted positive
+    at_cue = np.asarray(out["tokens"]).astype(str) == "superb"
+    assert at_cue.sum() == len(texts)
+    assert np.all(out["integrated_gradients"][at_cue] < 0)  # backwards: the deep part's view
+    assert np.all(out["gradient_x_input"][at_cue] < 0)
+    assert np.all(out["ngram"][at_cue] > 0)
+    assert np.all(out["total"][at_cue] > 0)  # the whole prediction: towards 'positive'
+    # the cue argues the most of any word in the total
+    np.testing.assert_array_equal(out["total"].argmax(-1), at_cue.argmax(-1))
+    moved = out["logit"] - out["logit_baseline"]
+    np.testing.assert_allclose(out["total"].sum(-1), moved, rtol=0.05)

@@ -16,10 +16,17 @@ here, every method aligned to the same tokens by one function
 computed once, in :class:`hatt.export.TextModel`.
 
 The methods (`METHODS`): `"attention"` (unsigned, the model's own weights,
-the same for every class), and three signed ones that explain the logit of
-the explained class (the predicted one): `"gradient_x_input"`,
-`"integrated_gradients"` and `"ngram"` (the n-gram channel's exact share).
-A positive score argues for the explained class, a negative one against it.
+the same for every class), and four signed ones that explain the logit of
+the explained class (the predicted one): `"total"` (each word's contribution
+to the whole logit: the deep part's integrated gradients plus the n-gram
+channel's exact share; the default view), `"gradient_x_input"` and
+`"integrated_gradients"` (the deep part's alone) and `"ngram"` (the n-gram
+channel's alone). A positive score argues for the explained class, a
+negative one against it.
+
+`warnings` (on every explanation, from `hatt.export.Predictor.warnings`) say
+when a model's parts should not be read alone: a deep part with a negative
+weight in the mix, or one that scores below the channel alone.
 """
 
 import dataclasses
@@ -36,18 +43,24 @@ SCORE_KINDS = ("attention", "saliency")
 ALL = "all"  # the renderers' "every method, side by side"
 METHOD_LABELS = {
     "attention": "attention",
+    "total": "total",
     "gradient_x_input": "gradient × input",
     "integrated_gradients": "integrated gradients",
     "ngram": "n-gram channel",
     "saliency": "saliency",
 }
-DECOMPOSITION = ("deep", "ngram", "bias", "logit")  # the parts of the explained class's logit
+# The parts of the explained class's logit (and, when the result has it, the logit with no
+# word evidence, from which the total view's words sum to the logit).
+DECOMPOSITION = ("deep", "ngram", "bias", "logit", "baseline")
 _DECOMPOSITION_KEYS = {
     "deep": "logit_deep",
     "ngram": "logit_ngram",
     "bias": "logit_bias",
     "logit": "logit",
+    "baseline": "logit_baseline",
 }
+# The view shown unless asked, the first the explanation has.
+DEFAULT_VIEWS = ("total", "attention", "gradient_x_input")
 
 
 def is_signed(method):
@@ -105,13 +118,17 @@ class Explanation:
             sentence's word scores.
         decomposition: The explained class's logit in parts, `{"deep",
             "ngram", "bias", "logit"}` (deep + ngram + bias = logit; `ngram`
-            is 0 without an n-gram channel), or `None`.
+            is 0 without an n-gram channel) and `"baseline"` (the logit with
+            no word evidence: the `"total"` scores sum to logit − baseline),
+            or `None`.
         explained_class: The class the signed scores explain (the predicted
             one, an index into `class_names`), or `None`.
         completeness_error: Integrated gradients' `|Σ attributions − (f(x) −
             f(baseline))| / |f(x) − f(baseline)|` for this review, or
             `None`.
         methods: The explanation methods the model has (`METHODS` order).
+        warnings: Why the model's parts should not be read alone (str each;
+            `hatt.export.model_warnings`), empty for most models.
 
     Attention weights are the same whatever the class; the signed scores
     explain the explained class's logit (see `hatt.export.TextModel`).
@@ -135,10 +152,12 @@ class Explanation:
     explained_class: int | None = None
     completeness_error: float | None = None
     methods: tuple = ()
+    warnings: tuple = ()
 
     def __post_init__(self):
         self.class_names = tuple(self.class_names)
         self.methods = tuple(self.methods)
+        self.warnings = tuple(self.warnings)
         if self.probabilities is None:  # two classes: from the probability of class 1
             self.probabilities = [1.0 - float(self.probability), float(self.probability)]
         if not self.scores:  # no methods: the serving_default scores are the one view
@@ -178,8 +197,9 @@ class Explanation:
         return tuple(sorted(self.scores, key=lambda m: METHODS.index(m) if m in METHODS else -1))
 
     def default_method(self):
-        """The view shown unless asked: attention when the model has it, else gradient × input."""
-        for method in ("attention", "gradient_x_input"):
+        """The view shown unless asked: the total when the model has it (every model with
+        integrated gradients), else attention, else gradient × input."""
+        for method in DEFAULT_VIEWS:
             if method in self.scores:
                 return method
         return self.views[0]
@@ -234,6 +254,8 @@ class Explanation:
                 f"{method_label(method)}: each word's contribution to the logit of "
                 f"{self.explained_label!r} (towards it: blue, against it: red)"
             )
+            if method == "total":
+                note += self._total_note()
             if method == "ngram":
                 note += "; each n-gram's weight shared equally among its words"
             if method == "integrated_gradients" and self.completeness_error is not None:
@@ -242,6 +264,30 @@ class Explanation:
         if method == "attention":
             return "attention: the model's own weights, the same for every class"
         return f"{method_label(method)}: the model's word scores"
+
+    def _total_note(self):
+        """The total view's sources and sum, for `method_note`."""
+        parts = "the deep part's integrated gradients"
+        if "ngram" in self.methods:
+            parts += " + the n-gram channel's share"
+        note = f"; each word's {parts}"
+        error = self.total_completeness_error()
+        if error is not None:
+            d = self.decomposition
+            note += (
+                f"; the words sum to logit − baseline = {d['logit'] - d['baseline']:.3f} "
+                f"(completeness error {100 * error:.2f} %)"
+            )
+        return note
+
+    def total_completeness_error(self):
+        """`|Σ total − (logit − baseline)| / max(|logit − baseline|, 1e-6)`, or `None`."""
+        d = self.decomposition
+        if "total" not in self.scores or d is None or "baseline" not in d:
+            return None
+        moved = d["logit"] - d["baseline"]
+        summed = sum(v for row in self.scores["total"] for v in row)
+        return abs(summed - moved) / max(abs(moved), 1e-6)
 
     def decomposition_line(self):
         """The explained class's logit in parts, as one line, or `None` without them.
@@ -258,6 +304,19 @@ class Explanation:
             parts.append(f"n-gram channel {d['ngram']:.3f}")
         parts.append(f"bias {d['bias']:.3f}")
         return f"logit of {self.explained_label!r} {d['logit']:.3f} = " + " + ".join(parts)
+
+    def total_line(self):
+        """The same logit as the words' total and the baseline, or `None` without them.
+
+        Example: `"= words (total) 2.250 + baseline 0.060 (no word evidence)"`
+        (the words' sum is the logit's up to integrated gradients'
+        completeness error).
+        """
+        d = self.decomposition
+        if "total" not in self.scores or d is None or "baseline" not in d:
+            return None
+        summed = sum(v for row in self.scores["total"] for v in row)
+        return f"= words (total) {summed:.3f} + baseline {d['baseline']:.3f} (no word evidence)"
 
     @property
     def tokens(self):
@@ -322,6 +381,7 @@ class Explanation:
         values = dataclasses.asdict(self)
         values["class_names"] = list(self.class_names)
         values["methods"] = list(self.methods)
+        values["warnings"] = list(self.warnings)
         values["prediction"] = self.prediction
         values["predicted_label"] = self.predicted_label
         return values
@@ -568,7 +628,9 @@ def _review_facts(result, methods, i):
     facts = {}
     if "logit" in result:
         facts["decomposition"] = {
-            part: float(np.asarray(result[key])[i]) for part, key in _DECOMPOSITION_KEYS.items()
+            part: float(np.asarray(result[key])[i])
+            for part, key in _DECOMPOSITION_KEYS.items()
+            if key in result
         }
     if "target" in result:
         facts["explained_class"] = int(np.asarray(result["target"])[i])
@@ -598,6 +660,7 @@ def explanations_from_result(
     labels=None,
     class_names=("negative", "positive"),
     methods=None,
+    warnings=(),
 ):
     """Turn an exported model's result dict into :class:`Explanation` objects.
 
@@ -616,6 +679,8 @@ def explanations_from_result(
         class_names: The model's classes (`result["probabilities"]` order).
         methods: The methods to keep: `None` (or `"all"`) for every method
             the result holds, else a list of them.
+        warnings: The model's warnings (`hatt.export.Predictor.warnings`),
+            given to every explanation.
 
     Returns:
         A list of `N` explanations, every method's scores aligned to the
@@ -657,6 +722,7 @@ def explanations_from_result(
                 scores=scores,
                 sentence_scores=sentence_scores,
                 methods=available,
+                warnings=warnings,
                 **_review_facts(result, methods, i),
             )
         )
@@ -743,6 +809,7 @@ def explain(
     predictor = export.as_predictor(model, vectorizer)
     labels = _check_labels(labels, len(texts), predictor.num_classes)
     run, methods = _runner(predictor, methods, steps)
+    warnings = tuple(getattr(predictor, "warnings", ()))
     bar = Progress(len(texts), enabled=progress and len(texts) > batch_size)
     out = []
     for start in range(0, len(texts), batch_size):
@@ -756,6 +823,7 @@ def explain(
                 None if labels is None else labels[start : start + batch_size],
                 predictor.class_names,
                 methods,
+                warnings,
             )
         )
         bar.update(start + len(chunk))

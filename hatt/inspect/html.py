@@ -10,10 +10,15 @@ attributes).
 
 Two palettes: attention (unsigned, the same for every class) keeps the
 sequential one, a red band and blue words from white; the signed methods
-(gradient × input, integrated gradients, the n-gram channel, which explain
-the logit of the explained class) are diverging, blue towards the class, red
-against it, white at 0, each scaled by the review's largest |score| for that
-method.
+(the total, gradient × input, integrated gradients, the n-gram channel,
+which explain the logit of the explained class) are diverging, blue towards
+the class, red against it, white at 0, each scaled by the review's largest
+|score| for that method. The page opens on the total view (each word's
+contribution to the whole logit) when the model has it.
+
+A model whose parts should not be read alone (`Explanation.warnings`: a
+deep part with a negative weight in the mix, or below the channel alone)
+gets a warning box: once at the top of a page, on the card of a fragment.
 
 The page holds every method's scores and switches between them with radio
 inputs and CSS alone (plus an "all" view that stacks them): no scripts, no
@@ -39,6 +44,9 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
        max-width: 60em; color: #1f2328; background: #fff; line-height: 1.6; }
 h1 { font-size: 1.4em; margin-bottom: .2em; }
 .meta, .legend, .caption, .decomposition { color: #57606a; font-size: .9em; }
+.warning { border: 1px solid #d4a72c; background: #fff8c5; color: #3b2300; border-radius: 6px;
+           padding: .4em .8em; margin: .6em 0; font-size: .9em; }
+.warning p { margin: .2em 0; }
 .caption { margin: .6em 0 .2em 0; font-weight: 600; }
 .decomposition { font-family: ui-monospace, monospace; margin: .2em 0; }
 .legend span.swatch { display: inline-block; width: 8em; height: .9em; vertical-align: middle;
@@ -215,7 +223,15 @@ def _sentence_rows(e, method):
     return parts
 
 
-def review_html(e, number=1, heading=None, method=None):
+def warnings_html(warnings):
+    """A warning box listing `warnings` (str each, escaped), or `""` when there are none."""
+    if not warnings:
+        return ""
+    items = "".join(f"<p>{html.escape(w)}</p>" for w in warnings)
+    return f'<div class="warning" role="note"><b>Warning about this model.</b>{items}</div>'
+
+
+def review_html(e, number=1, heading=None, method=None, warnings=True):
     """One review's explanation as an HTML fragment: THE renderer of a review.
 
     `write_html` / `to_html` put one per review on a page (with every
@@ -231,8 +247,10 @@ def review_html(e, number=1, heading=None, method=None):
             `"Review {number}"`.
         method: The scores to show: one of `e.views`, `"all"` (each method
             in turn, `<div class="view m-METHOD">` each), or `None` for the
-            default (attention when the model has it, else gradient ×
-            input).
+            default (the total when the model has it, else attention, else
+            gradient × input).
+        warnings: Show the model's warnings (`e.warnings`) in the card; a
+            page that shows them once at its top passes `False`.
 
     Returns:
         A `<section class="review">` element (str).
@@ -242,8 +260,10 @@ def review_html(e, number=1, heading=None, method=None):
     heading = f"Review {number}" if heading is None else heading
     parts = [f'<section class="review" id="review-{int(number)}">']
     parts.append(f"<h2>{esc(heading)} {_tags(e, methods)}</h2>")
-    line = e.decomposition_line()
-    if line is not None:
+    if warnings:
+        parts.append(warnings_html(e.warnings))
+    line = " ".join(filter(None, (e.decomposition_line(), e.total_line())))
+    if line:
         parts.append(f'<p class="decomposition" title="{esc(_DECOMPOSITION_HELP)}">{esc(line)}</p>')
     for m in methods:
         parts.append(f'<div class="view m-{esc(m)}">')
@@ -260,7 +280,9 @@ def review_html(e, number=1, heading=None, method=None):
 
 _DECOMPOSITION_HELP = (
     "The explained class's logit = the deep part (the network over the word embeddings) "
-    "+ the n-gram channel (a linear model of the review's n-grams) + the head's bias"
+    "+ the n-gram channel (a linear model of the review's n-grams) + the head's bias "
+    "= the words' total scores + the baseline (the logit with no word evidence: every word "
+    "embedding at zero and no channel)"
 )
 
 MAX_REVIEWS = 100  # reviews a page of write_html (100 IMDB reviews, 4 methods: about 6 MB)
@@ -340,17 +362,25 @@ def _page(explanations, title, first, navigation, method=None):
     methods = page_methods(explanations)
     checked = page_method(explanations, method)
     inputs, labels = _switch(methods, checked) if len(methods) > 1 else ("", "")
-    body = "\n".join(review_html(e, i, method=ALL) for i, e in enumerate(explanations, first))
+    body = "\n".join(
+        review_html(e, i, method=ALL, warnings=False) for i, e in enumerate(explanations, first)
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{CSS}\n{_switch_css(methods)}</style></head><body>\n"
         f"<h1>{esc(title)}</h1>\n"
         f'<p class="meta">{_summary(explanations)} · hatt {esc(hatt.__version__)}</p>\n'
+        f"{warnings_html(page_warnings(explanations))}\n"
         f"{inputs}\n{labels}\n"
         f'<div class="switched">\n{_legend(explanations, methods)}\n{navigation}\n{body}\n'
         f"{navigation}\n</div>\n</body></html>\n"
     )
+
+
+def page_warnings(explanations):
+    """The warnings of the models of `explanations`, each once, in order."""
+    return list(dict.fromkeys(w for e in explanations for w in e.warnings))
 
 
 def _summary(explanations):
@@ -383,6 +413,10 @@ def _explained(explanations):
 
 
 _SIGNED_HOW = {
+    "total": "each word's contribution to the whole logit: the deep part's integrated "
+    "gradients (with the deep part's weight in the model) plus the n-gram channel's exact "
+    "share; a review's words sum to its logit minus the baseline (the logit with no word "
+    "evidence), up to integrated gradients' completeness error",
     "gradient_x_input": "gradient × input over the word embeddings (a first-order estimate)",
     "integrated_gradients": "integrated gradients over the word embeddings from a zero "
     "baseline (its completeness error on each review)",
@@ -436,7 +470,8 @@ def _legend(explanations, methods):
     parts.append(
         '<p class="legend">Hover for the raw scores. Words are the model\'s tokens '
         "(lower-cased, punctuation dropped). The line under each heading splits the "
-        "explained class's logit: deep part + n-gram channel + bias.</p>"
+        "explained class's logit: deep part + n-gram channel + bias, and, with the total "
+        "view, the words' total + the baseline.</p>"
     )
     return "\n".join(parts)
 

@@ -196,7 +196,7 @@ def figure(explanation, method=None):
     Args:
         explanation: A `hatt.inspect.Explanation`.
         method: One of `explanation.views`, `"all"` (a panel each), or
-            `None` for the default (attention when the model has it).
+            `None` for the default (the total when the model has it).
     """
     e = explanation
     methods = e.methods_to_show(method)
@@ -218,7 +218,9 @@ def figure(explanation, method=None):
             y += ROW_INCHES * rows
     notes = _grid(e, methods[0])[4]
     if e.decomposition_line() is not None:
-        notes = [e.decomposition_line(), *notes]
+        notes = [" ".join(filter(None, (e.decomposition_line(), e.total_line()))), *notes]
+    # The warnings' first clause (the whole sentences are in hatt inspect's output).
+    notes = [f"warning: {w.split(':')[0]}" for w in e.warnings] + notes
     fig.text(0.015, 1 - 0.3 / inches, e.headline(method), fontsize=12, weight="bold", va="top")
     fig.text(0.015, 1 - 0.72 / inches, _subtitle(e, methods), fontsize=9, va="top", color="#57606a")
     if notes:

@@ -141,8 +141,9 @@ def render(explanations, console, method=None):
         console.print()
         shown = e.methods_to_show(method)
         console.print(Text(f"Review {number} · {e.headline(method)}", style="bold"))
-        if e.decomposition_line() is not None:
-            console.print(Text("  " + e.decomposition_line()))
+        for line in (e.decomposition_line(), e.total_line()):
+            if line is not None:
+                console.print(Text("  " + line))
         if not e.sentences:
             console.print("  (no words: the review is empty for the model)")
             continue

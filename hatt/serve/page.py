@@ -10,6 +10,12 @@ that model's column. The cards are rendered on the server by
 script writes goes through ``textContent``. The Content-Security-Policy
 forbids inline scripts and other origins, so markup that slipped through
 could still not run.
+
+Each model's method choice opens on ``"total"`` (each word's contribution to
+the whole prediction: blue for the predicted class, red against it) when the
+model has it. A model with warnings (a deep part with a negative weight in
+the mix, or below the n-gram channel alone; ``Explanation.warnings``) shows
+them in a box on its card.
 """
 
 from hatt.inspect.html import CSS as CARD_CSS
@@ -64,8 +70,8 @@ PAGE_HTML = f"""<!DOCTYPE html>
 <script src="/static/page.js" defer></script>
 </head><body>
 <header><h1>hatt: what the model looked at</h1>
-<p>Paste a review and see the prediction, the sentences (red bands) and the words (blue)
-each model weighed.</p></header>
+<p>Paste a review and see the prediction and the words each model weighed: in the
+total view, blue for the predicted class and red against it.</p></header>
 <main>
 <form id="form" autocomplete="off">
 <label class="review-label" for="review">Review</label>
@@ -120,10 +126,23 @@ PAGE_JS = r""""use strict";
     return element;
   }
 
+  // The view each model opens on: the total (deep part + n-gram channel) when it has it.
+  const DEFAULT_METHOD = "total";
+  const METHOD_LABELS = {
+    total: "total (whole prediction)",
+    gradient_x_input: "gradient × input (deep part)",
+    integrated_gradients: "integrated gradients (deep part)",
+    ngram: "n-gram channel",
+  };
+
   function fillMethods(column) {
     const select = $("method-" + column);
     const model = models.find((m) => m.name === $("model-" + column).value);
-    select.replaceChildren(...(model ? model.methods.map((m) => option(m, m)) : []));
+    const methods = model ? model.methods : [];
+    select.replaceChildren(...methods.map((m) => option(m, METHOD_LABELS[m] || m)));
+    if (methods.includes(DEFAULT_METHOD)) {
+      select.value = DEFAULT_METHOD;
+    }
     select.disabled = !model;
   }
 

@@ -21,6 +21,7 @@ from tests._fresh_process import run_json_script
 from tests._planted import write_planted_imdb
 from tests._scripts import load_experiment
 from tests.conftest import EPOCHS, FAMILIES
+from tests.inspect._backwards import RECORD, RECORDED_WARNING, write_backwards_run
 
 LONG_REVIEW = " ".join(f"w{i % 40}" for i in range(50_000)) + " superb"
 BAD_INPUTS = [
@@ -248,14 +249,22 @@ def test_saved_models_serve_raw_text_without_hatt_or_keras(exported, tiny, tiny_
                 assert np.all(single["tokens"] == "") and np.all(single["word_attention"] == 0)
 
 
-SIGNED = ("gradient_x_input", "integrated_gradients", "ngram")
+SIGNED = ("total", "gradient_x_input", "integrated_gradients", "ngram")
 METHODS = {  # the fixtures': the CNN pools by max, the CNN and the HAN have the channel
-    "cnn": ["gradient_x_input", "integrated_gradients", "ngram"],
-    "rnn": ["attention", "gradient_x_input", "integrated_gradients"],
-    "transformer": ["attention", "gradient_x_input", "integrated_gradients"],
-    "han": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
+    "cnn": ["total", "gradient_x_input", "integrated_gradients", "ngram"],
+    "rnn": ["attention", "total", "gradient_x_input", "integrated_gradients"],
+    "transformer": ["attention", "total", "gradient_x_input", "integrated_gradients"],
+    "han": ["attention", "total", "gradient_x_input", "integrated_gradients", "ngram"],
 }
-TOTALS = ("logit", "logit_deep", "logit_ngram", "logit_bias", "ig_delta", "ig_completeness_error")
+TOTALS = (
+    "logit",
+    "logit_deep",
+    "logit_ngram",
+    "logit_bias",
+    "logit_baseline",
+    "ig_delta",
+    "ig_completeness_error",
+)
 
 
 def _check_explain_contract(family, out, methods):
@@ -282,6 +291,13 @@ def _check_explain_contract(family, out, methods):
         np.testing.assert_allclose(out["ngram"].sum(axes), out["logit_ngram"], atol=1e-5)
     else:
         assert np.all(out["logit_ngram"] == 0)
+    # the total: the deep part's integrated gradients + the channel's share, whose words sum
+    # to the logit minus the baseline as closely as integrated gradients sum to theirs
+    channel = out["ngram"] if "ngram" in methods else 0.0
+    np.testing.assert_allclose(out["total"], out["integrated_gradients"] + channel, atol=1e-5)
+    ig_error = np.abs(out["integrated_gradients"].sum(axes) - out["ig_delta"])
+    moved = out["logit"] - out["logit_baseline"]
+    np.testing.assert_allclose(np.abs(out["total"].sum(axes) - moved), ig_error, atol=1e-4)
     if "attention" in methods:
         _check_weights(tokens, out["attention"])
     if han:
@@ -352,6 +368,37 @@ def test_an_export_without_the_explain_signature_asks_for_a_reexport(tiny, tmp_p
     assert old.predict(["superb"])["probabilities"].shape == (1, 2)
     with pytest.raises(export.ExportError, match=r"no `explain` signature.*hatt export RUN_DIR"):
         old.explain(["superb"])
+
+
+def test_an_export_without_the_total_view_gets_it_from_its_parts(exported, tiny, tmp_path):
+    """A SavedModel written before `total` existed: the Predictor adds it, as the new one has it."""
+    text_model = export.load_run(tiny["han"].run_dir)
+    text_model(tf.constant(["warm up. warm up."]))
+    archive = keras.export.ExportArchive()
+    archive.track(text_model)
+    spec = [tf.TensorSpec([None], tf.string, name="text")]
+    new_keys = ("total", "sentence_total", "logit_baseline")
+
+    def old_explain(text):
+        return {k: v for k, v in text_model.explain(text).items() if k not in new_keys}
+
+    archive.add_endpoint("serving_default", lambda text: text_model(text), input_signature=spec)
+    archive.add_endpoint("explain", old_explain, input_signature=spec)
+    archive.write_out(str(tmp_path / "1"), verbose=False)
+    old_methods = [m for m in METHODS["han"] if m != "total"]
+    (tmp_path / "1" / "assets.extra").mkdir()
+    (tmp_path / "1" / export.VERSION_METADATA).write_text(
+        json.dumps({"family": "han", "score_kind": "attention", "methods": old_methods})
+    )
+    old = export.load(tmp_path / "1")
+    assert old.methods == tuple(METHODS["han"])
+    texts = ["A superb cast. The plot was dreadful!", "", "superb"]
+    got, expected = old.explain(texts), export.load(exported["han"].path).explain(texts)
+    assert set(got) == set(expected)
+    for key in new_keys:
+        np.testing.assert_allclose(got[key], expected[key], atol=1e-5, err_msg=key)
+    (explained,) = hatt.inspect.explain(old, texts[:1], progress=False)
+    assert explained.default_method() == "total" and explained.total_line() is not None
 
 
 def test_keras_file_is_the_same_model_after_import_hatt_alone(exported, tiny_corpus, tmp_path):
@@ -429,9 +476,46 @@ def test_export_metadata_names_family_and_score_kind(exported, tiny):
         assert facts["source_run"] == str(tiny[family].run_dir.resolve())
         assert facts["metrics"] == {"epochs": EPOCHS}  # from the run's metrics.json
         assert facts["versions"] == [1]
+        # nothing to warn about: the tiny runs record no mix and no warning
+        assert facts["warnings"] == inside["warnings"] == [] and "ngram" not in facts
+        assert export.load(result.path).warnings == [] == export.load(tiny[family].run_dir).warnings
         assert Vectorizer.load(result.path / "vectorizer.json").get_vocabulary() == (
             tiny[family].vectorizer.get_vocabulary()
         )
+
+
+def test_an_export_carries_the_runs_mix_and_warnings(tiny, tiny_corpus, tmp_path):
+    """A run whose mix weighs the deep part negatively: the export alone knows it."""
+    run = write_backwards_run(tiny["cnn"].run_dir, tiny_corpus, tmp_path / "run")
+    result = export.export(run, tmp_path / "saved_models" / "cnn")
+    facts = json.loads((result.path / export.EXPORT_FILE).read_text())
+    inside = json.loads((result.saved_model / export.VERSION_METADATA).read_text())
+    assert facts["ngram"] == inside["ngram"] == RECORD
+    warnings = facts["warnings"]
+    assert inside["warnings"] == warnings and len(warnings) == 3
+    assert "negative weight" in warnings[0] and "-0.050·deep + 2.300·channel" in warnings[0]
+    assert (
+        "below the n-gram channel alone" in warnings[1] and "0.8125 against 0.8750" in warnings[1]
+    )
+    assert warnings[2] == RECORDED_WARNING
+    for form in (result.path, result.keras_file, run):  # SavedModel, its .keras, the run
+        assert export.load(form).warnings == warnings, form
+    shutil.rmtree(run)  # the export alone
+    assert export.load(result.path).warnings == warnings
+
+
+def test_model_warnings_read_the_mix_of_two_and_more_classes():
+    fine = {"mix": {"deep": 0.7, "channel": 1.2, "bias": 0.1}, "deep_validation_accuracy": 0.9,
+            "channel_validation_accuracy": 0.89}  # fmt: skip
+    assert export.model_warnings(fine) == [] == export.model_warnings(None)
+    assert export.model_warnings({}, ["kept", "kept", 3]) == ["kept"]  # once; str only
+    three = {"mix": {"deep": [[0.5, 0.1, 0.0], [0.2, -0.3, 0.1], [0.0, 0.1, 0.4]],
+                     "channel": np.eye(3).tolist(), "bias": [0, 0, 0]}}  # fmt: skip
+    (warning,) = export.model_warnings(three, class_names=["bad", "mixed", "good"])
+    assert "negative weight" in warning and "for the class(es) mixed" in warning
+    below = {**fine, "deep_validation_accuracy": 0.8}
+    (warning,) = export.model_warnings(below)
+    assert "0.8000 against 0.8900" in warning
 
 
 def test_reexport_takes_the_next_free_version(tiny, tmp_path, capsys):

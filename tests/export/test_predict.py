@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hatt import cli, export
+from tests.inspect._backwards import RECORDED_WARNING, write_backwards_run
 
 
 def _lines(out):
@@ -79,3 +80,21 @@ def test_predict_reads_stdin_with_file_dash(exported, monkeypatch, capsys):
     assert [r["text_id"] for r in rows] == list(range(60))
     expected = export.load(exported["han"].path).predict_proba(reviews.splitlines())
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-5)
+
+
+def test_predict_warns_once_about_a_model_whose_deep_part_weighs_negatively(
+    exported, tiny, tiny_corpus, tmp_path, capsys
+):
+    run = write_backwards_run(tiny["cnn"].run_dir, tiny_corpus, tmp_path / "run")
+    saved = export.export(run, tmp_path / "saved_models" / "cnn").path
+    texts = [f"Superb w{i}." for i in range(5)]
+    for model in (run, saved):  # the run directory and its export alone
+        assert cli.main(["predict", str(model), *texts, "--batch-size", "2"]) == 0
+        captured = capsys.readouterr()
+        assert len(_lines(captured.out)) == 5  # stdout stays JSON lines
+        lines = captured.err.splitlines()
+        assert len(lines) == 3 and all(line.startswith("hatt predict: warning: ") for line in lines)
+        assert "negative weight" in lines[0] and "below the n-gram channel alone" in lines[1]
+        assert lines[2].endswith(RECORDED_WARNING)
+    assert cli.main(["predict", str(exported["cnn"].path), *texts]) == 0
+    assert capsys.readouterr().err == ""  # a model with nothing to warn about

@@ -6,9 +6,11 @@ batch_size=None, steps=None)` returns the contract's dict (see
 planted lexicon, with known numbers: the logit of class 1 is the sum of the
 words' `LEXICON` values (others: `OTHER`), gradient × input of a word is its
 value times the sign of the explained class (+1 for class 1, -1 for class 0),
-integrated gradients 0.9 × that, the n-gram channel 0.5 × that; attention is
-|value| normalised over the review (HAN: over each sentence). So the tests of
-the views know every score without a trained model.
+integrated gradients 0.9 × that, the n-gram channel 0.5 × that, the total
+their sum (1.4 × that with the channel); attention is |value| normalised over
+the review (HAN: over each sentence). So the tests of the views know every
+score without a trained model. Without `"total"` in its methods it poses as
+an export written before the total view (no `total`, no `logit_baseline`).
 """
 
 import numpy as np
@@ -41,8 +43,10 @@ def _tokens(texts, family):
     return out
 
 
-def explain_result(texts, family="rnn", methods=("attention", "gradient_x_input",
-                   "integrated_gradients", "ngram")):  # fmt: skip
+ALL_METHODS = ("attention", "total", "gradient_x_input", "integrated_gradients", "ngram")
+
+
+def explain_result(texts, family="rnn", methods=ALL_METHODS):
     """The contract's `explain` dict for `texts`, from the planted lexicon."""
     tokens = _tokens(texts, family)
     real = tokens != ""
@@ -68,12 +72,14 @@ def explain_result(texts, family="rnn", methods=("attention", "gradient_x_input"
         result["attention"] = (weight / np.where(total > 0, total, 1)).astype(np.float32)
     if "ngram" in methods:
         result["ngram"] = (0.5 * gxi).astype(np.float32)
+    if "total" in methods:
+        result["total"] = result["integrated_gradients"] + result.get("ngram", 0.0)
     if family == "han":
         share = np.abs(value).sum(-1)
         result["sentence_attention"] = (
             share / np.maximum(share.sum(-1, keepdims=True), 1e-9)
         ).astype(np.float32)
-        for method in ("gradient_x_input", "integrated_gradients", "ngram"):
+        for method in ("total", "gradient_x_input", "integrated_gradients", "ngram"):
             if method in result:
                 result[f"sentence_{method}"] = result[method].sum(-1)
     flat_sign = sign.reshape(-1)
@@ -90,6 +96,8 @@ def explain_result(texts, family="rnn", methods=("attention", "gradient_x_input"
         ig_completeness_error=(np.abs(result["integrated_gradients"].sum(axis=axes) - delta)
                                / np.maximum(np.abs(delta), 1e-6)).astype(np.float32),
     )  # fmt: skip
+    if "total" in methods:  # the logit with no word evidence
+        result["logit_baseline"] = (logit - ngram - delta).astype(np.float32)
     return result
 
 
@@ -102,13 +110,13 @@ class FakePredictor(export.Predictor):
     It poses as a Keras model (`kind="keras"`), whose steps may be chosen.
     """
 
-    def __init__(self, family="rnn", methods=("attention", "gradient_x_input",
-                 "integrated_gradients", "ngram")):  # fmt: skip
+    def __init__(self, family="rnn", methods=ALL_METHODS, warnings=()):
         self.family = family
         self._methods = tuple(methods)
         self.score_kind = "attention" if "attention" in methods else "saliency"
         self.class_names = ("negative", "positive")
-        self.source, self.kind, self.version, self.metadata = "fake", "keras", None, {}
+        self.source, self.kind, self.version = "fake", "keras", None
+        self.metadata = {"warnings": list(warnings)}
         self.calls = []
 
     @property

@@ -1,5 +1,6 @@
 """`hatt inspect` end to end on tiny models saved as run directories."""
 
+import html
 import html.parser
 import json
 import re
@@ -11,6 +12,7 @@ import pytest
 from hatt import cli, export
 from hatt.inspect import explain, png_size
 from tests.data.conftest import write_tiny_imdb
+from tests.inspect._backwards import write_backwards_run
 from tests.inspect._fake import FakePredictor
 
 REVIEW = 'The plot was superb! The "actor" was it &amp; 😀.<br />Watch it'
@@ -54,7 +56,8 @@ def test_inspect_writes_terminal_html_and_png(tiny, tmp_path, capsys, family):
                                "😀", "watch", "it"]  # fmt: skip
     for token in expected.tokens:
         assert token in captured.out  # the terminal view
-    assert "attention" in captured.out and "1 review(s) explained" in captured.err
+    assert "total" in captured.out and "1 review(s) explained" in captured.err
+    assert "(shown: total)" in captured.err and "warning" not in captured.err  # nothing to warn
     page = (out / "page.html").read_text(encoding="utf-8")
     parser = _Words()
     parser.feed(page)
@@ -73,12 +76,8 @@ def test_inspect_reads_files_and_imdb_test_reviews(tiny, tmp_path, monkeypatch, 
     reviews.write_bytes(b"A superb film.\n\nDreadful \xff\xfe plot.\n")  # invalid UTF-8
     assert cli.main(["inspect", str(tiny["cnn"].run_dir), "--file", str(reviews), "--quiet"]) == 0
     captured = capsys.readouterr()
-    # the CNN has no attention: its default view is gradient × input (an export without
-    # the explain signature: its one saliency view)
-    assert re.search(
-        r"2 review\(s\) explained with .* scores \(shown: (gradient_x_input|saliency)\)",
-        captured.err,
-    )
+    # the default view is the total, attention or not
+    assert re.search(r"2 review\(s\) explained with .* scores \(shown: total\)", captured.err)
     assert captured.out == ""
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
     root = write_tiny_imdb(tmp_path / "corpus")
@@ -179,7 +178,7 @@ def test_inspect_method_and_steps_reach_every_view_and_the_json(fake_model, tmp_
     assert "(shown: integrated_gradients)" in captured.err
     saved = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
     for review in saved:  # the JSON has every method whatever --method shows
-        assert set(review["scores"]) == {"attention", "gradient_x_input",
+        assert set(review["scores"]) == {"attention", "total", "gradient_x_input",
                                          "integrated_gradients", "ngram"}  # fmt: skip
         d = review["decomposition"]
         assert d["deep"] + d["ngram"] + d["bias"] == pytest.approx(d["logit"], abs=1e-5)
@@ -195,6 +194,7 @@ def test_inspect_method_all_shows_every_method(fake_model, capsys):
     assert cli.main(["inspect", "fake", "--text", MIXED, "--method", "all", "--no-color"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     for note in ("attention: the model's own weights", "gradient × input: each word's",
+                 "total: each word's contribution to the logit",
                  "integrated gradients: each word's", "n-gram channel: each word's"):  # fmt: skip
         assert note in out
     assert "rnn · every method" in out
@@ -214,7 +214,8 @@ def test_inspect_rejects_a_method_the_model_lacks_before_running_it(fake_model, 
         cli.main(["inspect", "fake", "--text", MIXED, "--method", "lime"])
     assert "invalid choice: 'lime'" in capsys.readouterr().err
     assert cli.main(["inspect", "fake", "--text", MIXED, "--quiet"]) == 0
-    assert "(shown: gradient_x_input)" in capsys.readouterr().err  # the default without attention
+    # an export before the total view, without attention: gradient x input by default
+    assert "(shown: gradient_x_input)" in capsys.readouterr().err
 
 
 def test_inspect_method_all_on_a_real_model(tiny, tmp_path, capsys):
@@ -225,11 +226,40 @@ def test_inspect_method_all_on_a_real_model(tiny, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "han · every method" in out and "logit of " in out and "n-gram channel" in out
     (saved,) = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))
-    assert set(saved["scores"]) == {"attention", "gradient_x_input", "integrated_gradients",
-                                    "ngram"}  # fmt: skip
-    assert set(saved["decomposition"]) == {"deep", "ngram", "bias", "logit"}
+    assert set(saved["scores"]) == {"attention", "total", "gradient_x_input",
+                                    "integrated_gradients", "ngram"}  # fmt: skip
+    assert set(saved["decomposition"]) == {"deep", "ngram", "bias", "logit", "baseline"}
     assert saved["completeness_error"] >= 0
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert 'id="show-all" checked' in page
     for method in saved["scores"]:
         assert f'class="view m-{method}"' in page
+
+
+def test_inspect_warns_about_a_model_whose_deep_part_weighs_negatively(
+    tiny, tiny_corpus, tmp_path, capsys
+):
+    """Issue 30: the total is shown, and the warning is on stderr and at the top of the page."""
+    run = write_backwards_run(tiny["cnn"].run_dir, tiny_corpus, tmp_path / "run")
+    argv = ["inspect", str(run), "--text", "A superb cast. w1 w2 superb!", "--no-color",
+            "--html", str(tmp_path / "page.html"), "--png", str(tmp_path / "review.png")]  # fmt: skip
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    warnings = export.load(run).warnings
+    assert len(warnings) == 3
+    for warning in warnings:  # each once, a line each, on stderr
+        assert captured.err.count(f"hatt inspect: warning: {warning}\n") == 1
+    assert "(shown: total)" in captured.err
+    assert "[+superb]" in captured.out  # the total: towards 'positive', as predicted
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count('<div class="warning" role="note">') == 1  # once a page, not a card
+    for warning in warnings:
+        assert html.escape(warning) in page
+    assert 'id="show-total" checked' in page
+    # the page's total view colours "superb" blue (towards 'positive'), its IG view red
+    classes = re.findall(r'<span class="(\w+)" title="[^"]*">superb</span>', page)
+    views = re.findall(r'class="view m-(\w+)"', page)
+    assert views == ["total", "gradient_x_input", "integrated_gradients", "ngram"]
+    by_view = dict(zip(views, [classes[2 * i : 2 * i + 2] for i in range(len(views))], strict=True))
+    assert all(c.startswith("p") for c in by_view["total"] + by_view["ngram"])
+    assert all(c.startswith("n") for c in by_view["integrated_gradients"])

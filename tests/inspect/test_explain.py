@@ -335,8 +335,9 @@ def test_explanations_are_json_ready_with_every_method():
     assert set(first["scores"]) == set(METHODS) == set(first["sentence_scores"])
     assert first["methods"] == list(METHODS)
     assert first["scores"]["ngram"] == explained[0].scores["ngram"]
-    assert set(first["decomposition"]) == {"deep", "ngram", "bias", "logit"}
+    assert set(first["decomposition"]) == {"deep", "ngram", "bias", "logit", "baseline"}
     assert first["explained_class"] == 1 and first["completeness_error"] > 0
+    assert first["warnings"] == []
     assert first["word_weights"] == explained[0].word_weights  # serving_default's, unchanged
 
 

@@ -258,7 +258,7 @@ def test_html_page_holds_every_method_behind_a_switch_and_escapes_the_review(sco
         assert f"#show-{m}:checked ~ .switched .view:not(.m-{m}) {{ display: none; }}" in page
     assert "#show-all:checked ~ .switched .view" not in page  # "all": every view shows
     opened = [i["id"] for i in parse(to_html(scored)).inputs if "checked" in i]
-    assert opened == ["show-attention"]  # the default view
+    assert opened == ["show-total"]  # the default view: the whole prediction
 
 
 def test_review_fragment_is_well_formed_xml_with_a_view_per_method(scored):
@@ -272,9 +272,11 @@ def test_review_fragment_is_well_formed_xml_with_a_view_per_method(scored):
     assert [d.get("class") for d in one.iter("div") if d.get("class", "").startswith("view")] == [
         "view m-ngram"
     ]
-    # hatt serve's call still works: the default view alone
+    # hatt serve's call still works: the default view alone, the total
     default = ElementTree.fromstring(review_html(e, number=1, heading="m · version 1"))
-    assert "view m-attention" in [d.get("class") for d in default.iter("div")]
+    assert [d.get("class") for d in default.iter("div") if "view" in d.get("class", "")] == [
+        "view m-total"
+    ]
 
 
 def test_signed_scores_use_a_diverging_palette_and_attention_a_sequential_one(scored):
@@ -288,7 +290,7 @@ def test_signed_scores_use_a_diverging_palette_and_attention_a_sequential_one(sc
 
     e = scored[0]  # "superb" (+2) towards the predicted positive class, "bad" (-1) against
     index = {t: i for i, t in enumerate(e.tokens)}
-    for method in ("gradient_x_input", "integrated_gradients", "ngram"):
+    for method in ("total", "gradient_x_input", "integrated_gradients", "ngram"):
         classes = parser.classes[method]
         towards, strong = colour_of(classes[index["superb"]])
         against, weak = colour_of(classes[index["bad"]])
@@ -320,10 +322,12 @@ def test_the_legend_says_which_method_is_shown_and_which_class_it_explains(score
     assert "<b>n-gram channel</b>: the n-gram channel&#x27;s exact share" in one
     assert "Signed: it explains the logit of class &#x27;positive&#x27;." in one
     assert 'class="legend view m-ngram"' in one  # switched with the method
-    # the decomposition: deep part + n-gram channel + bias = the logit, on every review
+    # the decomposition: deep part + n-gram channel + bias = the logit, on every review,
+    # and the same logit as the words' total + the baseline
     for e in scored:
-        assert html.escape(e.decomposition_line()) in page
+        assert html.escape(f"{e.decomposition_line()} {e.total_line()}") in page
     assert "completeness error 1.00 %" in page
+    assert "<b>total</b>: each word&#x27;s contribution to the whole logit" in page
 
 
 def test_a_method_the_model_lacks_is_a_clear_error(scored, tmp_path):
@@ -347,7 +351,7 @@ def test_a_method_the_model_lacks_is_a_clear_error(scored, tmp_path):
 def test_terminal_shows_each_method_and_all(scored, method):
     text = to_terminal(scored, file=False, color=False, width=120, method=method)
     for e in scored:
-        assert e.decomposition_line() in text
+        assert e.decomposition_line() in text and e.total_line() in text
         for token in e.tokens:
             assert token in text
     shown = METHODS if method == "all" else (method,)

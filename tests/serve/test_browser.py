@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hatt import serve
+from hatt import export, serve
+from tests.inspect._backwards import write_backwards_run
 from tests.serve.conftest import LiveServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -134,6 +135,39 @@ def test_the_page_explains_a_review_in_chromium(served, tmp_path):
         left, right = (driver.find_element(By.ID, f"column-{c}").rect for c in (0, 1))
         assert right["y"] >= left["y"] + left["height"]
         driver.save_screenshot(str(tmp_path / "serve-phone.png"))
+
+
+def test_the_page_opens_on_the_total_view_and_shows_a_models_warnings(
+    served, tiny, tiny_corpus, tmp_path
+):
+    """Issue 30: a model whose mix weighs its deep part negatively, beside the HAN."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    run = write_backwards_run(tiny["cnn"].run_dir, tiny_corpus, tmp_path / "run")
+    backwards = serve.served_model("backwards", export.load(run))
+    app = serve.create_app({"backwards": backwards, "han": served["han"]})
+    with LiveServer(app) as live, _driver(tmp_path) as driver:
+        driver.set_window_size(1280, 900)
+        submit_review(
+            driver, live.url, "A superb cast. The w1 w2 was superb!", ("backwards", "han")
+        )
+        for column in (0, 1):  # each model's method choice opened on the total
+            chosen = Select(driver.find_element(By.ID, f"method-{column}"))
+            assert chosen.first_selected_option.get_attribute("value") == "total"
+            card = driver.find_element(By.CSS_SELECTOR, f"#column-{column} .review")
+            assert card.find_elements(By.CSS_SELECTOR, ".view.m-total")
+        box = driver.find_element(By.CSS_SELECTOR, "#column-0 .warning")
+        assert box.is_displayed() and "negative weight" in box.text
+        assert not driver.find_elements(By.CSS_SELECTOR, "#column-1 .warning")
+        # "superb" argues for the predicted 'positive': blue (TOWARDS_RGB), not red
+        colours = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#column-0 .words span'))"
+            ".filter(s => s.textContent === 'superb')"
+            ".map(s => getComputedStyle(s).backgroundColor);"
+        )
+        assert len(colours) == 2 and all(c.startswith("rgba(33, 102, 172") for c in colours)
+        assert driver.save_screenshot(str(tmp_path / "serve-total.png"))
 
 
 class _driver:

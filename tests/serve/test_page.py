@@ -1,15 +1,17 @@
 """The page: self-contained, its cards are hatt's one renderer, escaped; the IMDB sample."""
 
+import html
 import html.parser
 import re
 
 import pytest
 from starlette.testclient import TestClient
 
-from hatt import serve
+from hatt import export, serve
 from hatt.inspect import explain
 from hatt.inspect.html import review_html
 from tests.data.conftest import write_tiny_imdb
+from tests.inspect._backwards import write_backwards_run
 
 SCRIPTED = 'Great film! <script>alert(1)</script> <img src=x onerror="alert(2)"> Loved it.'
 
@@ -58,7 +60,7 @@ def test_models_for_the_page(client, served):
         "version": served["han"].version,
         "family": "han",
         "score_kind": "attention",
-        "methods": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
+        "methods": ["attention", "total", "gradient_x_input", "integrated_gradients", "ngram"],
         "class_names": ["negative", "positive"],
     }
     assert info["models"][2]["methods"] == ["saliency"]  # an export without `explain`
@@ -67,15 +69,43 @@ def test_models_for_the_page(client, served):
 
 @pytest.mark.parametrize("name", ["cnn", "han"])
 def test_cards_are_the_renderers_and_escape_the_review(client, served, name):
-    response = client.post("/ui/explain", json={"model": name, "text": SCRIPTED, "column": 1})
+    # the page sends the method chosen: the total by default
+    ask = {"model": name, "text": SCRIPTED, "column": 1, "method": "total"}
+    response = client.post("/ui/explain", json=ask)
     assert response.status_code == 200, response.text
     card = response.json()["html"]
     (expected,) = explain(served[name].predictor, [SCRIPTED], progress=False)
     heading = f"{name} · version {served[name].version}"
-    assert card == review_html(expected, number=2, heading=heading)
+    assert card == review_html(expected, number=2, heading=heading)  # the default: total
+    assert 'class="view m-total"' in card
+    assert 'class="warning"' not in card  # nothing to warn about
     assert "<script" not in card and "<img" not in card
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card  # the raw text, as text
     assert response.json()["prediction"]["label"] in ("positive", "negative")
+
+
+def test_the_script_opens_each_model_on_the_total_view(client):
+    script = client.get("/static/page.js").text
+    assert 'const DEFAULT_METHOD = "total";' in script
+    assert "if (methods.includes(DEFAULT_METHOD))" in script
+
+
+def test_a_card_warns_about_a_model_whose_deep_part_weighs_negatively(tiny, tiny_corpus, tmp_path):
+    run = write_backwards_run(tiny["cnn"].run_dir, tiny_corpus, tmp_path / "run")
+    model = serve.served_model("backwards", export.load(run))
+    app = serve.create_app({"backwards": model})
+    with TestClient(app) as backwards:
+        ask = {"model": "backwards", "text": "A superb cast. w1 superb!", "method": "total"}
+        response = backwards.post("/ui/explain", json=ask)
+    assert response.status_code == 200, response.text
+    card = response.json()["html"]
+    warnings = model.predictor.warnings
+    assert len(warnings) == 3 and card.count('<div class="warning" role="note">') == 1
+    for warning in warnings:
+        assert html.escape(warning) in card
+    # "superb" argues for the predicted 'positive' in the total: blue (p...) shades
+    assert response.json()["prediction"]["label"] == "positive"
+    assert re.findall(r'<span class="(\w+)" title="[^"]*">superb</span>', card)[0][0] == "p"
 
 
 def test_imdb_sample_only_when_data_is_given(client, served, tmp_path):
