@@ -304,6 +304,15 @@ class Server:
         return self._imdb
 
 
+def default_method(model):
+    """The view a request that names no method gets: ``total`` where the model has it.
+
+    ``total`` (each word's share of the whole logit) cannot point backwards
+    when the mix weighs the deep part down; other views are one part alone.
+    """
+    return "total" if "total" in model.methods else model.methods[0]
+
+
 def _too_large(cap, received):
     return f"Expected a request body of at most {cap} bytes. Received: {received}"
 
@@ -395,7 +404,7 @@ async def model_route(request, server):
         rows = await server.predict(model, signature, texts)
         return JSONResponse(api.predict_response(rows, columnar))
     texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
-    method = api.parse_choice(body, "method", model.methods, model.methods[0])
+    method = api.parse_choice(body, "method", model.methods, default_method(model))
     parts = await server.explain(
         model, texts, lambda e: api.explain_parts(e, method), request.is_disconnected
     )
@@ -429,7 +438,7 @@ async def ui_explain(request, server):
     model = server.model(name)
     request.state.model = model.name
     api.check_unicode(text, "text")
-    method = api.parse_choice(body, "method", model.methods, model.methods[0])
+    method = api.parse_choice(body, "method", model.methods, default_method(model))
     (explanation,) = await server.explain(model, [text], gone=request.is_disconnected)
     heading = f"{model.name} · version {model.version}"
     return JSONResponse(
