@@ -40,9 +40,10 @@ def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
 
     methods = {f: m["faithfulness"]["methods"] for f, m in saved["models"].items()}
     assert methods == {
-        "cnn": ["gradient_x_input", "integrated_gradients", "ngram"],  # max pooling, a channel
-        "rnn": ["attention", "gradient_x_input", "integrated_gradients"],
-        "han": ["attention", "gradient_x_input", "integrated_gradients", "ngram"],
+        # max pooling, a channel; total (deep IG + the channel's share) is measured too
+        "cnn": ["total", "gradient_x_input", "integrated_gradients", "ngram"],
+        "rnn": ["attention", "total", "gradient_x_input", "integrated_gradients"],
+        "han": ["attention", "total", "gradient_x_input", "integrated_gradients", "ngram"],
     }
     assert list(saved["models"]["cnn"]["faithfulness"]["lacking_methods"]) == ["attention"]
     for family, model in saved["models"].items():
@@ -69,7 +70,7 @@ def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
     assert "python experiments/faithfulness.py --runs" in table
     assert "| cnn | random |" in table and "| han | attention |" in table.replace("**", "")
     assert "| cnn | – | – | – | – | – | skipped: no attention" in table
-    assert table.count("\n| han |") == 4 + 1 + 1 + 1  # methods and random; summary; uniform
+    assert table.count("\n| han |") == 5 + 1 + 1 + 1  # methods and random; summary; uniform
 
 
 def test_families_measured_in_separate_runs_share_one_table(

@@ -128,14 +128,15 @@ def test_explain_returns_the_explanations_of_hatt_inspect(client, served, name):
         reference, body["explanations"], body["predictions"], strict=True
     ):
         assert got["tokens"] == e.tokens and got["sentences"] == e.sentences
-        assert got["method"] == methods[0] and got["methods"] == list(methods)
+        # a request that names no method gets the total view (the page's default)
+        assert got["method"] == "total" and got["methods"] == list(methods)
         for method in methods:  # every method's scores, as hatt.inspect computes them
             flat = [w for s in got["scores"][method] for w in s]
             np.testing.assert_allclose(flat, [w for s in e.scores[method] for w in s], atol=1e-5)
             np.testing.assert_allclose(
                 got["sentence_scores_by_method"][method], e.sentence_scores[method], atol=1e-5
             )
-        assert got["word_scores"] == got["scores"][methods[0]]
+        assert got["word_scores"] == got["scores"]["total"]
         parts = got["decomposition"]
         assert parts["deep"] + parts["ngram"] + parts["bias"] == pytest.approx(
             parts["logit"], abs=1e-4
