@@ -4,6 +4,7 @@
 subparsers; :func:`cmd_serve` runs the server.
 """
 
+import argparse
 import os
 import sys
 
@@ -13,28 +14,119 @@ MODEL_HELP = (
 )
 
 
+# The server's settings as flags, by group: (flag, Settings field, type, default, help).
+# The defaults are Settings' own (a test checks): they are repeated here so that
+# parsing `hatt serve` (and --help) imports no TensorFlow.
+FLAG_GROUPS = {
+    "limits": (
+        ("--max-body-bytes", "max_body_bytes", int, 1 << 20, "largest request body (413 beyond)"),
+        ("--max-texts", "max_texts", int, 256, "most reviews in one request (413 beyond)"),
+    ),
+    "batching": (
+        ("--max-batch-size", "max_batch_size", int, 64, "reviews a batched model call takes"),
+        (
+            "--batch-wait-ms",
+            "batch_wait_ms",
+            float,
+            0.0,
+            "how long a batch waits for more requests once it has taken those queued "
+            "(0: none; requests that queue while the model runs form the next batch)",
+        ),
+        (
+            "--threads",
+            "threads",
+            int,
+            2,
+            "threads of the predict lane: :predict model calls that may run at once",
+        ),
+        (
+            "--predict-queue",
+            "predict_queue",
+            int,
+            1024,
+            ":predict requests that may wait per model (503 with Retry-After beyond)",
+        ),
+    ),
+    "the explain lane (its own queue and threads)": (
+        (
+            "--max-explain-texts",
+            "max_explain_texts",
+            int,
+            64,
+            "most reviews a :explain takes (413)",
+        ),
+        (
+            "--explain-workers",
+            "explain_workers",
+            int,
+            1,
+            ":explain requests that run at once (threads of the explain lane, all models)",
+        ),
+        (
+            "--explain-queue",
+            "explain_queue",
+            int,
+            16,
+            ":explain requests that may wait (503 with Retry-After beyond)",
+        ),
+        (
+            "--explain-chunk",
+            "explain_chunk",
+            int,
+            1,
+            "reviews one explain model call takes (bounds its memory)",
+        ),
+        (
+            "--explain-deadline",
+            "explain_deadline_s",
+            float,
+            60.0,
+            "seconds a :explain request has: not started by then 503, still running 504",
+        ),
+    ),
+    "connections and stopping": (
+        ("--keep-alive", "keep_alive_s", float, 5.0, "idle connection timeout, seconds"),
+        (
+            "--header-timeout",
+            "header_timeout_s",
+            float,
+            10.0,
+            "seconds to send a request's headers (then the connection is closed)",
+        ),
+        (
+            "--body-timeout",
+            "body_timeout_s",
+            float,
+            10.0,
+            "seconds to send a request's body (408 after)",
+        ),
+        (
+            "--shutdown-timeout",
+            "shutdown_s",
+            float,
+            10.0,
+            "on SIGTERM, seconds given to requests in flight before they are cancelled",
+        ),
+    ),
+}
+
+
+def _flags():
+    return [flag for group in FLAG_GROUPS.values() for flag in group]
+
+
+def settings_from_args(args):
+    """The parsed flags → ``hatt.serve.Settings`` keyword arguments."""
+    values = {field: getattr(args, field) for _, field, _, _, _ in _flags()}
+    values["batching"] = not args.no_batching
+    values["imdb"] = args.imdb or os.environ.get("HATT_IMDB") or None
+    return values
+
+
 def cmd_serve(args):
     from hatt import serve
 
-    settings = serve.Settings(
-        max_body_bytes=args.max_body_bytes,
-        max_texts=args.max_texts,
-        batching=not args.no_batching,
-        max_batch_size=args.max_batch_size,
-        batch_wait_ms=args.batch_wait_ms,
-        threads=args.threads,
-        predict_queue=args.predict_queue,
-        max_explain_texts=args.max_explain_texts,
-        explain_workers=args.explain_workers,
-        explain_queue=args.explain_queue,
-        explain_chunk=args.explain_chunk,
-        explain_deadline_s=args.explain_deadline,
-        body_timeout_s=args.body_timeout,
-        header_timeout_s=args.header_timeout,
-        keep_alive_s=args.keep_alive,
-        shutdown_s=args.shutdown_timeout,
-        imdb=args.imdb or os.environ.get("HATT_IMDB") or None,
-    )
+    settings = serve.Settings(**settings_from_args(args))
     if not 0 <= args.port <= 65535:
         raise ValueError(f"Expected --port in [0, 65535]. Received: --port {args.port}")
     models = serve.load_models(args.models)
@@ -61,91 +153,11 @@ def add_serve_command(sub):
     serve.add_argument("models", metavar="MODEL", nargs="+", help=MODEL_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     serve.add_argument("--port", type=int, default=8501, help="TCP port (TF Serving's REST port)")
-    limits = serve.add_argument_group("limits")
-    limits.add_argument(
-        "--max-body-bytes", type=int, default=1 << 20, help="largest request body (413 beyond)"
-    )
-    limits.add_argument(
-        "--max-texts", type=int, default=256, help="most reviews in one request (413 beyond)"
-    )
-    batching = serve.add_argument_group("batching")
-    batching.add_argument("--no-batching", action="store_true", help="one model call per request")
-    batching.add_argument(
-        "--max-batch-size", type=int, default=64, help="reviews a batched model call takes"
-    )
-    batching.add_argument(
-        "--batch-wait-ms",
-        type=float,
-        default=0.0,
-        help="how long a batch waits for more requests once it has taken those queued "
-        "(0: none; requests that queue while the model runs form the next batch)",
-    )
-    batching.add_argument(
-        "--threads",
-        type=int,
-        default=2,
-        help="threads of the predict lane: :predict model calls that may run at once",
-    )
-    batching.add_argument(
-        "--predict-queue",
-        type=int,
-        default=1024,
-        help=":predict requests that may wait per model (503 with Retry-After beyond)",
-    )
-    explain = serve.add_argument_group("the explain lane (its own queue and threads)")
-    explain.add_argument(
-        "--max-explain-texts", type=int, default=64, help="most reviews a :explain takes (413)"
-    )
-    explain.add_argument(
-        "--explain-workers",
-        type=int,
-        default=1,
-        help=":explain requests that run at once (threads of the explain lane, all models)",
-    )
-    explain.add_argument(
-        "--explain-queue",
-        type=int,
-        default=16,
-        help=":explain requests that may wait (503 with Retry-After beyond)",
-    )
-    explain.add_argument(
-        "--explain-chunk",
-        type=int,
-        default=1,
-        help="reviews one explain model call takes (bounds its memory)",
-    )
-    explain.add_argument(
-        "--explain-deadline",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="a :explain request's time: not started by then 503, still running 504",
-    )
-    timeouts = serve.add_argument_group("connections and stopping")
-    timeouts.add_argument(
-        "--keep-alive", type=float, default=5.0, metavar="SECONDS", help="idle connection timeout"
-    )
-    timeouts.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="time to send a request's headers (then the connection is closed)",
-    )
-    timeouts.add_argument(
-        "--body-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="time to send a request's body (408 after)",
-    )
-    timeouts.add_argument(
-        "--shutdown-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="on SIGTERM, time given to requests in flight before they are cancelled",
-    )
+    serve.add_argument("--no-batching", action="store_true", help="one model call per request")
+    for title, flags in FLAG_GROUPS.items():
+        group = serve.add_argument_group(title)
+        for flag, field, kind, default, text in flags:
+            group.add_argument(flag, dest=field, type=kind, default=default, help=text)
     serve.add_argument(
         "--imdb",
         metavar="PATH",
@@ -157,8 +169,6 @@ def add_serve_command(sub):
 
 def main(argv=None):
     """``python -m hatt.serve.cli MODEL ...``: ``hatt serve`` without the rest of ``hatt``."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="hatt")
     add_serve_command(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])

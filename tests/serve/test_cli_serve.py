@@ -36,6 +36,18 @@ def test_options_and_their_defaults():
         parse([])  # at least one model
 
 
+def test_the_flags_defaults_are_the_settings_defaults(monkeypatch):
+    monkeypatch.delenv("HATT_IMDB", raising=False)
+    assert serve.Settings(**serve_cli.settings_from_args(parse(["m"]))) == serve.Settings()
+    changed = parse(["m", "--explain-deadline", "5", "--shutdown-timeout", "2", "--no-batching"])
+    settings = serve.Settings(**serve_cli.settings_from_args(changed))
+    assert (settings.explain_deadline_s, settings.shutdown_s, settings.batching) == (
+        5.0,
+        2.0,
+        False,
+    )
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [
