@@ -147,8 +147,8 @@ from keras import ops
 
 import hatt
 from hatt import attribution, models
+from hatt.data.corpus import BINARY_CLASSES
 from hatt.data.files import read_json_object
-from hatt.data.sources import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 
 

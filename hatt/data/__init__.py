@@ -4,8 +4,10 @@ vectorizing and tf.data pipelines.
 This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 """
 
+from hatt.data.corpus import DataNotFoundError, Split, TextCorpus
 from hatt.data.files import TextFile, read_texts
 from hatt.data.imdb import Imdb, load_imdb
+from hatt.data.load import load_corpus
 from hatt.data.pipeline import (
     encode,
     make_dataset,
@@ -13,7 +15,6 @@ from hatt.data.pipeline import (
     padding_share,
     unpack_sentences,
 )
-from hatt.data.sources import DataNotFoundError, Split, TextCorpus, load_corpus
 from hatt.data.stats import format_statistics, statistics
 from hatt.data.text import tokenize
 from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer

@@ -28,9 +28,9 @@ which the test split does not. By default the validation split is made of
 whole blocks of consecutive ids (``validation_split="blocks"``), so it is
 close to movie-disjoint, like the test split.
 
-The corpus container, the carving of splits and the archive cache are
-:mod:`hatt.data.sources`' (where :func:`hatt.data.load_corpus` reads other
-corpora too).
+The corpus container and the carving of splits are :mod:`hatt.data.corpus`'s,
+the archive cache and the folder reader :mod:`hatt.data.readers`'
+(:func:`hatt.data.load_corpus` reads other corpora with them too).
 """
 
 import dataclasses
@@ -39,22 +39,20 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.data.sources import (
+from hatt.data.corpus import (
     BINARY_CLASSES,
     DEFAULT_VALIDATION,
     DataNotFoundError,
     RawCorpus,
-    ReadLog,
     Split,
     TextCorpus,
     assemble,
     check_options,
-    class_folders,
-    document_files,
-    extract_archive,
-    read_documents,
-    read_tfds,
 )
+from hatt.data.read_log import ReadLog
+from hatt.data.readers.archive import extract_archive
+from hatt.data.readers.folder import class_folders, document_files, read_documents
+from hatt.data.readers.tfds import read_tfds
 
 ENV_VAR = "HATT_IMDB"
 TFDS_IMDB = "tfds:imdb_reviews"
@@ -231,7 +229,7 @@ def load_imdb(
             (stratified, seeded; disjoint from the rest of train): an int, a
             float in ``(0, 1)`` (a share), or ``None`` (10 %, at most 2,500).
         validation_split: ``"blocks"`` (default): whole blocks of
-            ``hatt.data.sources.BLOCK_SIZE`` consecutive review ids, so that validation and
+            ``hatt.data.corpus.BLOCK_SIZE`` consecutive review ids, so that validation and
             train share few movies, as test and train share none;
             ``"random"``: single reviews at random. Sources without review
             ids (tensorflow-datasets) always use ``"random"``.

@@ -29,8 +29,8 @@ import numpy as np
 import tensorflow as tf
 
 from hatt.data import pipeline
+from hatt.data.corpus import BINARY_CLASSES, count_classes
 from hatt.data.files import read_json_object
-from hatt.data.sources import BINARY_CLASSES, count_classes
 from hatt.data.vectorize import Vectorizer
 
 FORMAT = "hatt.prepared/1"

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from hatt.data.sources import BINARY_CLASSES, SPLITS, count_classes
+from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.data.text import tokenize
 
 STATISTICS = ("mean", "median", "p90", "p99", "max")

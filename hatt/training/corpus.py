@@ -12,7 +12,7 @@ import numpy as np
 
 import hatt
 from hatt.data import prepared as prepared_lib
-from hatt.data.sources import BINARY_CLASSES
+from hatt.data.corpus import BINARY_CLASSES
 from hatt.training import distribute
 from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hatt.data import DataNotFoundError, load_imdb, sources
+from hatt.data import DataNotFoundError, corpus, load_imdb
 from hatt.data import imdb as imdb_lib
 
 
@@ -97,7 +97,7 @@ def test_block_validation_split_takes_runs_of_consecutive_ids():
     ids = [
         f"train/{'pos' if y else 'neg'}/{n % 1000}_7" for n, y in zip(order, labels, strict=True)
     ]
-    chosen = sources.block_indices(ids, labels, 250, seed=3, block_size=50)
+    chosen = corpus.block_indices(ids, labels, 250, seed=3, block_size=50)
     assert len(chosen) == len(set(chosen)) == 250
     assert labels[chosen].sum() == 125  # stratified
     for label in (0, 1):
@@ -107,11 +107,11 @@ def test_block_validation_split_takes_runs_of_consecutive_ids():
         # 125 ids in 3 blocks of 50 (the last cut short) starting at multiples of 50
         runs = np.split(numbers, np.flatnonzero(np.diff(numbers) != 1) + 1)
         assert len(runs) <= 3 and all(r[0] % 50 == 0 for r in runs)
-    again = sources.block_indices(ids, labels, 250, seed=3, block_size=50)
-    other = sources.block_indices(ids, labels, 250, seed=4, block_size=50)
+    again = corpus.block_indices(ids, labels, 250, seed=3, block_size=50)
+    other = corpus.block_indices(ids, labels, 250, seed=4, block_size=50)
     assert again.tolist() == chosen.tolist() and other.tolist() != chosen.tolist()
     # ids without a numeric review id (tensorflow-datasets): no blocks
-    assert sources.block_indices([f"train/{i}" for i in range(2000)], labels, 250, 3) is None
+    assert corpus.block_indices([f"train/{i}" for i in range(2000)], labels, 250, 3) is None
 
 
 def test_random_validation_split_is_still_available(tiny_imdb):

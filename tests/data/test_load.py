@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 
 import hatt
 from hatt import cli
-from hatt.data import DataNotFoundError, load_corpus, sources
+from hatt.data import DataNotFoundError, load_corpus
+from hatt.data.readers import archive as archives
+from hatt.data.readers import tfds as tfds_reader
 from tests._planted import planted_classes
 
 CLASSES = ("business", "science", "sports")
@@ -180,8 +182,8 @@ def test_two_processes_extracting_one_archive_at_once_both_read_it_whole(tmp_pat
     with tarfile.open(archive, "w:gz") as t:
         t.add(root, arcname="news")
     script = (
-        "import sys; from pathlib import Path; from hatt.data import sources\n"
-        "folder = sources.extract_archive(sys.argv[1], progress=False)\n"
+        "import sys; from pathlib import Path; from hatt.data.readers import archive\n"
+        "folder = archive.extract_archive(sys.argv[1], progress=False)\n"
         "print(folder, sum(len(p.read_bytes()) for p in Path(folder).rglob('*.txt')))\n"
     )
     env = {**os.environ, "HATT_CACHE": str(tmp_path / "cache")}
@@ -205,11 +207,11 @@ def test_an_unfinished_extraction_of_an_older_version_is_redone(tmp_path, monkey
     archive = tmp_path / "news.tgz"
     with tarfile.open(archive, "w:gz") as t:
         t.add(root, arcname="news")
-    folder = sources.extract_archive(archive, progress=False)
+    folder = archives.extract_archive(archive, progress=False)
     shutil.rmtree(folder)
     (folder / "news").mkdir(parents=True)  # half-written in place, no marker
     (folder / "news" / "stray.txt").write_text("half")
-    again = sources.extract_archive(archive, progress=False)
+    again = archives.extract_archive(archive, progress=False)
     assert again == folder and (folder / ".complete").exists()
     assert not (folder / "news" / "stray.txt").exists()
     assert len(list((folder / "news" / "train").rglob("*.txt"))) == 12
@@ -558,7 +560,7 @@ def test_tfds_offline_fails_fast_with_the_clear_error(monkeypatch):
         raise AssertionError("Dataset ag_news_subset: could not find data")
 
     monkeypatch.setattr(tfds, "load", not_downloaded)
-    monkeypatch.setattr(sources, "_reachable", lambda host, port=80, timeout=3.0: False)
+    monkeypatch.setattr(tfds_reader, "_reachable", lambda host, port=80, timeout=3.0: False)
     with pytest.raises(ConnectionError, match="cannot reach storage.googleapis.com"):
         load_corpus("tfds:ag_news_subset", progress=False)
     with pytest.raises(ValueError, match="tensorflow-datasets data set. Received: 'no_such_set'"):

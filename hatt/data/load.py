@@ -1,0 +1,222 @@
+"""A labeled corpus from your own documents, or from IMDB: :func:`load_corpus`.
+
+Sources (``source=``, ``--data`` on the command line):
+
+- a **folder per class**, Keras' ``text_dataset_from_directory`` convention:
+  ``DIR/train/CLASS/*`` (and ``DIR/test/CLASS/*`` when present), or
+  ``DIR/CLASS/*`` with the test split carved out; or a ``.tar.gz`` / ``.tgz`` /
+  ``.zip`` of such a folder, extracted once into the cache folder;
+- a **table**: ``.csv``, ``.tsv`` or ``.jsonl`` (each optionally ``.gz``) with
+  a text and a label column, and optionally a separate test table;
+- **tensorflow-datasets** by name: ``"tfds:ag_news_subset"``;
+- **IMDB** (``None``, an ``aclImdb`` folder or tarball): see
+  :mod:`hatt.data.imdb`, which builds on this module.
+
+Every source is read into documents whose labels are still class names
+(:class:`RawCorpus`); :func:`assemble` then orders the classes, carves the
+test split (when the source has none) and the validation split, both
+stratified and seeded, and applies ``limit``. What reading skipped or
+repaired is counted (:class:`ReadLog`), printed on standard error and kept in
+``TextCorpus.report``: nothing is dropped silently.
+"""
+
+from pathlib import Path
+
+from hatt.data import imdb
+from hatt.data.corpus import (
+    DataNotFoundError,
+    RawCorpus,
+    TextCorpus,
+    assemble,
+    check_options,
+    check_size,
+)
+from hatt.data.read_log import ReadLog
+from hatt.data.readers.archive import extract_archive, is_archive
+from hatt.data.readers.folder import read_folder, read_test
+from hatt.data.readers.table import read_table, table_format
+from hatt.data.readers.tfds import TFDS_PREFIX, read_tfds
+
+
+def _how_to_give(reason):
+    return (
+        f"Could not load a corpus: {reason}\n"
+        "--data (load_corpus's source) takes one of:\n"
+        "  - a folder with a subfolder of text files per class (DIR/CLASS/*.txt, or "
+        "DIR/train/CLASS/*.txt and DIR/test/CLASS/*.txt), or a .tar.gz / .tgz / .zip of one;\n"
+        "  - a table: .csv, .tsv or .jsonl (optionally .gz) with a text and a label column;\n"
+        "  - tfds:NAME, a tensorflow-datasets name (downloaded with a network);\n"
+        "  - IMDB: an aclImdb folder or a .tar.gz of one; without --data, the environment "
+        "variable HATT_IMDB, then tensorflow-datasets' imdb_reviews."
+    )
+
+
+def _read_path(source, *, labels, text_column, label_column, test, progress, log):
+    """``(RawCorpus, corpus class)`` of a path: a table, an archive or a folder."""
+
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise DataNotFoundError(_how_to_give(f"the path {str(path)!r} does not exist."))
+    if table_format(path):
+        _refuse_labels(labels, path)
+        if progress:
+            print(f"Reading documents from {path}")
+        train = read_table(path, text_column=text_column, label_column=label_column, log=log)
+        test_split = read_test(test, text_column, label_column, progress, log)
+        return RawCorpus(train, test_split, str(path)), TextCorpus
+    if path.is_file() and not is_archive(path):
+        raise ValueError(
+            "Expected the data to be a folder, a .csv / .tsv / .jsonl table (optionally .gz) "
+            f"or a .tar.gz / .tgz / .zip archive. Received: {str(path)!r}"
+        )
+    folder = extract_archive(path, progress) if path.is_file() else path
+    root = imdb.find_root(folder, strict=True)
+    if root is not None:
+        _refuse_test(test, "an IMDB folder (it has its own test split)")
+        return imdb.read_imdb(
+            root, labels=labels or "binary", progress=progress, log=log
+        ), imdb.Imdb
+    _refuse_labels(labels, path)
+    raw = read_folder(
+        folder,
+        test=test,
+        text_column=text_column,
+        label_column=label_column,
+        progress=progress,
+        log=log,
+    )
+    return raw, TextCorpus
+
+
+def _refuse_labels(labels, source):
+    if labels is not None:
+        raise ValueError(
+            "Expected labels=None for a corpus other than IMDB: labels='binary' / 'rating' "
+            f"picks IMDB's labels and is for IMDB only. Received: labels={labels!r} with "
+            f"source={str(source)!r}"
+        )
+
+
+def _refuse_test(test, what):
+    if test is not None:
+        raise ValueError(f"Expected test=None with {what}. Received: test={str(test)!r}")
+
+
+def _read_source(source, *, labels, text_column, label_column, test, progress, log):
+    """``(RawCorpus, corpus class)`` of any source (see :func:`load_corpus`)."""
+
+    if source is None or str(source) == imdb.TFDS_IMDB:
+        _refuse_test(test, "IMDB (it has its own test split)")
+        return imdb.read_imdb(source, labels=labels or "binary", progress=progress, log=log), (
+            imdb.Imdb
+        )
+    if str(source).startswith(TFDS_PREFIX):
+        _refuse_labels(labels, source)
+        _refuse_test(test, "tensorflow-datasets")
+        return read_tfds(str(source)[len(TFDS_PREFIX) :], log), TextCorpus
+    return _read_path(
+        source,
+        labels=labels,
+        text_column=text_column,
+        label_column=label_column,
+        test=test,
+        progress=progress,
+        log=log,
+    )
+
+
+def load_corpus(
+    source=None,
+    *,
+    labels=None,
+    text_column="text",
+    label_column="label",
+    test=None,
+    classes=None,
+    validation_size=None,
+    validation_split="blocks",
+    test_size=0.2,
+    seed=1337,
+    limit=None,
+    progress=True,
+):
+    """Load a labeled text corpus with train / validation / test splits.
+
+    Args:
+        source: where the documents are (see the module docstring):
+            ``None`` (IMDB: ``$HATT_IMDB``, then tensorflow-datasets), a folder
+            with a subfolder per class (or a ``.tar.gz`` / ``.tgz`` / ``.zip``
+            of one), a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally
+            ``.gz``), ``"tfds:NAME"``, or an ``aclImdb`` folder or tarball.
+        labels: IMDB only: ``"binary"`` (the default: negative / positive) or
+            ``"rating"`` (8 classes, the star ratings in the file names).
+        text_column: a table's column (a JSON key) holding the text.
+        label_column: a table's column holding the label (a string or a
+            number; ``3``, ``3.0`` and ``"3"`` are class ``"3"``).
+        test: a separate test table or folder, for a source without its own
+            test split (else the test split is carved out).
+        classes: the class names in the order wanted (label ``i`` is
+            ``classes[i]``); by default sorted, numerically when every name is
+            a number.
+        validation_size: documents carved out of the training data for
+            validation: an int, a float in ``(0, 1)`` (a share), or ``None``
+            (10 %, at most 2,500, and enough for the smallest class).
+        validation_split: ``"blocks"``: blocks of consecutive numeric ids
+            when the ids carry them (IMDB; see :mod:`hatt.data.imdb`), else
+            single documents; ``"random"``: single documents.
+        test_size: the share (a float) or number (an int) of documents carved
+            out for the test split when the source has none.
+        seed: seed of the carved splits and of ``limit``.
+        limit: keep at most this many documents per split (a stratified,
+            seeded subset; for quick runs).
+        progress: progress bars and "Reading ..." lines.
+
+    Returns:
+        A :class:`TextCorpus` (:class:`hatt.data.Imdb` for IMDB):
+        ``.train``, ``.validation``, ``.test`` (:class:`Split`: texts, int64
+        labels, ids), ``.class_names``, ``.source`` and ``.report`` (what
+        reading skipped or repaired, also printed on standard error).
+
+    Raises:
+        DataNotFoundError: the source does not exist (the message lists what
+            ``--data`` takes).
+        ValueError: an option is out of range, or the data cannot make a
+            corpus: a missing column, a malformed row (with its line), one
+            class only, a class too small for the stratified splits (with the
+            numbers), a label not in ``classes``.
+        ConnectionError: ``tfds:NAME`` is not downloaded and there is no network.
+
+    Example:
+
+    >>> corpus = hatt.data.load_corpus("reviews.csv", label_column="stars")
+    >>> corpus.class_names, corpus.num_classes, len(corpus.train)
+    """
+    check_options(
+        labels=labels,
+        classes=classes,
+        validation_size=validation_size,
+        validation_split=validation_split,
+        limit=limit,
+    )
+    check_size(test_size, "test_size")
+    log = ReadLog()
+    raw, corpus_class = _read_source(
+        source,
+        labels=labels,
+        text_column=text_column,
+        label_column=label_column,
+        test=test,
+        progress=progress,
+        log=log,
+    )
+    return assemble(
+        raw,
+        log=log,
+        classes=classes,
+        validation_size=validation_size,
+        validation_split=validation_split,
+        test_size=test_size,
+        seed=seed,
+        limit=limit,
+        corpus_class=corpus_class,
+    )

@@ -1,0 +1,117 @@
+"""Archives (``.tar.gz``, ``.tgz``, ``.tar``, ``.zip``, ...) extracted once into the cache folder."""
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+
+from hatt.data.corpus import DataNotFoundError
+
+CACHE_ENV_VAR = "HATT_CACHE"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
+
+
+def cache_dir():
+    """Folder where archives are extracted (``$HATT_CACHE`` or ``~/.cache/hatt``)."""
+    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "hatt")
+
+
+def is_archive(path):
+    """Whether ``path`` is a ``.tar.gz`` / ``.tgz`` / ``.zip`` (by name, else by content)."""
+    path = Path(path)
+    if path.name.lower().endswith(ARCHIVE_SUFFIXES):
+        return True
+    return path.is_file() and (zipfile.is_zipfile(path) or tarfile.is_tarfile(path))
+
+
+def _hidden(name):
+    return name.startswith(".") or name == "__MACOSX"
+
+
+def _wanted(name):
+    """Archive members to extract: not hidden, and not IMDB's unlabeled ``unsup/`` folder."""
+    parts = name.strip("/").split("/")
+    return "unsup" not in parts and not any(_hidden(p) for p in parts)
+
+
+def _open_archive(path):
+    return zipfile.ZipFile(path) if zipfile.is_zipfile(path) else tarfile.open(path, "r:*")
+
+
+def _members(archive):
+    if isinstance(archive, zipfile.ZipFile):
+        return [m for m in archive.infolist() if _wanted(m.filename)]
+    return [m for m in archive.getmembers() if (m.isfile() or m.isdir()) and _wanted(m.name)]
+
+
+def _extract_members(path, target, progress):
+    import keras
+
+    with _open_archive(path) as archive:
+        members = _members(archive)
+        bar = keras.utils.Progbar(len(members), unit_name="file") if progress else None
+        if progress:
+            print(f"Extracting {path} into {target} (once)")
+        for i, member in enumerate(members):
+            if isinstance(archive, zipfile.ZipFile):
+                archive.extract(member, target)  # zipfile drops absolute and ".." parts
+            else:
+                archive.extract(member, target, filter="data")
+            if bar is not None and (i % 500 == 0 or i == len(members) - 1):
+                bar.update(i + 1)
+
+
+def extract_archive(path, progress=True):
+    """Extract a ``.tar.gz`` / ``.tgz`` / ``.zip`` once into the cache; return the folder.
+
+    The folder is named after the archive's path, size and modification time,
+    and re-used while they do not change. Hidden files, ``__MACOSX`` and
+    ``unsup/`` folders are left out.
+
+    The archive is extracted into a temporary folder beside the target and
+    renamed into place when complete, so two processes that extract the same
+    archive at once (two runs, or the test suite's workers) never read a
+    file the other is still writing: the first rename wins and the other's
+    copy is removed.
+
+    Raises:
+        DataNotFoundError: the archive cannot be read.
+    """
+    path = Path(path)
+    stat = path.stat()
+    key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    target = cache_dir() / f"{path.name.split('.')[0]}-{key.hexdigest()[:10]}"
+    if not (target / COMPLETE_MARKER).exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            try:
+                _extract_members(path, staging, progress)
+            except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
+                raise DataNotFoundError(
+                    f"{path} is not a readable archive (.tar.gz, .tgz, .zip): {error}"
+                ) from error
+            (staging / COMPLETE_MARKER).write_text(str(path.resolve()))
+            _move_into_place(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+COMPLETE_MARKER = ".complete"
+
+
+def _move_into_place(staging, target):
+    """Rename the finished ``staging`` folder to ``target`` unless another process did first."""
+    if target.exists() and not (target / COMPLETE_MARKER).exists():
+        # an unfinished extraction of an older hatt (it extracted in place): redo it
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not (target / COMPLETE_MARKER).exists():
+            raise  # not a lost race: a real error

@@ -1,0 +1,194 @@
+"""Tables: ``.csv``, ``.tsv`` and ``.jsonl`` (optionally ``.gz``) with a text and a label column."""
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from hatt.data.corpus import Split, label_name
+from hatt.data.files import decode_text
+from hatt.data.read_log import EMPTY_LABEL, EMPTY_TEXT, SHORT_ROW, _repair
+
+TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def table_format(path):
+    """``"csv"``, ``"tsv"`` or ``"jsonl"`` from the name (``.gz`` allowed), else ``None``."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return TABLE_FORMATS.get(suffixes[-1]) if suffixes else None
+
+
+def _table_text(path):
+    """A table's text: gunzipped, a BOM dropped, undecodable bytes kept as lone surrogates."""
+    data = Path(path).read_bytes()
+    if Path(path).suffix.lower() == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(
+                f"Expected {str(path)!r} to be gzip-compressed. Received: {error}"
+            ) from None
+    decode_text(data, repr(str(path)))  # refuses a file that is not text (NotTextError)
+    return data.decode("utf-8-sig", errors="surrogateescape")
+
+
+@contextlib.contextmanager
+def _large_fields():
+    """Let the csv module read fields of any size (a 50,000-word review)."""
+    old = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_rows(text, delimiter, name):
+    """``[(first line, fields)]`` of every record; a malformed one is an error with its line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows, end = [], 0
+    with _large_fields():
+        while True:
+            start = end + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return rows
+            except csv.Error as error:
+                raise ValueError(_csv_error(name, start, reader.line_num, error)) from None
+            end = reader.line_num
+            rows.append((start, fields))
+
+
+def _csv_error(name, start, line, error):
+    if "unexpected end of data" in str(error):
+        problem = f"the quoted field of the record starting on line {start} is never closed"
+    else:
+        where = f"line {line}" + (f" (record starting on line {start})" if line != start else "")
+        problem = f"{where}: {error}"
+    return (
+        f"Expected {name!r} to be a valid table. Received: {problem}. A field that starts "
+        'with a quote must end with one, and quotes inside it are doubled ("He said ""hi""").'
+    )
+
+
+def _column(columns, wanted, argument, name):
+    if wanted in columns:
+        return columns.index(wanted)
+    other = [d for d in ";|\t," if len(columns) == 1 and d in columns[0]]
+    hint = (
+        f" (is it delimited by {other[0]!r}? .csv is read with ',', .tsv with tabs)"
+        if other
+        else ""
+    )
+    raise ValueError(
+        f"Expected {argument}={wanted!r} to name a column of {name!r}. "
+        f"Received columns: {columns}{hint}"
+    )
+
+
+def _csv_records(text, delimiter, text_column, label_column, name, log):
+    """``(line, text, label)`` of each record of a CSV / TSV table with a header row."""
+    rows = _csv_rows(text, delimiter, name)
+    rows = [(line, fields) for line, fields in rows if fields]  # blank lines hold nothing
+    if not rows:
+        raise ValueError(f"Expected a header row in {name!r}. Received: an empty table.")
+    columns = [_repair(c.strip())[0] for c in rows[0][1]]
+    text_index = _column(columns, text_column, "text_column", name)
+    label_index = _column(columns, label_column, "label_column", name)
+    records = []
+    for line, fields in rows[1:]:
+        if len(fields) > len(columns) and any(f.strip() for f in fields[len(columns) :]):
+            raise ValueError(
+                f"Expected at most {len(columns)} fields a row in {name!r} (its header's). "
+                f"Received: {len(fields)} fields on line {line}; quote a field that holds "
+                "the delimiter."
+            )
+        if len(fields) <= max(text_index, label_index):
+            log.skip(SHORT_ROW, f"{name} line {line}")
+            continue
+        records.append((line, fields[text_index], fields[label_index]))
+    return records
+
+
+def _jsonl_records(text, text_column, label_column, name):
+    """``(line, text, label)`` of each line of a JSON-lines table (one object a line)."""
+    records, keys = [], set()
+    for line, content in enumerate(text.split("\n"), start=1):
+        if not content.strip():
+            continue
+        try:
+            record = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"Expected one JSON object a line in {name!r}. Received on line {line}: "
+                f"{error.msg} (column {error.colno})."
+            ) from None
+        if not isinstance(record, dict):
+            raise ValueError(
+                f"Expected one JSON object a line in {name!r}. Received on line {line}: "
+                f"a {type(record).__name__}."
+            )
+        keys.update(record)
+        records.append((line, record.get(text_column), record.get(label_column)))
+    columns = sorted(keys)
+    for wanted, argument in ((text_column, "text_column"), (label_column, "label_column")):
+        if records and wanted not in keys:
+            raise ValueError(
+                f"Expected {argument}={wanted!r} to name a key of the objects in {name!r}. "
+                f"Received keys: {columns}"
+            )
+    return records
+
+
+def _text_value(value):
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _records_split(records, prefix, name, log):
+    """A :class:`Split` of ``(line, text, label)`` records; empty texts or labels skipped."""
+    texts, labels, ids = [], [], []
+    for line, text, label in records:
+        where = f"{name} line {line}"
+        text, replaced = _repair(_text_value(text))
+        label = _repair(label_name(label))[0]
+        if not text.strip():
+            log.skip(EMPTY_TEXT, where)
+            continue
+        if not label:
+            log.skip(EMPTY_LABEL, where)
+            continue
+        if replaced:
+            log.repair(where)
+        texts.append(text)
+        labels.append(label)
+        ids.append(f"{prefix}/line{line}")
+    if not texts:
+        raise ValueError(f"Expected documents in {name!r}. Received: none with a text and a label.")
+    return Split(texts, np.array(labels, dtype=object), ids)
+
+
+def read_table(path, *, text_column="text", label_column="label", prefix="train", log):
+    """The documents of a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``).
+
+    Ids are ``prefix`` and the line the record starts on (``"train/line17"``;
+    line 1 is a CSV's header).
+    """
+    path = Path(path)
+    kind, name = table_format(path), path.name
+    text = _table_text(path)
+    if kind == "jsonl":
+        records = _jsonl_records(text, text_column, label_column, name)
+    else:
+        delimiter = "\t" if kind == "tsv" else ","
+        records = _csv_records(text, delimiter, text_column, label_column, name, log)
+    return _records_split(records, prefix, name, log)
