@@ -37,7 +37,8 @@ import html
 from pathlib import Path
 
 import hatt
-from hatt.inspect.explain import ALL, METHODS, is_signed, method_label
+from hatt.attribution import METHODS
+from hatt.inspect.explanation import ALL, is_signed, method_label
 
 _BASE_CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;

@@ -23,7 +23,7 @@ from hatt.inspect import (
 )
 from hatt.inspect import html as html_module
 from hatt.inspect import png as png_module
-from hatt.inspect.explain import is_signed, method_label
+from hatt.inspect.explanation import is_signed, method_label
 from hatt.inspect.html import review_html
 from tests.inspect._fake import FakePredictor
 
