@@ -32,10 +32,10 @@ import threading
 _LAZY = {
     "Settings": "app",
     "create_app": "app",
-    "ServedModel": "models",
-    "load_models": "models",
-    "model_name": "models",
-    "served_model": "models",
+    "ServedModel": "served",
+    "load_models": "served",
+    "model_name": "served",
+    "served_model": "served",
 }
 
 __all__ = [
@@ -68,8 +68,8 @@ def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
     >>> hatt.serve.serve(["saved_models/han", "saved_models/cnn"], port=8501)
     """
     from hatt.serve.app import Settings, create_app
-    from hatt.serve.models import load_models
     from hatt.serve.process import uvicorn_server
+    from hatt.serve.served import load_models
 
     settings = settings or Settings()
     if not isinstance(models, dict):

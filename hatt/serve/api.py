@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from hatt.serve.models import PREDICT, SIGNATURES
+from hatt.serve.served import PREDICT, SIGNATURES
 
 # /v1/models/NAME[/versions/N][/metadata | :VERB]
 ROUTE = re.compile(

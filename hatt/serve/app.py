@@ -45,7 +45,7 @@ from hatt.serve import api, page
 from hatt.serve.batching import Batcher, Unbatched
 from hatt.serve.lanes import ExplainLane, Refused
 from hatt.serve.metrics import CONTENT_TYPE, Metrics
-from hatt.serve.models import PREDICT, WARM_UP
+from hatt.serve.served import PREDICT, WARM_UP
 
 logger = logging.getLogger("hatt.serve")
 

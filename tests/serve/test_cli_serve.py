@@ -16,7 +16,7 @@ import pytest
 
 from hatt import serve
 from hatt.serve import cli as serve_cli
-from hatt.serve.models import load_models, model_name, parse_spec
+from hatt.serve.served import load_models, model_name, parse_spec
 from tests.serve.conftest import fake_predictor
 
 
