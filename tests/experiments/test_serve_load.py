@@ -62,3 +62,18 @@ def test_the_tables_show_the_mixed_and_long_document_runs():
     text = module.markdown(report)
     assert "| cnn | 8 x 64 | 4 / 1 | 5.0 |" in text and "200: 3, 503: 2" in text
     assert "| cnn | 20 MB body | predict | 20.0 | 413 | 0.01 | 900.0 | 0.2 |" in text
+
+
+def test_the_targets_are_stated_met_or_missed_from_the_measured_figures():
+    module = _module()
+    fast = {"model": "cnn", "verb": "predict", "batching": True, "reviews_per_s": 2800.0}
+    light = {"model": "cnn", "verb": "predict (light load)", "batching": True, "p99_ms": 12.5}
+    latency = {"model": "han", "requests": 20, "words_median": 301, "statuses": {"200": 20}}
+    latency.update(p50_s=0.8, p90_s=1.2, max_s=1.5)
+    report = {"runs": [fast, light], "explain_latency": [latency], "mixed": []}
+    report["long_documents"] = []
+    lines = module.target_lines(report)
+    assert "- cnn_predict_reviews_per_s: 2800.0 (target >= 2700): met" in lines
+    assert "- cnn_p99_ms: 12.5 (target <= 10): MISSED" in lines
+    assert "- han_explain_p50_s: 0.8 (target <= 1.0): met" in lines
+    assert module._latency_row(latency) == "| han | 20 | 301 | 200: 20 | 0.8 | 1.2 | 1.5 |"
