@@ -22,6 +22,7 @@ import numpy as np
 
 from hatt.serve.served import PREDICT, SIGNATURES
 
+VERSION = re.compile(r"[0-9]{1,18}")
 # /v1/models/NAME[/versions/N][/metadata | :VERB]
 ROUTE = re.compile(
     r"(?P<name>[^/:]+)(?:/versions/(?P<version>[^/:]+))?"
@@ -59,9 +60,14 @@ def parse_route(rest):
         raise ApiError(404, f"Malformed request: no such path /v1/models/{rest}")
     version = match["version"]
     if version is not None:
-        if not version.isdigit():
+        # ASCII digits only ("²".isdigit() is true), and at most 18 of them: int() refuses
+        # strings past 4,300 digits, and no version number is that long.
+        if not VERSION.fullmatch(version):
+            shown = version if len(version) <= 40 else f"{version[:40]}... ({len(version)} chars)"
             raise ApiError(
-                400, f"Expected the version to be a non-negative integer. Received: {version!r}"
+                400,
+                "Expected the version to be a non-negative integer of at most 18 digits. "
+                f"Received: {shown!r}",
             )
         version = int(version)
     verb = match["verb"]
