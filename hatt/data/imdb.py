@@ -103,6 +103,13 @@ def find_root(folder, strict=False):
     return None
 
 
+def is_imdb(root):
+    """Whether a folder :func:`find_root` accepted is IMDB itself, not a user's corpus of
+    the same layout: it is named ``aclImdb`` or holds IMDB's ``imdb.vocab``."""
+    root = Path(root)
+    return root.name == "aclImdb" or (root / "imdb.vocab").is_file()
+
+
 def _extract(tarball, progress=True):
     """Extract ``tarball`` once into the cache and return the aclImdb root."""
     try:

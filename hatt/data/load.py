@@ -10,7 +10,10 @@ Sources (``source=``, ``--data`` on the command line):
   a text and a label column, and optionally a separate test table;
 - **tensorflow-datasets** by name: ``"tfds:ag_news_subset"``;
 - **IMDB** (``None``, an ``aclImdb`` folder or tarball): see
-  :mod:`hatt.data.imdb`, which builds on this module.
+  :mod:`hatt.data.imdb`. A folder is IMDB when it is named ``aclImdb`` or holds
+  IMDB's ``imdb.vocab`` (or ``labels=`` asks for IMDB's labels), and hatt says
+  so; another folder of the same layout (``train/`` and ``test/`` with ``neg/``
+  and ``pos/``) is a user's corpus and keeps its class names.
 
 Every source is read into documents whose labels are still class names
 (:class:`RawCorpus`); :func:`assemble` then orders the classes, carves the
@@ -71,8 +74,13 @@ def _read_path(source, *, labels, text_column, label_column, test, progress, log
         )
     folder = extract_archive(path, progress) if path.is_file() else path
     root = imdb.find_root(folder, strict=True)
-    if root is not None:
+    if root is not None and (labels is not None or imdb.is_imdb(root)):
         _refuse_test(test, "an IMDB folder (it has its own test split)")
+        if progress:
+            print(
+                f"Detected IMDB in {root} (an aclImdb folder: train/ and test/ with neg/ and "
+                f"pos/): reading it as IMDB, labels={labels or 'binary'!r}"
+            )
         return imdb.read_imdb(
             root, labels=labels or "binary", progress=progress, log=log
         ), imdb.Imdb

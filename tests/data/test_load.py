@@ -723,3 +723,24 @@ def test_data_options_are_load_corpus_arguments(tmp_path):
     args = parser.parse_args(["data", "--classes", "a,,b"])
     with pytest.raises(ValueError, match="--classes"):
         cli.data_options(args)
+
+
+def test_a_users_neg_pos_folders_keep_their_names_and_imdb_is_said(tmp_path, capsys):
+    # IMDB's layout (train/ and test/ holding neg/ and pos/) is not enough to be IMDB.
+    docs = documents(40, classes=("neg", "pos"))
+    root = write_folder(tmp_path / "polarity", docs[:30], "train")
+    write_folder(root, docs[30:], "test")
+    corpus = load_corpus(root, validation_size=4, progress=True)
+    assert corpus.class_names == ("neg", "pos") and type(corpus).__name__ == "TextCorpus"
+    assert len(corpus.test) == 10 and "IMDB" not in capsys.readouterr().out
+    # The same folder named aclImdb (or holding imdb.vocab) is IMDB, and hatt says so.
+    imdb_root = root.rename(tmp_path / "aclImdb")
+    corpus = load_corpus(imdb_root, validation_size=4, progress=True)
+    assert corpus.class_names == ("negative", "positive")
+    assert "Detected IMDB in" in capsys.readouterr().out
+    # Asking for IMDB's labels reads any such folder as IMDB.
+    other = imdb_root.rename(tmp_path / "reviews")
+    assert load_corpus(other, labels="binary", validation_size=4, progress=False).class_names == (
+        "negative",
+        "positive",
+    )
