@@ -64,7 +64,8 @@ class ServedModel:
     @property
     def methods(self):
         """The explanation methods ``:explain`` offers (:data:`hatt.attribution.METHODS`
-        the model has; an export made before 0.4 only its ``score_kind``)."""
+        the model has; an older export without an ``explain`` signature only its
+        ``score_kind``)."""
         return tuple(self.predictor.methods) or (self.score_kind,)
 
     def run(self, signature, texts):
