@@ -120,14 +120,16 @@ class RawCorpus:
 # === Labels and class names =========================================================
 
 _INTEGRAL = re.compile(r"[+-]?\d+(\.0*)?")
+_DECIMAL = re.compile(r"[+-]?\d{1,15}\.\d{1,15}")  # exactly a float: repr gives it back
 
 
 def label_name(value):
     """The class name of a label value: JSON ``3``, ``3.0`` and ``"3"`` all name class ``"3"``.
 
     Strings are stripped; a string holding a whole number (``"3.0"``, as a
-    table written from floats holds them) is that number's name; ``None`` and
-    blank strings give ``""`` (an empty label).
+    table written from floats holds them) is that number's name, one holding a
+    decimal number is the float's (``"1.50"``, ``"1.5"`` and ``1.5`` all name
+    ``"1.5"``); ``None`` and blank strings give ``""`` (an empty label).
     """
     if value is None:
         return ""
@@ -142,6 +144,8 @@ def label_name(value):
     text = str(value).strip()
     if _INTEGRAL.fullmatch(text):
         return str(int(text.split(".")[0]))
+    if _DECIMAL.fullmatch(text):  # "1.50" and "1.5" (and the float 1.5) are one class
+        return repr(float(text))
     return text
 
 

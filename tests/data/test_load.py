@@ -9,6 +9,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -744,3 +745,42 @@ def test_a_users_neg_pos_folders_keep_their_names_and_imdb_is_said(tmp_path, cap
         "negative",
         "positive",
     )
+
+
+@pytest.mark.parametrize(
+    "record, words",
+    [
+        ({"text": ["a", "list"], "label": "pos"}, "'text' field of 'bad.jsonl' to be a string"),
+        ({"text": {"a": 1}, "label": "pos"}, "line 7: a JSON object"),
+        ({"text": 12, "label": "pos"}, "a JSON number (12)"),
+        ({"text": "fine", "label": ["x"]}, "'label' field of 'bad.jsonl' to be a string or a"),
+        ({"text": "fine", "label": {"k": 1}}, "line 7: a JSON object"),
+        ({"text": "fine", "label": float("nan")}, "a non-finite number (NaN)"),
+    ],
+)
+def test_a_jsonl_text_or_label_of_the_wrong_type_is_refused_with_its_line(tmp_path, record, words):
+    good = [{"text": text, "label": name} for text, name in documents(6)]
+    write_jsonl(tmp_path / "bad.jsonl", [*good, record])
+    with pytest.raises(ValueError, match=re.escape(words)):
+        load_corpus(tmp_path / "bad.jsonl", progress=False)
+
+
+def test_numerically_equal_labels_are_one_class_and_said(tmp_path, capsys):
+    rows = [(f"review number {i} here", label) for i, label in enumerate(["1.5", "1.50"] * 6)]
+    rows += [(f"another review {i}", label) for i, label in enumerate(["5", "5.0"] * 6)]
+    write_table(tmp_path / "stars.csv", rows)
+    corpus = load_corpus(tmp_path / "stars.csv", validation_size=2, test_size=4, progress=True)
+    assert corpus.class_names == ("1.5", "5")
+    err = capsys.readouterr().err
+    assert "'1.5', '1.50' are the same number, read as class '1.5'" in err
+    assert "'5', '5.0' are the same number" in err
+
+
+def test_a_duplicate_text_header_and_one_column_for_text_and_label_are_refused(tmp_path):
+    path = tmp_path / "dup.csv"
+    write_table(path, [("a", "b", "pos"), ("c", "d", "neg")], header=("text", "label", "text"))
+    with pytest.raises(ValueError, match=r"'text' to appear once .* names columns \[1, 3\]"):
+        load_corpus(path, progress=False)
+    write_table(path, [(t, n) for t, n in documents(8)])
+    with pytest.raises(ValueError, match="a model would read its answer. Received: both 'label'"):
+        load_corpus(path, text_column="label", progress=False)

@@ -5,6 +5,7 @@ import csv
 import gzip
 import io
 import json
+import math
 import zlib
 from pathlib import Path
 
@@ -94,6 +95,17 @@ def _column(columns, wanted, argument, name):
     )
 
 
+def _check_unique_columns(columns, used, name):
+    """A column the corpus reads must be named once in the header (else: which one?)."""
+    for wanted in dict.fromkeys(used):
+        places = [i + 1 for i, c in enumerate(columns) if c == wanted]
+        if len(places) > 1:
+            raise ValueError(
+                f"Expected the column {wanted!r} to appear once in the header of {name!r}. "
+                f"Received: it names columns {places}; rename the others."
+            )
+
+
 def _csv_records(text, delimiter, text_column, label_column, name, log):
     """``(line, text, label)`` of each record of a CSV / TSV table with a header row."""
     rows = _csv_rows(text, delimiter, name)
@@ -101,6 +113,7 @@ def _csv_records(text, delimiter, text_column, label_column, name, log):
     if not rows:
         raise ValueError(f"Expected a header row in {name!r}. Received: an empty table.")
     columns = [_repair(c.strip())[0] for c in rows[0][1]]
+    _check_unique_columns(columns, (text_column, label_column), name)
     text_index = _column(columns, text_column, "text_column", name)
     label_index = _column(columns, label_column, "label_column", name)
     records = []
@@ -137,7 +150,9 @@ def _jsonl_records(text, text_column, label_column, name):
                 f"a {type(record).__name__}."
             )
         keys.update(record)
-        records.append((line, record.get(text_column), record.get(label_column)))
+        text_value, label_value = record.get(text_column), record.get(label_column)
+        _check_json_types(text_value, label_value, text_column, label_column, name, line)
+        records.append((line, text_value, label_value))
     columns = sorted(keys)
     for wanted, argument in ((text_column, "text_column"), (label_column, "label_column")):
         if records and wanted not in keys:
@@ -146,6 +161,30 @@ def _jsonl_records(text, text_column, label_column, name):
                 f"Received keys: {columns}"
             )
     return records
+
+
+def _check_json_types(text, label, text_column, label_column, name, line):
+    """A JSON-lines record's text must be a string (or null: an empty text, skipped and
+    counted), its label a string, a finite number or a boolean (or null: an empty
+    label); anything else is refused with its line instead of becoming its repr."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(
+            f"Expected the {text_column!r} field of {name!r} to be a string. Received on "
+            f"line {line}: {_json_kind(text)} ({json.dumps(text)[:60]})"
+        )
+    finite = not isinstance(label, float) or math.isfinite(label)
+    if label is not None and (not isinstance(label, str | int | float) or not finite):
+        raise ValueError(
+            f"Expected the {label_column!r} field of {name!r} to be a string or a number. "
+            f"Received on line {line}: {_json_kind(label)} ({json.dumps(label)[:60]})"
+        )
+
+
+def _json_kind(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a non-finite number"
+    kinds = {list: "array", dict: "object", bool: "boolean", int: "number", float: "number"}
+    return "a JSON " + kinds.get(type(value), type(value).__name__)
 
 
 def _text_value(value):
@@ -157,10 +196,12 @@ def _text_value(value):
 def _records_split(records, prefix, name, log):
     """A :class:`Split` of ``(line, text, label)`` records; empty texts or labels skipped."""
     texts, labels, ids = [], [], []
+    spellings = {}  # class name -> the label values read as it
     for line, text, label in records:
         where = f"{name} line {line}"
         text, replaced = _repair(_text_value(text))
-        label = _repair(label_name(label))[0]
+        written, label = label, _repair(label_name(label))[0]
+        spellings.setdefault(label, set()).add(str(written).strip())
         if not text.strip():
             log.skip(EMPTY_TEXT, where)
             continue
@@ -174,6 +215,10 @@ def _records_split(records, prefix, name, log):
         ids.append(f"{prefix}/line{line}")
     if not texts:
         raise ValueError(f"Expected documents in {name!r}. Received: none with a text and a label.")
+    for label, written in sorted(spellings.items()):
+        if label and len(written) > 1:
+            shown = ", ".join(repr(w) for w in sorted(written)[:5])
+            log.warn(f"{name}: the labels {shown} are the same number, read as class {label!r}")
     return Split(texts, np.array(labels, dtype=object), ids)
 
 
@@ -185,6 +230,11 @@ def read_table(path, *, text_column="text", label_column="label", prefix="train"
     """
     path = Path(path)
     kind, name = table_format(path), path.name
+    if text_column == label_column:
+        raise ValueError(
+            "Expected text_column and label_column (--text-column, --label-column) to name "
+            f"different columns: a model would read its answer. Received: both {text_column!r}"
+        )
     text = _table_text(path)
     if kind == "jsonl":
         records = _jsonl_records(text, text_column, label_column, name)
