@@ -13,10 +13,13 @@ from collections import Counter
 
 import numpy as np
 
+from hatt.data.text import fingerprints
+
 BINARY_CLASSES = ("negative", "positive")  # IMDB's classes, label 1 = positive
 SPLITS = ("train", "validation", "test")
 VALIDATION_SPLITS = ("blocks", "random")
 BLOCK_SIZE = 100  # consecutive review ids per validation block (a movie has <= 30 reviews)
+MAX_TEST_OVERLAP = 0.5  # the share of test documents also in training that is refused
 DEFAULT_VALIDATION = 2500  # the most documents the default validation split takes
 
 
@@ -493,6 +496,31 @@ def _limited(split, limit, seed, name, class_names):
     return split.subset(chosen)
 
 
+def _check_test_overlap(splits, log):
+    """Count the test documents whose text also occurs in train or validation (after
+    cleaning); warn when there are any, refuse at :data:`MAX_TEST_OVERLAP` of the test
+    split (``--test`` naming the training data itself, most likely)."""
+    test = splits["test"]
+    if not len(test):
+        return
+    seen = set(fingerprints(list(splits["train"].texts) + list(splits["validation"].texts)))
+    repeated = int(sum(1 for h in fingerprints(list(test.texts)) if h in seen))
+    log.test_in_training = repeated
+    if not repeated:
+        return
+    share = repeated / len(test)
+    message = (
+        f"{repeated:,} of the {len(test):,} test documents ({share:.1%}) also occur in the "
+        "training or validation split (the same text after cleaning)"
+    )
+    if share >= MAX_TEST_OVERLAP:
+        raise ValueError(
+            f"Expected a test split of documents the model does not train on. Received: "
+            f"{message}. Is --test (test=) the training data itself?"
+        )
+    log.warn(message + ": the test figures are slightly optimistic")
+
+
 def assemble(
     raw,
     *,
@@ -520,6 +548,7 @@ def assemble(
     splits = {"train": train, "validation": validation, "test": test}
     if limit is not None:
         splits = {n: _limited(s, limit, seed, n, class_names) for n, s in splits.items()}
+    _check_test_overlap(splits, log)
     test_counts = count_classes(splits["test"].labels, len(class_names))
     missing = [name for name, k in zip(class_names, test_counts, strict=True) if not k]
     if missing:

@@ -39,6 +39,7 @@ class ReadLog:
         self.skipped = {}  # reason -> places
         self.repaired = []  # places of documents whose invalid UTF-8 was replaced
         self.warnings = []
+        self.test_in_training = 0  # test documents whose text also occurs in train/validation
 
     def skip(self, reason, where):
         self.skipped.setdefault(reason, []).append(where)
@@ -70,6 +71,7 @@ class ReadLog:
             "skipped": {reason: len(places) for reason, places in self.skipped.items()},
             "invalid_utf8": len(self.repaired),
             "warnings": list(self.warnings),
+            "test_in_training": self.test_in_training,
         }
 
 

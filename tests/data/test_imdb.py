@@ -170,14 +170,17 @@ def test_tensorflow_datasets_path_converts_splits(monkeypatch):
         calls.append((name, as_supervised, download))
         texts = [b"Good film.", b"Bad \xff film.", b"Great!", b"Awful."]
         labels = [1, 0, 1, 0]
-        return {s: tf.data.Dataset.from_tensor_slices((texts, labels)) for s in ("train", "test")}
+        return {
+            s: tf.data.Dataset.from_tensor_slices(([s.encode() + b" " + t for t in texts], labels))
+            for s in ("train", "test")
+        }
 
     monkeypatch.setattr(tfds, "load", fake_load)
     data = load_imdb(validation_size=2, progress=False)
     assert calls == [("imdb_reviews", True, False)]
     assert data.source == "tensorflow_datasets:imdb_reviews"
     assert len(data.train) == 2 and len(data.validation) == 2 and len(data.test) == 4
-    assert "Bad \ufffd film." in data.test.texts and data.test.ids[0] == "test/0"
+    assert "test Bad \ufffd film." in data.test.texts and data.test.ids[0] == "test/0"
     assert sorted(data.validation.labels.tolist()) == [0, 1]
 
 

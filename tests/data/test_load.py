@@ -104,7 +104,12 @@ def test_folder_with_train_and_test_splits(tmp_path):
     assert_labels_follow_cues(corpus)
     assert all(i.startswith("train/") for i in corpus.train.ids + corpus.validation.ids)
     assert "test/science/doc001.txt" in corpus.test.ids
-    assert corpus.report == {"skipped": {}, "invalid_utf8": 0, "warnings": []}
+    assert corpus.report == {
+        "skipped": {},
+        "invalid_utf8": 0,
+        "warnings": [],
+        "test_in_training": 0,
+    }
 
 
 def test_flat_folder_carves_a_stratified_seeded_test_split(tmp_path):
@@ -655,7 +660,14 @@ def test_real_imdb_ratings_have_the_original_counts(real_ratings):
         assert all(("/neg/" in i) == (r <= 4) for i, r in zip(split.ids, ratings, strict=True))
     ids = set(corpus.train.ids) | set(corpus.validation.ids)
     assert len(ids) == 25000 and not set(corpus.train.ids) & set(corpus.validation.ids)
-    assert corpus.report == {"skipped": {}, "invalid_utf8": 0, "warnings": []}
+    # IMDB holds no undecodable or empty review; 123 of its test reviews are also training
+    # reviews (the same text after cleaning), which the report counts and says.
+    assert corpus.report["skipped"] == {} and corpus.report["invalid_utf8"] == 0
+    assert corpus.report["test_in_training"] == 123
+    assert corpus.report["warnings"] == [
+        "123 of the 25,000 test documents (0.5%) also occur in the training or validation "
+        "split (the same text after cleaning): the test figures are slightly optimistic"
+    ]
 
 
 # === Statistics and `hatt data` ======================================================
@@ -784,3 +796,19 @@ def test_a_duplicate_text_header_and_one_column_for_text_and_label_are_refused(t
     write_table(path, [(t, n) for t, n in documents(8)])
     with pytest.raises(ValueError, match="a model would read its answer. Received: both 'label'"):
         load_corpus(path, text_column="label", progress=False)
+
+
+def test_test_documents_that_are_also_training_documents_are_counted_or_refused(tmp_path, capsys):
+    docs = documents(40)
+    write_table(tmp_path / "train.csv", docs)
+    # --test naming the training data itself: every test document is a training one.
+    with pytest.raises(ValueError, match=r"40 of the 40 test documents \(100.0%\) also occur"):
+        load_corpus(tmp_path / "train.csv", test=tmp_path / "train.csv", progress=False)
+    # A few repeated (case, HTML and spacing aside) are counted, said and kept in the report.
+    fresh = documents(20, seed=7)
+    text, name = docs[3]
+    repeated = [(text.upper().replace(" ", "  <br />"), name), *fresh[1:]]
+    write_table(tmp_path / "test.csv", repeated)
+    corpus = load_corpus(tmp_path / "train.csv", test=tmp_path / "test.csv", validation_size=4)
+    assert corpus.report["test_in_training"] == 1
+    assert "1 of the 20 test documents (5.0%) also occur" in capsys.readouterr().err
