@@ -49,8 +49,11 @@ def classification_metrics(labels, probabilities, class_names):
         ``per_class`` (``{name: {"precision", "recall", "f1", "support"}}``),
         ``confusion_matrix`` (``{"classes", "rows": "true", "columns":
         "predicted", "matrix"}``: ``matrix[i][j]`` counts examples of class
-        ``i`` predicted as ``j``), and with numeric class names ``mae`` and
-        ``mae_median``.
+        ``i`` predicted as ``j``; above :data:`DENSE_CONFUSION_CLASSES`
+        classes ``{"num_classes", "rows", "columns", "sparse": {"true",
+        "predicted", "count"}}``, its non-zero cells, and ``top_confusions``,
+        the most frequent wrong pairs: :func:`dense_confusion` reads both),
+        and with numeric class names ``mae`` and ``mae_median``.
 
     Raises:
         ValueError: no examples, fewer than two or repeated class names,
@@ -70,22 +73,17 @@ def classification_metrics(labels, probabilities, class_names):
     probabilities = _check_probabilities(probabilities, len(names))
     labels = _check_labels(labels, len(names), len(probabilities))
     predicted = np.argmax(probabilities, axis=1)
-    confusion = np.bincount(labels * len(names) + predicted, minlength=len(names) ** 2).reshape(
-        len(names), len(names)
-    )
-    per_class = _per_class(confusion)
+    cells = _confusion_cells(labels, predicted, len(names))
+    per_class = _per_class(cells, len(names))
     metrics = {
         "examples": len(labels),
-        "accuracy": float(np.trace(confusion) / len(labels)),
+        "accuracy": float(np.mean(labels == predicted)),
         "macro_f1": float(np.mean([row["f1"] for row in per_class])),
         "per_class": dict(zip(names, per_class, strict=True)),
-        "confusion_matrix": {
-            "classes": names,
-            "rows": "true",
-            "columns": "predicted",
-            "matrix": confusion.tolist(),
-        },
+        "confusion_matrix": _confusion_json(cells, names),
     }
+    if len(names) > DENSE_CONFUSION_CLASSES:
+        metrics["top_confusions"] = _top_confusions(cells, names)
     values = numeric_values(names)
     if values is not None:
         metrics["mae"] = float(np.mean(np.abs(values[predicted] - values[labels])))
@@ -194,23 +192,76 @@ def _check_labels(labels, num_classes, count):
     return array.astype(np.int64)
 
 
-def _per_class(confusion):
-    """Precision, recall, F1 and support of each class from the confusion matrix (no NaN)."""
-    rows = []
-    for k in range(len(confusion)):
-        tp, predicted, support = confusion[k, k], confusion[:, k].sum(), confusion[k].sum()
-        precision = tp / predicted if predicted else 0.0
-        recall = tp / support if support else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        rows.append(
-            {
-                "precision": float(precision),
-                "recall": float(recall),
-                "f1": float(f1),
-                "support": int(support),
-            }
-        )
-    return rows
+# Above this many classes the confusion matrix is stored sparse (its non-zero cells) and the
+# summary shows the most frequent confusions: a dense 10,000 x 10,000 matrix is 10^8 cells.
+DENSE_CONFUSION_CLASSES = 50
+TOP_CONFUSIONS = 20
+
+
+def _confusion_cells(labels, predicted, num_classes):
+    """The confusion matrix's non-zero cells: ``(true [K], predicted [K], count [K])``."""
+    pairs, counts = np.unique(
+        np.asarray(labels, np.int64) * num_classes + predicted, return_counts=True
+    )
+    return pairs // num_classes, pairs % num_classes, counts
+
+
+def dense_confusion(confusion):
+    """The ``[C, C]`` matrix of a ``confusion_matrix`` dict, dense or sparse."""
+    if "matrix" in confusion:
+        return np.asarray(confusion["matrix"], np.int64)
+    size = confusion["num_classes"]
+    matrix = np.zeros((size, size), np.int64)
+    sparse = confusion["sparse"]
+    matrix[sparse["true"], sparse["predicted"]] = sparse["count"]
+    return matrix
+
+
+def _confusion_json(cells, names):
+    true, predicted, counts = cells
+    if len(names) <= DENSE_CONFUSION_CLASSES:
+        matrix = np.zeros((len(names), len(names)), np.int64)
+        matrix[true, predicted] = counts
+        return {"classes": names, "rows": "true", "columns": "predicted", "matrix": matrix.tolist()}
+    return {  # the class names are metrics.json's class_names (and per_class's keys)
+        "num_classes": len(names),
+        "rows": "true",
+        "columns": "predicted",
+        "sparse": {
+            "true": true.tolist(),
+            "predicted": predicted.tolist(),
+            "count": counts.tolist(),
+        },
+    }
+
+
+def _top_confusions(cells, names, top=TOP_CONFUSIONS):
+    """The most frequent ``(true, predicted)`` pairs of different classes."""
+    true, predicted, counts = cells
+    wrong = np.flatnonzero(true != predicted)
+    order = wrong[np.argsort(-counts[wrong], kind="stable")][:top]
+    return [
+        {"true": names[true[i]], "predicted": names[predicted[i]], "count": int(counts[i])}
+        for i in order
+    ]
+
+
+def _per_class(cells, num_classes):
+    """Precision, recall, F1 and support of each class from the confusion cells (no NaN)."""
+    true, predicted, counts = cells
+    support = np.bincount(true, weights=counts, minlength=num_classes)
+    predictions = np.bincount(predicted, weights=counts, minlength=num_classes)
+    hits = np.bincount(
+        true[true == predicted], weights=counts[true == predicted], minlength=num_classes
+    )
+    precision = np.divide(hits, predictions, out=np.zeros(num_classes), where=predictions > 0)
+    recall = np.divide(hits, support, out=np.zeros(num_classes), where=support > 0)
+    total = precision + recall
+    f1 = np.divide(2 * precision * recall, total, out=np.zeros(num_classes), where=total > 0)
+    return [
+        {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+        for p, r, f, s in zip(precision, recall, f1, support, strict=True)
+    ]
 
 
 def numeric_values(class_names):
@@ -288,12 +339,32 @@ def format_metrics(metrics):
         "| class | precision | recall | F1 | support |",
         "|---|---|---|---|---|",
     ]
-    for name, row in metrics["per_class"].items():
+    rows = list(metrics["per_class"].items())
+    if len(rows) > DENSE_CONFUSION_CLASSES:  # many classes: the largest ones, and a count
+        rows = sorted(rows, key=lambda item: -item[1]["support"])
+    for name, row in rows[:DENSE_CONFUSION_CLASSES]:
         lines.append(
             f"| {_cell(name)} | {row['precision']:.4f} | {row['recall']:.4f} "
             f"| {row['f1']:.4f} | {row['support']:,} |"
         )
+    if len(rows) > DENSE_CONFUSION_CLASSES:
+        lines.append(
+            f"| … {len(rows) - DENSE_CONFUSION_CLASSES:,} smaller classes (per_class in "
+            "metrics.json) | | | | |"
+        )
     confusion = metrics["confusion_matrix"]
+    if "matrix" not in confusion:  # many classes: the most frequent confusions instead
+        lines += [
+            "",
+            "Most frequent confusions:",
+            "",
+            "| true | predicted | count |",
+            "|---|---|---|",
+        ]
+        for pair in metrics.get("top_confusions", []):
+            true, predicted = _cell(pair["true"]), _cell(pair["predicted"])
+            lines.append(f"| {true} | {predicted} | {pair['count']:,} |")
+        return "\n".join(lines)
     classes = [_cell(name) for name in confusion["classes"]]
     lines += [
         "",

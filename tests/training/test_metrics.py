@@ -9,6 +9,7 @@ from sklearn import metrics as skm
 
 from hatt.training.metrics import (
     classification_metrics,
+    dense_confusion,
     flat_metrics,
     format_metrics,
     median_prediction,
@@ -189,3 +190,28 @@ def test_flat_metrics_names_the_split():
     }
     binary = flat_metrics(classification_metrics([0, 1], [0.9, 0.7], ["neg", "pos"]), "valid")
     assert binary == {"valid_accuracy": 0.5, "valid_macro_f1": pytest.approx(1 / 3)}
+
+
+def test_many_classes_give_a_small_sparse_confusion_that_reads_back_dense():
+    rng = np.random.default_rng(0)
+    n, classes = 1000, 10_000
+    names = [f"class {k}" for k in range(classes)]
+    labels = rng.integers(0, classes, n)
+    predicted = np.where(rng.random(n) < 0.7, labels, rng.integers(0, classes, n))
+    probabilities = np.full((n, classes), 0.5 / (classes - 1), np.float32)
+    probabilities[np.arange(n), predicted] = 0.5
+    metrics = classification_metrics(labels, probabilities, names)
+    text = json.dumps(metrics, indent=2)
+    assert len(text) < 2_000_000 and "matrix" not in metrics["confusion_matrix"]
+    dense = dense_confusion(json.loads(text)["confusion_matrix"])
+    np.testing.assert_array_equal(
+        dense, skm.confusion_matrix(labels, predicted, labels=np.arange(classes))
+    )
+    assert metrics["accuracy"] == pytest.approx(np.mean(labels == predicted))
+    top = metrics["top_confusions"]
+    assert top and all(c["true"] != c["predicted"] for c in top)
+    assert top[0]["count"] == max(
+        dense[i, j] for i, j in zip(*np.nonzero(dense), strict=True) if i != j
+    )
+    rendered = format_metrics(metrics)
+    assert "Most frequent confusions" in rendered and len(rendered) < 200_000
