@@ -82,13 +82,14 @@ def fit_to_corpus(config, counts):
         ``config``, its ``scaled`` set to what changed (also printed).
     """
     documents = int(sum(int(c) for c in counts))
+    earlier = config.scaled or {}  # a run's config.json read back: scale from the preset's value
     changes = {}
     for key in config.scale or ():
-        before = _get(config, key)
+        before = earlier[key][0] if key in earlier else _get(config, key)
         if isinstance(before, int) and not isinstance(before, bool):
             after = RULES[key](before, documents)
+            _set(config, key, after)
             if after != before:
-                _set(config, key, after)
                 changes[key] = [before, after]
     if config.class_weight == "auto":
         config.class_weight = resolve_class_weight("auto", counts)
