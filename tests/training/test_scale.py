@@ -9,7 +9,9 @@ from hatt.cli import build_parser
 from hatt.training import TrainConfig, assemble_config, load_preset
 from hatt.training.config import PRESETS
 from hatt.training.scale import (
+    BUCKETS_MARGIN,
     CLASS_WEIGHT_RATIO,
+    FILTERS_POWER,
     REFERENCE_DOCUMENTS,
     resolve_class_weight,
     scaled_buckets,
@@ -42,10 +44,12 @@ def test_small_corpus_scales_buckets_and_filters(capsys):
     config.fit_to_corpus([900, 900])
     buckets, filters = config.ngram.buckets, config.model_kwargs["filters"]
     share = 1800 / REFERENCE_DOCUMENTS
-    wanted = preset["ngram"]["buckets"] * share
+    wanted = BUCKETS_MARGIN * preset["ngram"]["buckets"] * share
     assert math.log2(buckets).is_integer() and wanted <= buckets < 2 * wanted
+    assert buckets < preset["ngram"]["buckets"]
     assert filters % 50 == 0
-    assert abs(filters - preset["model_kwargs"]["filters"] * math.sqrt(share)) <= 25
+    assert abs(filters - preset["model_kwargs"]["filters"] * share**FILTERS_POWER) <= 25
+    assert filters < preset["model_kwargs"]["filters"]
     assert config.scaled["ngram.buckets"] == [preset["ngram"]["buckets"], buckets]
     assert config.scaled["model_kwargs.filters"] == [preset["model_kwargs"]["filters"], filters]
     shown = capsys.readouterr().out
