@@ -398,8 +398,14 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values):
-        """A config from a dict (``config.json``), old flat n-gram keys translated."""
-        values = translate_legacy(values, complete=True)
+        """A config from a dict (``config.json``), old flat n-gram keys translated.
+
+        A run's ``config.json`` holds the settings as resolved for its training
+        split (``scaled``); they are read back as asked (the preset's values,
+        ``class_weight="auto"``), which the same split resolves the same way
+        (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
+        """
+        values = scale.unscale(translate_legacy(values, complete=True))
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
@@ -410,7 +416,7 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     def fit_to_corpus(self, counts):
-        """This config scaled to the training split's ``counts`` per class (in place).
+        """A copy of this config scaled to the training split's ``counts`` per class.
 
         See :func:`hatt.training.scale.fit_to_corpus`: ``scale``'s keys and
         ``class_weight="auto"`` are resolved; ``scaled`` records what changed.

@@ -25,6 +25,7 @@ when the largest class of the training split has more than
 ``CLASS_WEIGHT_RATIO`` times the smallest's documents, ``None`` otherwise.
 """
 
+import copy
 import math
 
 REFERENCE_DOCUMENTS = 22500  # IMDB's training split, where the presets were tuned
@@ -79,21 +80,38 @@ def _set(config, key, value):
 RULES = {"ngram.buckets": scaled_buckets, "model_kwargs.filters": scaled_filters}
 
 
+def unscale(values):
+    """A config dict with its recorded ``scaled`` changes undone (a new dict)."""
+    scaled = values.get("scaled") or {}
+    values = {**values, "scaled": None} if "scaled" in values else dict(values)
+    for key, change in scaled.items():
+        if key == "train_documents":
+            continue
+        if key == "class_weight":
+            values["class_weight"] = change[0]
+            continue
+        section, name = key.split(".")
+        values[section] = {**(values.get(section) or {}), name: change[0]}
+    return values
+
+
 def fit_to_corpus(config, counts):
-    """Scale ``config`` (a :class:`TrainConfig`, changed in place) to the training split.
+    """A copy of ``config`` (a :class:`TrainConfig`) scaled to the training split.
 
     Args:
         config: the run's settings; ``config.scale`` lists the keys that may scale.
         counts: documents per class in the training split.
 
     Returns:
-        ``config``, its ``scaled`` set to what changed (also printed).
+        the copy, its ``scaled`` set to what changed (also printed).
     """
+    if config.scaled:
+        return config  # resolved once already
+    config = copy.deepcopy(config)
     documents = int(sum(int(c) for c in counts))
-    earlier = config.scaled or {}  # a run's config.json read back: scale from the preset's value
     changes = {}
     for key in config.scale or ():
-        before = earlier[key][0] if key in earlier else _get(config, key)
+        before = _get(config, key)
         if isinstance(before, int) and not isinstance(before, bool):
             after = RULES[key](before, documents)
             _set(config, key, after)
