@@ -246,9 +246,11 @@ def add_train_command(sub):
     _add_data(train)
     train.add_argument(
         "--class-weight",
-        choices=("balanced",),
+        choices=("auto", "balanced", "none"),
         default=None,
-        help="balanced: weigh each class by 1 / its share of the training split",
+        help="balanced: weigh each class by 1 / its share of the training split; auto (the "
+        "default): balanced when the largest class has over 1.5x the smallest's documents; "
+        "none: every class weighs 1",
     )
     train.add_argument(
         "--preset",

@@ -25,8 +25,10 @@ from pathlib import Path
 from hatt import models
 from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
+from hatt.training import scale
 from hatt.training.distribute import STRATEGIES
 from hatt.training.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
+from hatt.training.scale import SCALED_KEYS
 from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
@@ -60,7 +62,7 @@ VOCABULARY_FIELDS = (
 )
 # TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
 PREPARED_FIELDS = DATA_FIELDS + VOCABULARY_FIELDS
-CLASS_WEIGHTS = ("balanced",)
+CLASS_WEIGHTS = ("auto", "balanced", "none")
 IMDB_LABELS = ("binary", "rating")
 # Old flat keys of the n-gram channel → keys of the `ngram` section.
 LEGACY_MODEL_KWARGS = {
@@ -297,7 +299,9 @@ class TrainConfig:
     validation_size: int | float | None = None
     validation_split: str = "blocks"
     limit: int | None = None
-    class_weight: str | None = None  # "balanced": weigh classes by 1 / frequency
+    # "balanced": weigh classes by 1 / frequency; "auto": balanced when the training
+    # split's largest class is over 1.5x its smallest (hatt.training.scale); "none"/None: 1
+    class_weight: str | None = "auto"
     max_tokens: int = 30000
     min_count: int = 2
     sequence_length: int = 400
@@ -340,6 +344,11 @@ class TrainConfig:
     # process: with the seed, two CPU runs give identical weights. `hatt train
     # --seed S` turns it on.
     deterministic: bool = False
+    # Keys that scale with the training split ("ngram.buckets", "model_kwargs.filters";
+    # hatt.training.scale): assemble_config lists those a preset gave and the user did
+    # not set. `scaled`: what the run changed ({"train_documents": N, key: [from, to]}).
+    scale: list | None = None
+    scaled: dict | None = None
 
     def __post_init__(self):
         _check_choice("model", self.model, models.FAMILIES)
@@ -368,6 +377,10 @@ class TrainConfig:
             _check_choice("labels", self.labels, IMDB_LABELS)
         if self.class_weight is not None:
             _check_choice("class_weight", self.class_weight, CLASS_WEIGHTS)
+            if self.class_weight == "none":
+                self.class_weight = None
+        for key in self.scale or ():
+            _check_choice("scale", key, SCALED_KEYS)
         _check_share("test_size", self.test_size)
         if isinstance(self.validation_size, float) and not self.validation_size.is_integer():
             _check_share("validation_size", self.validation_size)
@@ -385,8 +398,14 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values):
-        """A config from a dict (``config.json``), old flat n-gram keys translated."""
-        values = translate_legacy(values, complete=True)
+        """A config from a dict (``config.json``), old flat n-gram keys translated.
+
+        A run's ``config.json`` holds the settings as resolved for its training
+        split (``scaled``); they are read back as asked (the preset's values,
+        ``class_weight="auto"``), which the same split resolves the same way
+        (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
+        """
+        values = scale.unscale(translate_legacy(values, complete=True))
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
@@ -395,6 +414,14 @@ class TrainConfig:
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+    def fit_to_corpus(self, counts):
+        """A copy of this config scaled to the training split's ``counts`` per class.
+
+        See :func:`hatt.training.scale.fit_to_corpus`: ``scale``'s keys and
+        ``class_weight="auto"`` are resolved; ``scaled`` records what changed.
+        """
+        return scale.fit_to_corpus(self, counts)
 
 
 def translate_legacy(values, complete=False):
@@ -562,6 +589,23 @@ def prepared_settings(prepared_dir):
     return {k: v for k, v in manifest["settings"].items() if k in PREPARED_FIELDS}
 
 
+def _preset_scaled_keys(settings, config, overrides, config_file):
+    """The keys of :data:`SCALED_KEYS` that ``settings`` (the preset) gave and no later layer set."""
+    later = [translate_legacy(overrides)]
+    if config_file:
+        later.append(translate_legacy(read_config_file(config_file)))
+    keys = []
+    for key in SCALED_KEYS:
+        section, name = key.split(".")
+        if name not in (settings.get(section) or {}):
+            continue
+        if any(name in (layer.get(section) or {}) for layer in later):
+            continue
+        if config.get(section) and config[section].get(name) == settings[section][name]:
+            keys.append(key)
+    return keys
+
+
 def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(), **values):
     """A checked :class:`TrainConfig` from its layers, each on top of the last.
 
@@ -584,6 +628,7 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     if preset == "none":
         preset = None
     config = {"model": family}
+    settings = {}
     if preset is not None:
         settings = translate_legacy(load_preset(preset))
         if settings.get("model", family) != family:
@@ -599,6 +644,8 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     config = merge_config(config, translate_legacy(overrides))
     config.update({k: v for k, v in values.items() if v is not None})
     config["model"] = family
+    if "scale" not in config:
+        config["scale"] = _preset_scaled_keys(settings, config, overrides, config_file)
     if config.get("prepared"):  # the corpus fixes the data and vocabulary settings
         config = merge_config(config, prepared_settings(config["prepared"]))
     return TrainConfig.from_dict(config)

@@ -434,6 +434,7 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     run = check_run(config, run_dir, strategy, restart=restart)
     set_seed(config)
     corpus = Corpus.open(config, imdb)
+    run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
     start_run_dir(run, corpus, restart=restart)
     steps = corpus.steps_per_epoch(run.replicas)
     datasets = corpus.datasets(

@@ -59,7 +59,7 @@ def test_legacy_flat_keys_become_the_ngram_section():
     kim = training.assemble_config("cnn", preset="cnn_kim").to_dict()
     refit = {"reduction": "sqrt", "alpha": 2.0, "C": [100.0, 300.0], "refit": True}
     assert {k: kim["ngram"][k] for k in refit} == refit
-    old = {**config.to_dict(), "preset": "cnn_kim"}
+    old = {**config.to_dict(), "preset": "cnn_kim", "scale": kim["scale"]}  # scale: preset keys
     assert {**old, "ngram": {**old["ngram"], **refit}} == kim
     # written and read back in the new form
     again = training.TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))

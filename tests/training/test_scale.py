@@ -1,0 +1,125 @@
+"""Presets scaled to the training split, and class_weight="auto" (hatt.training.scale)."""
+
+import json
+import math
+
+import pytest
+
+from hatt.cli import build_parser
+from hatt.training import TrainConfig, assemble_config, load_preset
+from hatt.training.config import PRESETS
+from hatt.training.scale import (
+    BUCKETS_MARGIN,
+    CLASS_WEIGHT_RATIO,
+    FILTERS_POWER,
+    REFERENCE_DOCUMENTS,
+    resolve_class_weight,
+    scaled_buckets,
+    scaled_filters,
+)
+
+FAMILY_PRESETS = [name for name in PRESETS if load_preset(name).get("model") == name]
+
+
+@pytest.mark.parametrize("family", FAMILY_PRESETS)
+def test_full_imdb_gives_the_preset_unchanged(family):
+    unscaled = assemble_config(family).to_dict()
+    config = assemble_config(family)
+    half = REFERENCE_DOCUMENTS // 2
+    config = config.fit_to_corpus([half, REFERENCE_DOCUMENTS - half])
+    scaled = config.to_dict()
+    assert scaled.pop("scaled") == {
+        "train_documents": REFERENCE_DOCUMENTS,
+        "class_weight": ["auto", None],
+    }
+    unscaled.pop("scaled")
+    assert scaled.pop("class_weight") is None
+    unscaled.pop("class_weight")
+    assert scaled == unscaled
+
+
+def test_small_corpus_scales_buckets_and_filters(capsys):
+    preset = load_preset("cnn")
+    asked = assemble_config("cnn")
+    config = asked.fit_to_corpus([900, 900])
+    assert asked == assemble_config("cnn")  # the caller's config is not changed
+    buckets, filters = config.ngram.buckets, config.model_kwargs["filters"]
+    share = 1800 / REFERENCE_DOCUMENTS
+    wanted = BUCKETS_MARGIN * preset["ngram"]["buckets"] * share
+    assert math.log2(buckets).is_integer() and wanted <= buckets < 2 * wanted
+    assert buckets < preset["ngram"]["buckets"]
+    assert filters % 50 == 0
+    assert abs(filters - preset["model_kwargs"]["filters"] * share**FILTERS_POWER) <= 25
+    assert filters < preset["model_kwargs"]["filters"]
+    assert config.scaled["ngram.buckets"] == [preset["ngram"]["buckets"], buckets]
+    assert config.scaled["model_kwargs.filters"] == [preset["model_kwargs"]["filters"], filters]
+    shown = capsys.readouterr().out
+    assert f"Scaled for 1,800 training documents: buckets {preset['ngram']['buckets']:,}" in shown
+    # the recorded config (config.json) reads back as asked (a resumed run compares equal
+    # to its command), and the same split resolves it the same way
+    again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == assemble_config("cnn")
+    again = again.fit_to_corpus([900, 900])
+    assert again == config
+    assert again.fit_to_corpus([9, 9]) == config  # resolved once
+
+
+@pytest.mark.parametrize("documents", [1, 10, 500, 5000, 22500, 10**6])
+def test_the_preset_is_the_cap_and_the_floor_holds(documents):
+    assert 2**16 <= scaled_buckets(4194304, documents) <= 4194304
+    assert scaled_buckets(1024, documents) == 1024  # a preset under the floor stays
+    assert 100 <= scaled_filters(500, documents) <= 500
+
+
+def test_keys_the_user_set_never_scale(tmp_path):
+    config = assemble_config("cnn", overrides=["ngram.buckets=4194304"])
+    assert config.scale == ["model_kwargs.filters"]
+    config = config.fit_to_corpus([500, 500])
+    assert config.ngram.buckets == 4194304
+    assert config.model_kwargs["filters"] < 500
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"model_kwargs": {"filters": 500}}))
+    config = assemble_config("cnn", config_file=str(settings))
+    config = config.fit_to_corpus([500, 500])
+    assert config.model_kwargs["filters"] == 500 and config.ngram.buckets < 4194304
+    off = assemble_config("cnn", overrides=["scale=[]"])
+    off = off.fit_to_corpus([500, 500])
+    assert off.ngram.buckets == 4194304 and off.model_kwargs["filters"] == 500
+
+
+def test_no_preset_and_direct_configs_do_not_scale():
+    assert assemble_config("cnn", preset="none").scale == []
+    config = TrainConfig(ngram={"buckets": 4096})
+    config = config.fit_to_corpus([10, 10])
+    assert config.ngram.buckets == 4096
+
+
+def test_scale_names_a_known_key():
+    with pytest.raises(ValueError, match=r"scale.*'model_kwargs.units'"):
+        TrainConfig(scale=["model_kwargs.units"])
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [([100, 100], None), ([150, 100], None), ([151, 100], "balanced"), ([5, 40, 10], "balanced")],
+)
+def test_auto_class_weight_is_balanced_above_the_ratio(counts, expected):
+    assert CLASS_WEIGHT_RATIO == 1.5
+    assert resolve_class_weight("auto", counts) == expected
+    config = TrainConfig()
+    config = config.fit_to_corpus(counts)
+    assert config.class_weight == expected
+    assert config.scaled["class_weight"] == ["auto", expected]
+
+
+def test_class_weight_none_turns_it_off():
+    args = build_parser().parse_args(["train", "cnn", "--class-weight", "none"])
+    config = assemble_config("cnn", class_weight=args.class_weight)
+    assert config.class_weight is None
+    config = config.fit_to_corpus([500, 50])
+    assert config.class_weight is None
+    balanced = assemble_config("cnn", class_weight="balanced")
+    balanced = balanced.fit_to_corpus([100, 100])
+    assert balanced.class_weight == "balanced"
+    with pytest.raises(ValueError, match="class_weight='heavy'"):
+        TrainConfig(class_weight="heavy")
