@@ -386,6 +386,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
         "resumed_from_epoch": run.initial_epoch,
         "deterministic": config.deterministic,
         "prepared": config.prepared,
+        "scaled": config.scaled,  # what the preset's scaling to the corpus changed
     }
     channel_file = run_dir / "ngram_channel.json"
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
