@@ -13,7 +13,7 @@ By concern:
 - :mod:`~hatt.training.loop`: :func:`train`, a page of named steps.
 """
 
-from hatt.training import config, corpus, distribute, loop, ngram, optimizers, resume
+from hatt.training import config, corpus, distribute, loop, mix, ngram, optimizers, resume
 from hatt.training.config import (
     FLAT_FAMILIES,
     NGRAM_FITS,
@@ -45,10 +45,10 @@ from hatt.training.loop import (
     summary,
     train,
 )
+from hatt.training.mix import mix_ngram_channel
 from hatt.training.ngram import (
     fit_ngram_channel,
     init_ngram_channel,
-    mix_ngram_channel,
     nb_log_ratios,
 )
 from hatt.training.optimizers import (
@@ -86,6 +86,7 @@ __all__ = [
     "load_preset",
     "loop",
     "merge_config",
+    "mix",
     "mix_ngram_channel",
     "nb_log_ratios",
     "ngram",

@@ -26,7 +26,7 @@ import hatt
 from hatt import models
 from hatt.export import CLASSES_FILE
 from hatt.models import head as head_lib
-from hatt.training import distribute, ngram, resume, word_vectors
+from hatt.training import distribute, mix, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
@@ -270,7 +270,7 @@ def mix_channel(run, model, corpus):
         dataset = run.local(corpus.prediction_dataset(split, run.replicas))
         return deep_model.predict(dataset, verbose=0)
 
-    info, logits = ngram.mix_ngram_channel(
+    info, logits = mix.mix_ngram_channel(
         model,
         run.config,
         *corpus.in_memory_split("train"),
@@ -354,6 +354,25 @@ def classification_scores(corpus, probabilities):
     return {**flat, **scores}
 
 
+FEW_DOCUMENTS = 10  # a class with fewer training documents than this is warned about
+
+
+def run_warnings(metrics, corpus):
+    """What a user should know before trusting the run: classes with a handful of training
+    documents, and what the mix decided (the deep part dropped, or weighted 0)."""
+    found = []
+    counts = corpus.class_counts("train")
+    for name, count in zip(corpus.class_names, counts, strict=True):
+        if count < FEW_DOCUMENTS:
+            found.append(
+                f"The class {name!r} has {int(count)} training document(s) (fewer than "
+                f"{FEW_DOCUMENTS}): its figures rest on very little; add documents of it or "
+                "merge it with a neighbour."
+            )
+    found.extend((metrics.get("ngram_channel") or {}).get("warnings", []))
+    return found
+
+
 def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     """Step 10: ``metrics.json`` (and the backup goes: the run is finished)."""
     config, run_dir = run.config, run.run_dir
@@ -391,6 +410,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     channel_file = run_dir / "ngram_channel.json"
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
         metrics["ngram_channel"] = json.loads(channel_file.read_text())
+    metrics["warnings"] = run_warnings(metrics, corpus)
     vectors_file = run_dir / "word_vectors.json"
     if vectors_file.exists():  # where the embedding started (its seconds are not in train_seconds)
         metrics["word_vectors"] = json.loads(vectors_file.read_text())
@@ -544,4 +564,5 @@ def summary(metrics, run_dir):
         f"  seed                 {metrics['seed']}",
         f"  run directory        {run_dir}",
     ]
+    lines += [f"  warning: {warning}" for warning in metrics.get("warnings", [])]
     return "\n".join(lines)

@@ -21,8 +21,9 @@ bigram gets the same bucket here as in the model.
 
 With ``fit="joint"`` the start is assigned before training
 (:func:`init_ngram_channel`) and the channel trains with the deep part; with
-``fit="separate"`` the deep part trains alone and :func:`mix_ngram_channel`
-sets the channel afterwards and weighs the two logits on the validation split.
+``fit="separate"`` the deep part trains alone and
+:func:`hatt.training.mix.mix_ngram_channel` sets the channel afterwards and
+weighs the two logits on the validation split.
 ``experiments/baselines.py`` (the NB-LR baseline) uses :func:`log_count_ratios`
 and :func:`fit_logistic_grid` from here.
 
@@ -36,16 +37,13 @@ intercept goes to the deep logit's bias ``k``. One ``C`` serves every class,
 chosen on the validation accuracy of the argmax over the ``C`` channel
 logits. One-vs-rest rather than a multinomial fit because each class keeps
 the NB scaling that makes NBSVM work (the ratios are two-class quantities),
-and each fit is the binary one that the IMDB figures were tuned on. The
-separate fit's mix is a multinomial logistic regression over the ``2C``
-logits (see :func:`mix_ngram_channel`). Two classes take exactly the code
-path (and the numbers) they took before.
+and each fit is the binary one that the IMDB figures were tuned on. Two
+classes take exactly the code path (and the numbers) they took before.
 """
 
 import dataclasses
 import time
 
-import keras
 import numpy as np
 
 
@@ -514,7 +512,7 @@ def refit_ngram_channel(layer, config, info, train, validation):
     return weights, intercept, refit
 
 
-def _channel_counts(layer, ids):
+def channel_counts(layer, ids):
     return ngram_counts(ids, layer.vocabulary_size, layer.buckets, layer.ngram)
 
 
@@ -548,9 +546,9 @@ def init_ngram_channel(model, config, ids, labels, validation=None):
         return None
     print(f"Starting the n-gram channel ({settings.init}) from the training split")
     if validation is not None:
-        validation = (_channel_counts(layer, validation[0]), validation[1])
+        validation = (channel_counts(layer, validation[0]), validation[1])
     weights, intercept, info = fit_ngram_channel(
-        layer, config, _channel_counts(layer, ids), labels, validation
+        layer, config, channel_counts(layer, ids), labels, validation
     )
     layer.embeddings.assign(weights)
     _shift_bias(model.get_layer("logit"), intercept)
@@ -568,275 +566,3 @@ def _shift_bias(dense, intercept):
             dense.bias.assign(dense.bias + intercept)
     elif np.any(intercept):
         dense.bias.assign(dense.bias + np.asarray(intercept, np.float32))
-
-
-def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_logits=None):
-    """``ngram.fit="separate"``: set the channel, then weigh it against the deep part.
-
-    The deep part has been trained with the channel at zero. The channel's
-    weights are now fit as ``ngram.init`` says (training split only), and a
-    logistic regression on the validation split over the two parts' logits
-    gives their mix, written into the model: the model's layers and its
-    saved form stay as they are. Nothing is fit on the test split (its
-    accuracies of the parts are only reported).
-
-    - Two classes: ``a·deep + b·channel + c`` (``channel`` without its own
-      intercept, which ``c`` replaces), fit with a negligible penalty
-      (``C=1e4``): the ``"logit"`` kernel and bias are scaled by ``a`` and
-      shifted by ``c``, the channel's weights scaled by ``b``. Three numbers
-      are fit on validation, so the validation accuracy afterwards is
-      slightly optimistic.
-    - ``C`` classes: a multinomial logistic regression over the ``2C``
-      logits, ``deep @ A + channel @ B + c`` with ``A``, ``B`` ``[C, C]``:
-      the kernel becomes ``kernel @ A``, the bias ``bias @ A + c``, the
-      channel's weights ``weights @ B``. Its ``2C² + C`` numbers are fit on
-      standardized logits (folded back exactly) with an L2 penalty whose
-      strength is chosen among ``MIX_C`` by stratified 5-fold
-      cross-validated log loss on the validation split itself: unpenalized,
-      a few hundred numbers overfit the ~2,500 validation reviews.
-
-    Args:
-        model: the trained model (channel named ``"ngram_logit"``, deep logit
-            named ``"logit"``).
-        config: its :class:`hatt.training.TrainConfig`.
-        ids, labels: the encoded training split and its labels.
-        validation: ``(ids, labels)`` of the validation split.
-        test: optional ``(ids, labels)`` of the test split, to report the parts'
-            accuracies there (nothing is fit on it).
-        deep_logits: callable ``split_name -> float array`` of the deep part's
-            logits ``[N, units]`` in the split's order.
-
-    Returns:
-        ``(info, logits)``: a dict with the channel's start (as
-        :func:`fit_ngram_channel`), the mix, and the accuracy (the argmax
-        above two classes) of the deep part, the channel and both on
-        validation (and test); and per split ``{"deep_logits",
-        "channel_logits", "mixed_logits"}`` (the parts before the mix, the
-        channel with its own intercept, and the mix: the model's logits,
-        except on validation with ``ngram.refit``, where they are the
-        training-split fit's and the model's are in-sample), float arrays in
-        the split's order (``[N]`` for two classes, ``[N, C]`` above).
-    """
-    layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
-    num_classes = num_classes_of_layer(layer)
-    splits = {"validation": validation, **({"test": test} if test is not None else {})}
-    counts = {name: (_channel_counts(layer, i), np.asarray(y)) for name, (i, y) in splits.items()}
-    print(f"Fitting the n-gram channel ({config.ngram.init}) on the training split")
-    train_counts = _channel_counts(layer, ids)
-    weights, intercept, info = fit_ngram_channel(
-        layer, config, train_counts, labels, counts["validation"]
-    )
-    parts = _mix_parts(layer, weights, counts, deep_logits)
-    if num_classes == 2:
-        mix = _fit_binary_mix(*parts["validation"])
-    else:
-        mix = _fit_multinomial_mix(*parts["validation"], num_classes)
-    intercepts = dict.fromkeys(parts, intercept)
-    info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
-    if config.ngram.refit:
-        weights, intercept, info["refit"] = refit_ngram_channel(
-            layer, config, info, (train_counts, labels), counts["validation"]
-        )
-        # Validation keeps the training-split fit's logits (what the mix was fit on).
-        for name in (name for name in parts if name != "validation"):
-            deep, _, y = parts[name]
-            parts[name] = (deep, _channel_logits(layer, weights, counts[name][0]), y)
-            intercepts[name] = intercept
-        info["refit"]["intercept"] = intercept if num_classes == 2 else intercept.tolist()
-    mix.fold_into(dense, layer, weights)
-    info["fit"] = "separate"
-    info["trainable"] = False  # the channel never trained with the deep part
-    info["mix"] = mix.to_dict()
-    if mix.scalar and mix.deep == 0.0:
-        info["warnings"] = [
-            "The deep part's mix weight is 0 (its unconstrained fit on validation was not "
-            "positive): the model is the n-gram channel alone."
-        ]
-        print("Warning: " + info["warnings"][0])
-    for name, (deep, channel, y) in parts.items():
-        # The deep part's own logits are not calibrated by the mix: its loss is the
-        # model's before the channel was added.
-        for part, logits_of in (
-            ("deep", deep),
-            ("channel", channel + intercepts[name]),
-            ("mixed", mix.logits(deep, channel)),
-        ):
-            info[f"{part}_{name}_accuracy"] = logit_accuracy(logits_of, y)
-            info[f"{part}_{name}_loss"] = logit_log_loss(logits_of, y)
-    y_val, accuracy = parts["validation"][2], info["channel_validation_accuracy"]
-    standard_error = np.sqrt(accuracy * (1 - accuracy) / max(len(y_val), 1))
-    print(
-        f"Mixed on validation: {mix.describe()}; validation accuracy "
-        f"deep {info['deep_validation_accuracy']:.4f}, channel "
-        f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}; "
-        f"log loss channel {info['channel_validation_loss']:.4f}, both "
-        f"{info['mixed_validation_loss']:.4f} (the mix is fit for this loss; an accuracy on "
-        f"{len(y_val):,} reviews has a standard error of {100 * standard_error:.2f} points)"
-    )
-    # The parts' logits (deep without its mix, channel with its own intercept), saved
-    # beside the probabilities so ensembles can weigh the parts themselves.
-    logits = {
-        name: {
-            "deep_logits": deep,
-            "channel_logits": channel + intercepts[name],
-            "mixed_logits": mix.logits(deep, channel),
-        }
-        for name, (deep, channel, _) in parts.items()
-    }
-    return info, logits
-
-
-def _mix_parts(layer, weights, counts, deep_logits):
-    """Per split: (deep logits, channel logits without its intercept, labels), float64.
-
-    One logit a review (``[N]``) for two classes, ``[N, C]`` above.
-    """
-    units = getattr(layer, "units", 1)
-    parts = {}
-    for name, (split_counts, y) in counts.items():
-        deep = np.asarray(deep_logits(name), np.float64)
-        if units == 1:
-            deep = deep.reshape(-1)
-        elif deep.shape != (len(y), units):
-            raise ValueError(
-                f"Expected deep_logits({name!r}) to give the deep logits [N, {units}] of the "
-                f"{len(y)} reviews of the split. Received: an array of shape {deep.shape}"
-            )
-        else:
-            y = check_labels(y, units, f"{name} labels")
-        parts[name] = (deep, _channel_logits(layer, weights, split_counts), y)
-    return parts
-
-
-def _channel_logits(layer, weights, counts):
-    """The channel's logits without its intercept, float64."""
-    features = layer_features(counts, layer.binary, layer.reduction)
-    return np.asarray(features @ weights, np.float64)
-
-
-# The separate fit's mix above two classes: inverse L2 strengths the cross-validation
-# chooses among (on standardized logits; ties go to the first, the most regularized).
-MIX_C = (0.01, 0.1, 1.0, 10.0)
-
-
-@dataclasses.dataclass
-class _Mix:
-    """``mixed = deep·A + channel·B + c``: floats for one logit, ``[C, C]``, ``[C]`` above."""
-
-    deep: object
-    channel: object
-    bias: object
-    C: float | None = None  # the multinomial fit's inverse L2 strength
-
-    @property
-    def scalar(self):
-        return np.ndim(self.deep) == 0
-
-    def logits(self, deep, channel):
-        if self.scalar:
-            return self.deep * deep + self.channel * channel + self.bias
-        return deep @ self.deep + channel @ self.channel + self.bias
-
-    def fold_into(self, dense, layer, weights):
-        """Write the mix into the ``"logit"`` layer and the channel's weights."""
-        kernel, bias = (keras.ops.convert_to_numpy(v) for v in (dense.kernel, dense.bias))
-        if self.scalar:
-            dense.kernel.assign(kernel * self.deep)
-            dense.bias.assign(bias * self.deep + self.bias)
-            layer.embeddings.assign(weights * self.channel)
-            return
-        dense.kernel.assign((kernel @ self.deep).astype(np.float32))
-        dense.bias.assign((bias @ self.deep + self.bias).astype(np.float32))
-        layer.embeddings.assign(weights @ self.channel.astype(np.float32))
-
-    def to_dict(self):
-        if self.scalar:
-            return {"deep": self.deep, "channel": self.channel, "bias": self.bias}
-        return {
-            "deep": self.deep.tolist(),
-            "channel": self.channel.tolist(),
-            "bias": self.bias.tolist(),
-            "C": self.C,
-        }
-
-    def describe(self):
-        if self.scalar:
-            return f"{self.deep:.3f}·deep + {self.channel:.3f}·channel + {self.bias:.3f}"
-        units = len(self.bias)
-        return f"deep @ A + channel @ B + c (multinomial over 2·{units} logits, C={self.C:g})"
-
-
-def _fit_binary_mix(deep, channel, y, C=1e4):
-    """``a·deep + b·channel + c`` with ``a, b >= 0`` by a logistic regression.
-
-    The objective is scikit-learn's (``C · Σ log loss + ½‖(a, b)‖²``, the
-    intercept unpenalized), minimized under the bounds ``a, b >= 0``
-    (L-BFGS-B): where the unconstrained fit is already non-negative the two
-    agree; where it is not, a part is given weight zero instead of pointing
-    backwards.
-    """
-    from scipy.optimize import minimize
-
-    x = np.stack([np.asarray(deep, np.float64), np.asarray(channel, np.float64)], 1)
-    sign = 2.0 * np.asarray(y, np.float64) - 1.0
-
-    def objective(theta):
-        z = sign * (x @ theta[:2] + theta[2])
-        loss = C * np.sum(np.logaddexp(0.0, -z)) + 0.5 * theta[:2] @ theta[:2]
-        p = -sign * np.exp(-np.logaddexp(0.0, z))  # d loss / d (x @ w + c)
-        grad = np.concatenate([C * (x.T @ p) + theta[:2], [C * p.sum()]])
-        return loss, grad
-
-    bounds = [(0.0, None), (0.0, None), (None, None)]
-    result = minimize(
-        objective,
-        np.array([1.0, 1.0, 0.0]),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": 1000, "gtol": 1e-8},
-    )
-    a, b, c = (float(v) for v in result.x)
-    return _Mix(a, b, c)
-
-
-def _fit_multinomial_mix(deep, channel, y, num_classes):
-    """``deep @ A + channel @ B + c`` by a multinomial logistic regression (see the caller)."""
-    from sklearn.linear_model import LogisticRegression
-
-    missing = sorted(set(range(num_classes)) - set(y.tolist()))
-    if missing:
-        raise ValueError(
-            "ngram.fit='separate' weighs the parts on the validation split, which needs every "
-            f"class. Received no validation review of the classes {missing} (of {num_classes})."
-        )
-    x = np.concatenate([deep, channel], axis=1)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    standardized = (x - mean) / scale
-    c = _mix_strength(standardized, y, num_classes)
-    mixer = LogisticRegression(C=c, max_iter=1000).fit(standardized, y)
-    # ((x - mean) / scale) @ W.T + b  ==  x @ (W.T / scale) + (b - (mean / scale) @ W.T)
-    coef = mixer.coef_.T / scale[:, None]  # [2C, C]
-    bias = mixer.intercept_ - (mean / scale) @ mixer.coef_.T
-    return _Mix(coef[:num_classes], coef[num_classes:], bias, C=c)
-
-
-def _mix_strength(x, y, num_classes):
-    """The ``MIX_C`` value with the least stratified k-fold log loss (k = 5, or the
-    smallest class's size when below; ``1.0`` when a class has a single review)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import log_loss
-    from sklearn.model_selection import StratifiedKFold
-
-    folds = min(5, int(np.bincount(y, minlength=num_classes).min()))
-    if folds < 2:
-        return 1.0
-    losses = []
-    for c in MIX_C:
-        loss = 0.0
-        for train, held in StratifiedKFold(folds).split(x, y):
-            model = LogisticRegression(C=c, max_iter=1000).fit(x[train], y[train])
-            loss += log_loss(y[held], model.predict_proba(x[held]), labels=model.classes_)
-        losses.append(loss)
-    return MIX_C[int(np.argmin(losses))]

@@ -252,3 +252,32 @@ def test_one_hot_cnn_learns_the_planted_word_with_lazy_adam(tmp_path, planted):
     model = keras.saving.load_model(tmp_path / "model.keras")
     assert isinstance(model.optimizer, training.LazyAdam)
     assert model.get_layer("embedding").output_dim == 3 * 8
+
+
+def test_a_small_class_and_a_dropped_deep_part_are_warnings_at_the_top_of_metrics(tmp_path):
+    """metrics.json["warnings"]: a class with a handful of training documents, and the
+    mix's decision when the deep part does not add to the channel on held-out reviews."""
+    train = planted_split(120, 0)
+    keep = np.concatenate(
+        [np.flatnonzero(train.labels == 0)[:6], np.flatnonzero(train.labels == 1)]
+    )
+    train = train.subset(keep)
+    corpus = Imdb(train, planted_split(40, 1), planted_split(40, 2), "planted")
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 4, "filters": 2},
+        ngram={"buckets": 64, "fit": "separate", "init": "nblr", "C": 1.0},
+        epochs=1,
+        batch_size=16,
+        min_count=1,
+        class_weight="none",
+    )
+    metrics = training.train(config, tmp_path, imdb=corpus, verbose=0)
+    warnings = metrics["warnings"]
+    assert any(w.startswith("The class 'negative' has 6 training document(s)") for w in warnings)
+    mix = metrics["ngram_channel"]["mix"]
+    if mix["deep"] == 0.0:  # a one-epoch, two-filter deep part: the channel alone, said
+        assert any("channel alone" in w for w in warnings)
+    assert set(metrics["ngram_channel"].get("warnings", [])) <= set(warnings)
+    assert json.loads((tmp_path / "metrics.json").read_text())["warnings"] == warnings
+    assert all(f"warning: {w}" in training.summary(metrics, tmp_path) for w in warnings)

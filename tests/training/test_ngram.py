@@ -13,6 +13,7 @@ import hatt
 from hatt import models, training
 from hatt.data import Imdb
 from hatt.layers import NgramLogit
+from hatt.training import mix as mix_lib
 from hatt.training import ngram as ngram_lib
 from tests._fresh_process import run_json_script
 from tests._planted import planted_split
@@ -168,7 +169,12 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     metrics = training.train(cfg, tmp_path, imdb=planted, command="test", verbose=0)
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
-    assert channel["fit"] == "separate" and set(channel["mix"]) == {"deep", "channel", "bias"}
+    assert channel["fit"] == "separate" and set(channel["mix"]) == {
+        "deep",
+        "channel",
+        "bias",
+        "held_out",
+    }
     assert channel["trainable"] is False
     # the saved model is the mix: its accuracy is the mixed one, on validation and test
     # (with the refit, validation's is the held-out mix's, never the in-sample model's)
@@ -217,7 +223,7 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
     deep = {
         name: rng.standard_normal(len(y)) + 0.5 * (2 * y - 1) for name, (_, y) in splits.items()
     }
-    info, logits = ngram_lib.mix_ngram_channel(
+    info, logits = mix_lib.mix_ngram_channel(
         model, cfg, *splits["train"], splits["validation"], splits["test"], deep.__getitem__
     )
     layer = model.get_layer("ngram_logit")

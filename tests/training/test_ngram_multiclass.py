@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import tensorflow as tf
+from scipy.special import softmax
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
@@ -17,6 +18,7 @@ from hatt import training
 from hatt.data import Imdb, Split, TextCorpus
 from hatt.layers import NgramLogit
 from hatt.models import head
+from hatt.training import mix as mix_lib
 from hatt.training import ngram as ngram_lib
 from tests._planted import planted_split
 
@@ -242,37 +244,38 @@ def mixed(corpus):
 
 
 def test_the_mix_folds_exactly_into_the_model(mixed):
-    """model.predict = the multinomial LR's decision function over [deep, channel] logits."""
+    """model logits = a·deep + b·channel + c: one non-negative weight a part, a bias a class."""
     model, splits, before, info, logits = mixed
     mix = info["mix"]
-    assert set(mix) == {"deep", "channel", "bias", "C"} and mix["C"] in ngram_lib.MIX_C
-    assert np.shape(mix["deep"]) == np.shape(mix["channel"]) == (3, 3)
+    assert set(mix) == {"deep", "channel", "bias", "held_out"}
+    assert mix["deep"] >= 0 and mix["channel"] >= 0 and np.shape(mix["bias"]) == (3,)
     intercept = np.asarray(info["channel_intercept"])
-    parts = {
-        name: np.concatenate([split["deep_logits"], split["channel_logits"] - intercept], 1)
-        for name, split in logits.items()
-    }
     for name in ("validation", "test"):
         assert logits[name]["deep_logits"].shape == logits[name]["channel_logits"].shape
         np.testing.assert_allclose(logits[name]["deep_logits"], before[name], atol=1e-6)
-    # the reference: sklearn's multinomial LR on the standardized validation logits
-    x, y = parts["validation"], splits["validation"][1]
-    mean, scale = x.mean(0), x.std(0)
-    reference = LogisticRegression(C=mix["C"], max_iter=1000).fit((x - mean) / scale, y)
+    reference = mix_lib.fit_mix(
+        logits["validation"]["deep_logits"],
+        logits["validation"]["channel_logits"] - intercept,
+        splits["validation"][1],
+        use_deep=mix["deep"] > 0,
+    )
+    np.testing.assert_allclose(
+        [mix["deep"], mix["channel"]], [reference.deep, reference.channel], rtol=1e-6
+    )
     for name in ("validation", "test"):
         ids, labels = splits[name]
+        deep, channel = logits[name]["deep_logits"], logits[name]["channel_logits"] - intercept
+        expected = mix["deep"] * deep + mix["channel"] * channel + np.asarray(mix["bias"])
         z = logits_of(model, ids)
-        decision = reference.decision_function((parts[name] - mean) / scale)
-        np.testing.assert_allclose(z, decision, atol=1e-4, rtol=1e-4)
-        probabilities = model.predict(ids.to_tensor(), verbose=0)
+        np.testing.assert_allclose(z, expected, atol=1e-4, rtol=1e-4)
         np.testing.assert_allclose(
-            probabilities, reference.predict_proba((parts[name] - mean) / scale), atol=1e-5
+            model.predict(ids.to_tensor(), verbose=0), softmax(expected, axis=1), atol=1e-5
         )
         assert info[f"mixed_{name}_accuracy"] == pytest.approx((z.argmax(1) == labels).mean())
-        deep = logits[name]["deep_logits"]
-        assert info[f"deep_{name}_accuracy"] == pytest.approx((deep.argmax(1) == labels).mean())
-        expected = log_loss(labels, reference.predict_proba((parts[name] - mean) / scale))
-        assert info[f"mixed_{name}_loss"] == pytest.approx(expected, rel=1e-4)
+        deep_accuracy = (deep.argmax(1) == labels).mean()
+        assert info[f"deep_{name}_accuracy"] == pytest.approx(deep_accuracy)
+        expected_loss = log_loss(labels, softmax(expected, axis=1), labels=[0, 1, 2])
+        assert info[f"mixed_{name}_loss"] == pytest.approx(expected_loss, rel=1e-4)
 
 
 def test_the_mix_reports_the_parts_and_is_no_worse_than_the_channel(mixed):
@@ -358,13 +361,19 @@ def test_binary_fit_and_mix_keep_their_numbers():
     chosen, chosen_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, info["C"])
     channel = np.asarray(ngram_lib.layer_features(val_counts, True, "sum") @ chosen, np.float64)
     deep64 = np.asarray(deep, np.float64).reshape(-1)
-    mixer = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep64, channel], 1), val_labels)
-    # the mix is fit under a, b >= 0 (issue 30): scikit-learn's fit where that is non-negative
-    assert set(info["mix"]) == {"deep", "channel", "bias"}
+    # the mix is fit under a, b >= 0 (issue 30): scikit-learn's fit where that is
+    # non-negative; these made-up deep logits are noise, which the held-out check drops
+    # (a = 0: the channel alone, scikit-learn's fit on the channel's logit only)
+    assert set(info["mix"]) == {"deep", "channel", "bias", "held_out"}
     a, b, c = (info["mix"][k] for k in ("deep", "channel", "bias"))
     assert a >= 0 and b >= 0
+    kept = info["mix"]["held_out"]["keep_deep"]
+    features = np.stack([deep64, channel], 1) if kept else channel[:, None]
+    mixer = LogisticRegression(C=mix_lib.MIX_C, max_iter=1000, tol=1e-10)
+    mixer.fit(features, val_labels)
     if np.all(mixer.coef_ >= 0):
-        np.testing.assert_allclose([a, b], mixer.coef_[0], rtol=1e-2, atol=1e-3)
+        expected = mixer.coef_[0] if kept else [0.0, mixer.coef_[0, 0]]
+        np.testing.assert_allclose([a, b], expected, rtol=1e-2, atol=1e-3)
     assert info["channel_intercept"] == chosen_intercept
     assert info["mixed_validation_accuracy"] == float(
         ((a * deep64 + b * channel + c > 0) == val_labels).mean()

@@ -1,0 +1,120 @@
+"""The separate fit's mix (hatt.training.mix): non-negative weights, one per part, and the
+deep part kept only when it adds to the channel on held-out reviews (issue 30)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from scipy.special import softmax
+from sklearn.linear_model import LogisticRegression
+
+from hatt.training import mix as mix_lib
+from hatt.training.mix import choose_mix, fit_mix, held_out_check
+
+
+def _parts(seed, deep_sign, n=400, deep_strength=0.8):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    sign = 2 * y - 1
+    deep = deep_sign * deep_strength * sign + rng.normal(size=n)
+    channel = 1.5 * sign + rng.normal(size=n)
+    return deep, channel, y
+
+
+def _classes(seed, n=300, classes=3, deep_strength=1.0):
+    """``[N, C]`` logits of two parts that each see the true class through noise."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    onehot = np.eye(classes)[y]
+    deep = deep_strength * 2.0 * onehot + rng.normal(size=(n, classes))
+    channel = 2.0 * onehot + rng.normal(size=(n, classes))
+    return deep, channel, y
+
+
+def test_equals_the_unconstrained_fit_when_that_is_non_negative():
+    deep, channel, y = _parts(0, deep_sign=1)
+    reference = LogisticRegression(C=mix_lib.MIX_C, max_iter=1000, tol=1e-10).fit(
+        np.stack([deep, channel], 1), y
+    )
+    assert np.all(reference.coef_ > 0)
+    mix = fit_mix(deep, channel, y)
+    np.testing.assert_allclose([mix.deep, mix.channel], reference.coef_[0], rtol=1e-3)
+    np.testing.assert_allclose(mix.bias, reference.intercept_[0], rtol=1e-3, atol=1e-3)
+
+
+def test_a_part_that_points_backwards_gets_weight_zero():
+    deep, channel, y = _parts(1, deep_sign=-1)
+    reference = LogisticRegression(C=1e4, max_iter=1000).fit(np.stack([deep, channel], 1), y)
+    assert reference.coef_[0, 0] < 0  # the unconstrained fit would reverse the deep part
+    mix = fit_mix(deep, channel, y)
+    assert mix.deep == 0.0 and mix.channel > 0
+
+
+def test_the_softmax_mix_gradient_matches_finite_differences():
+    deep, channel, y = _classes(2, n=60)
+    loss, dz = mix_lib._loss_and_gradient(deep + 0.3 * channel, y)
+    reference = -np.log(softmax(deep + 0.3 * channel, axis=1)[np.arange(len(y)), y]).sum()
+    assert loss == pytest.approx(reference, rel=1e-10)
+
+    def total(z_flat):
+        return mix_lib._loss_and_gradient(z_flat.reshape(deep.shape), y)[0]
+
+    numeric = approx_fprime((deep + 0.3 * channel).ravel(), total, 1e-6)
+    np.testing.assert_allclose(dz.ravel(), numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_above_two_classes_one_weight_a_part_and_a_bias_a_class():
+    deep, channel, y = _classes(3)
+    mix = fit_mix(deep, channel, y)
+    assert mix.deep > 0 and mix.channel > 0 and np.shape(mix.bias) == (3,)
+
+    # the optimum: no other (a, b, c) of the family has a lower penalized loss
+    def penalized(a, b, c):
+        loss = mix_lib._loss_and_gradient(a * deep + b * channel + c, y)[0]
+        return mix_lib.MIX_C * loss + 0.5 * (a * a + b * b)
+
+    best = penalized(mix.deep, mix.channel, mix.bias)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = np.maximum(0, [mix.deep, mix.channel] + rng.normal(0, 0.05, 2))
+        assert penalized(a, b, mix.bias + rng.normal(0, 0.05, 3)) >= best - 1e-6
+
+
+def test_a_deep_part_of_noise_is_dropped_and_an_informative_one_kept():
+    # A weak deep part that a fit on 80 validation reviews still weighs (0.3): dropped.
+    weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
+    assert fit_mix(weak, channel, y).deep > 0.2
+    mix, warnings = choose_mix(weak, channel, y, 2)
+    assert mix.deep == 0.0 and mix.channel > 0 and not mix.held_out["keep_deep"]
+    assert warnings and warnings[0].startswith("The deep part is dropped")
+    assert "5-fold cross-validation on 80 reviews" in warnings[0]
+    assert mix.to_dict()["held_out"]["folds"] == 5
+    deep, channel, y = _parts(5, deep_sign=1, n=400, deep_strength=2.0)
+    mix, warnings = choose_mix(deep, channel, y, 2)
+    assert mix.deep > 0 and mix.held_out["keep_deep"] and warnings == []
+    assert mix.held_out["mixed_loss"] < mix.held_out["channel_loss"]
+
+
+def test_the_held_out_check_is_the_mean_of_fold_fits_scored_on_their_held_out_reviews():
+    deep, channel, y = _classes(6, n=90, deep_strength=0.5)
+    check = held_out_check(deep, channel, y, 3, folds=3, seed=0)
+    from sklearn.model_selection import StratifiedKFold
+
+    differences = np.zeros(len(y))
+    for train, held in StratifiedKFold(3, shuffle=True, random_state=0).split(deep, y):
+        losses = []
+        for use_deep in (True, False):
+            fitted = fit_mix(deep[train], channel[train], y[train], use_deep=use_deep)
+            p = softmax(fitted.logits(deep[held], channel[held]), axis=1)
+            losses.append(-np.log(p[np.arange(len(held)), y[held]]))
+        differences[held] = losses[0] - losses[1]
+    assert check["difference"] == pytest.approx(differences.mean(), rel=1e-6)
+    se = differences.std(ddof=1) / np.sqrt(len(y))
+    assert check["difference_se"] == pytest.approx(se, rel=1e-6)
+    assert check["keep_deep"] == (differences.mean() + se < 0)
+
+
+def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
+    deep, channel, y = _classes(7, n=40)
+    y[:] = np.where(np.arange(40) == 0, 2, y % 2)  # class 2 holds one review
+    check = held_out_check(deep, channel, y, 3)
+    assert check == {"folds": 0, "reviews": 40, "keep_deep": True}
