@@ -26,8 +26,8 @@ channel alone (``b · channel + c``, fit the same way on the same folds). The
 deep part stays when the mix's held-out loss is lower by at least one
 standard error of the per-review differences; else ``a = 0`` and the model
 is the channel alone, said in a warning (``info["warnings"]``, carried into
-``metrics.json``). On IMDB's 2,500 validation reviews the presets' deep parts
-pass by a wide margin.
+``metrics.json``). On IMDB's 2,500 validation reviews the CNN's deep part passes by
+2.6 standard errors and the HAN's by 5.5 (the preset runs' validation logits).
 """
 
 import dataclasses
