@@ -503,8 +503,8 @@ def _check_test_overlap(splits, log):
     test = splits["test"]
     if not len(test):
         return
-    seen = set(fingerprints(list(splits["train"].texts) + list(splits["validation"].texts)))
-    repeated = int(sum(1 for h in fingerprints(list(test.texts)) if h in seen))
+    seen = fingerprints(list(splits["train"].texts) + list(splits["validation"].texts))
+    repeated = int(np.isin(fingerprints(list(test.texts)), seen).sum())
     log.test_in_training = repeated
     if not repeated:
         return

@@ -15,18 +15,8 @@ here, every method aligned to the same tokens by one function
 (:func:`hatt.inspect.align.align`). The scores are therefore those of the exported model,
 computed once, in :class:`hatt.export.TextModel`.
 
-The methods (`METHODS`): `"attention"` (unsigned, the model's own weights,
-the same for every class), and four signed ones that explain the logit of
-the explained class (the predicted one): `"total"` (each word's contribution
-to the whole logit: the deep part's integrated gradients plus the n-gram
-channel's exact share; the default view), `"gradient_x_input"` and
-`"integrated_gradients"` (the deep part's alone) and `"ngram"` (the n-gram
-channel's alone). A positive score argues for the explained class, a
-negative one against it.
-
-`warnings` (on every explanation, from `hatt.export.Predictor.warnings`) say
-when a model's parts should not be read alone: a deep part with a negative
-weight in the mix, or one that scores below the channel alone.
+The methods and the warnings an explanation carries are described in
+:mod:`hatt.inspect.explanation`.
 """
 
 import numpy as np

@@ -42,6 +42,7 @@ from hatt.training.ngram import (
     layer_features,
     logit_accuracy,
     logit_log_loss,
+    logit_losses,
     num_classes_of_layer,
     refit_ngram_channel,
 )
@@ -235,16 +236,14 @@ def _loss_and_gradient(z, y):
 
     ``z`` ``[N]``: one logit a review (sigmoid); ``[N, C]``: softmax.
     """
+    from scipy.special import expit, softmax
+
+    loss = logit_losses(z, y).sum()
     if z.ndim == 1:
-        sign = 2.0 * y - 1.0
-        margin = sign * z
-        return np.sum(np.logaddexp(0.0, -margin)), -sign * np.exp(-np.logaddexp(0.0, margin))
-    top = z.max(axis=1, keepdims=True)
-    log_normalizer = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
-    probabilities = np.exp(z - log_normalizer[:, None])
-    loss = np.sum(log_normalizer - z[np.arange(len(y)), y])
-    probabilities[np.arange(len(y)), y] -= 1.0
-    return loss, probabilities
+        return loss, expit(z) - y
+    gradient = softmax(z, axis=1)
+    gradient[np.arange(len(y)), y] -= 1.0
+    return loss, gradient
 
 
 def fit_mix(deep, channel, y, use_deep=True, C=MIX_C):
@@ -317,7 +316,7 @@ def held_out_check(deep, channel, y, num_classes, folds=HELD_OUT_FOLDS, seed=0):
         for use_deep in (True, False):
             mix = fit_mix(deep[train], channel[train], y[train], use_deep=use_deep)
             logits = mix.logits(deep[held], channel[held])
-            losses.append(_per_review_loss(logits, y[held]))
+            losses.append(logit_losses(logits, y[held]))
         differences[held] = losses[0] - losses[1]
         mixed_losses.append(losses[0])
         channel_losses.append(losses[1])
@@ -332,14 +331,6 @@ def held_out_check(deep, channel, y, num_classes, folds=HELD_OUT_FOLDS, seed=0):
         "difference_se": se,
         "keep_deep": bool(mean + KEEP_MARGIN_SE * se < 0.0),
     }
-
-
-def _per_review_loss(logits, y):
-    if logits.ndim == 1:
-        return np.logaddexp(0.0, -(2.0 * y - 1.0) * logits)
-    top = logits.max(axis=1, keepdims=True)
-    log_normalizer = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
-    return log_normalizer - logits[np.arange(len(y)), y]
 
 
 def _deep_dropped_warning(check):

@@ -363,14 +363,19 @@ def logit_accuracy(logits, labels):
     return float((_predicted(logits) == np.asarray(labels)).mean())
 
 
-def logit_log_loss(logits, labels):
-    """Mean cross-entropy of the labels under the logits (one a review: sigmoid; else softmax)."""
+def logit_losses(logits, labels):
+    """Each review's cross-entropy under the logits (one a review: sigmoid; else softmax)."""
     from scipy.special import log_softmax
 
     logits, labels = np.asarray(logits, np.float64), np.asarray(labels)
     if logits.ndim == 1:  # -log sigmoid(±z), stably
-        return float(np.mean(np.logaddexp(0.0, -np.where(labels == 1, logits, -logits))))
-    return float(-np.mean(log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]))
+        return np.logaddexp(0.0, -np.where(labels == 1, logits, -logits))
+    return -log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]
+
+
+def logit_log_loss(logits, labels):
+    """Mean cross-entropy of the labels under the logits (:func:`logit_losses`)."""
+    return float(np.mean(logit_losses(logits, labels)))
 
 
 def channel_accuracy(counts, labels, weights, binary, reduction, intercept=0.0):
