@@ -159,6 +159,16 @@ def sklearn_rates(data, texts, repeats):
     }
 
 
+def before_rates(path, texts, repeats):
+    return {f"before: {k}": v for k, v in signature_rates(path, texts, repeats).items()}
+
+
+def saved_model(export_dir):
+    """The newest numbered version inside ``export_dir``, or the folder itself."""
+    versions = [p for p in export_dir.iterdir() if p.name.isdigit()]
+    return max(versions, key=lambda p: int(p.name)) if versions else export_dir
+
+
 # === Report ===
 
 
@@ -186,13 +196,12 @@ def main(argv=None):
     parser.add_argument("--reviews", type=int, default=25000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--output", default=str(RESULTS))
+    parser.add_argument(
+        "--before", help="another export (an older build) whose signature is timed beside"
+    )
     parser.add_argument("--skip-sklearn", action="store_true")
     args = parser.parse_args(argv)
     export_dir = Path(args.export)
-    versions = sorted(
-        (p for p in export_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
-    )
-    saved_model = versions[-1] if versions else export_dir
     texts, _ = read_split(args.data, "test", args.reviews)
     report = {
         "command": "python experiments/benchmarks/predict_speed.py "
@@ -208,10 +217,12 @@ def main(argv=None):
         "figures": {},
     }
     steps = [
-        lambda: signature_rates(saved_model, texts, args.repeats),
+        lambda: signature_rates(saved_model(export_dir), texts, args.repeats),
         lambda: predictor_rate(export_dir, texts, args.repeats),
         lambda: keras_rates(export_dir, texts, args.repeats),
     ]
+    if args.before:
+        steps.insert(0, lambda: before_rates(saved_model(Path(args.before)), texts, args.repeats))
     if not args.skip_sklearn:
         steps.append(lambda: sklearn_rates(args.data, texts, args.repeats))
     for step in steps:
