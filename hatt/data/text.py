@@ -151,9 +151,38 @@ def split_words(sentences):
     x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
     x = tf.strings.regex_replace(x, "(^| )'+|'+( |$)", " ")
     words = tf.strings.split(x)
-    # A stray joiner, skin tone or combining mark is kept above, but is no word alone.
-    is_word = tf.ragged.map_flat_values(tf.strings.regex_full_match, words, _WORD)
-    return ragged_boolean_mask(words, is_word)
+    return ragged_boolean_mask(words, _is_word(x, words))
+
+
+# A sentence that may hold a run that is no word: a mark, joiner or skin tone, or a
+# run of apostrophes alone (any other run holds a letter, number or symbol).
+_MAY_HOLD_NON_WORDS = r"(?s).*(?:[\p{M}\x{200d}" + _SKIN_TONE + r"]|(?:^| )'+(?: |$)).*"
+
+
+def _is_word(sentences, words):
+    """Whether each of ``words`` (split from ``sentences``) matches ``_WORD``.
+
+    A stray joiner, skin tone or combining mark is kept by :func:`split_words`
+    but is no word alone. The per-word regex runs only on the words of the
+    sentences that may hold such a run (one regex pass per sentence instead of
+    one per word on ordinary text); every other word holds a letter, number or
+    symbol.
+    """
+    inner = words
+    while isinstance(inner.values, tf.RaggedTensor):
+        inner = inner.values
+    flat_sentences = (
+        sentences.flat_values
+        if isinstance(sentences, tf.RaggedTensor)
+        else tf.reshape(sentences, [-1])
+    )
+    odd = tf.gather(
+        tf.strings.regex_full_match(flat_sentences, _MAY_HOLD_NON_WORDS), inner.value_rowids()
+    )
+    candidates = tf.where(odd)
+    checked = tf.strings.regex_full_match(tf.gather_nd(inner.values, candidates), _WORD)
+    is_word = tf.tensor_scatter_nd_update(tf.ones_like(odd), candidates, checked)
+    return words.with_flat_values(is_word)
 
 
 def ragged_boolean_mask(data, mask):
