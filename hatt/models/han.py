@@ -114,7 +114,9 @@ def build_han(
         vocabulary_size, embedding_dim, mask_zero=True, name="word_embedding"
     )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-    word_encoder = recurrent_layer(cell, word_units, "word_encoder")
+    # Dense input: most [batch * S, W] rows are padding, so at inference the word encoder
+    # runs its rows in groups of similar length (the packed layout groups them already).
+    word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=packed_groups is None)
     pool_words = ConcatPooling(
         word_pooling,
         ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
