@@ -1,4 +1,8 @@
-"""LengthGroupedBidirectional: the plain Bidirectional's outputs, rows run in length groups."""
+"""HAN inference skips padding: LengthGroupedBidirectional and ContextAttention(skip_masked).
+
+Both must give what the plain layers give (the HAN's outputs of before), padding
+must keep exactly zero attention weight, and .keras files of before must load.
+"""
 
 import keras
 import numpy as np
@@ -6,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import hatt
+from hatt.layers import ContextAttention
 from hatt.models._layers import EncoderMask, LengthGroupedBidirectional
 
 from ._model_test import build_small, check_attention, nested_batch, nested_task, to_numpy
@@ -92,14 +97,69 @@ def test_config_round_trip_and_bad_arguments():
         LengthGroupedBidirectional(keras.layers.GRU(2, return_sequences=True), min_rows=1.5)
 
 
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"score": "additive"}, {"heads": 3}, {"score": "general", "units": 4}]
+)
+def test_skip_masked_attention_equals_dense(kwargs):
+    """Same weights and outputs; NaN at padding stays out; empty rows and batches."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 7, 5)).astype("float32")
+    mask = rng.random((6, 7)) > 0.5
+    mask[0], mask[1] = False, True  # a row without a kept step, a full row
+    x[~mask] = np.nan
+    dense, skipping = ContextAttention(**kwargs), ContextAttention(skip_masked=True, **kwargs)
+    dense(x, mask=mask), skipping(x, mask=mask)
+    skipping.set_weights(dense.get_weights())
+    expected, weights = (to_numpy(v) for v in dense(x, mask=mask, return_attention_scores=True))
+    traced = tf.function(
+        lambda a, m: skipping(a, mask=m, return_attention_scores=True), reduce_retracing=True
+    )
+    for got, got_weights in (skipping(x, mask=mask, return_attention_scores=True), traced(x, mask)):
+        np.testing.assert_allclose(to_numpy(got), expected, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(got_weights), weights, atol=1e-6)
+        per_step = to_numpy(got_weights)
+        if per_step.ndim == 3:  # heads: [batch, heads, T] → [batch, T, heads]
+            per_step = per_step.transpose(0, 2, 1)
+        assert (per_step[~mask] == 0).all()  # exactly zero weight on padding
+    assert tuple(traced(x[:0], mask[:0])[0].shape) == (0, 5 * kwargs.get("heads", 1))
+
+
+def test_skip_masked_gradients_and_training_path():
+    """Gradients (the explanations') agree; in training the layer runs densely."""
+    rng = np.random.default_rng(1)
+    x = tf.constant(rng.normal(size=(4, 6, 5)).astype("float32"))
+    mask = rng.random((4, 6)) > 0.4
+    dense, skipping = ContextAttention(), ContextAttention(skip_masked=True)
+    dense(x, mask=mask), skipping(x, mask=mask)
+    skipping.set_weights(dense.get_weights())
+    grads = []
+    for layer in (dense, skipping):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            total = tf.reduce_sum(layer(x, mask=mask) ** 2)
+        grads.append(tf.convert_to_tensor(tape.gradient(total, x)).numpy())
+    np.testing.assert_allclose(grads[1], grads[0], atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(skipping(x, mask=mask, training=True)),
+        to_numpy(dense(x, mask=mask, training=True)),
+        atol=1e-6,
+    )
+    config = keras.saving.serialize_keras_object(skipping)
+    assert keras.saving.deserialize_keras_object(config).skip_masked is True
+    assert ContextAttention.from_config(dense.get_config()).skip_masked is False
+
+
 def _with_plain_word_encoder(model):
-    """`model` as main built it before: the word encoder a plain `Bidirectional`."""
+    """`model` as main built it before: a plain `Bidirectional` word encoder, and a word
+    attention that scores every step."""
 
     def clone(layer):
         config = layer.get_config()
         if layer.name == "word_encoder":
             config.pop("groups"), config.pop("min_rows")
             return keras.layers.Bidirectional.from_config(config)
+        if layer.name == "word_attention":
+            config["skip_masked"] = False
         return layer.__class__.from_config(config)
 
     plain = keras.models.clone_model(model, clone_function=clone)
@@ -107,11 +167,14 @@ def _with_plain_word_encoder(model):
     return plain
 
 
-def test_han_word_encoder_is_grouped_and_packed_is_not():
+def test_dense_han_skips_padding_and_packed_han_does_not():
     dense = build_small("han")
     assert isinstance(dense.get_layer("word_encoder"), LengthGroupedBidirectional)
+    assert dense.get_layer("word_attention").skip_masked
+    assert not dense.get_layer("sentence_attention").skip_masked
     packed = build_small("han", packed_groups=2)
     assert type(packed.get_layer("word_encoder")) is keras.layers.Bidirectional
+    assert not packed.get_layer("word_attention").skip_masked
 
 
 def test_han_gives_what_the_plain_word_encoder_gave(tmp_path):
@@ -123,6 +186,7 @@ def test_han_gives_what_the_plain_word_encoder_gave(tmp_path):
     ids = np.concatenate([ids, edge], axis=0)
     plain = _with_plain_word_encoder(model)
     assert type(plain.get_layer("word_encoder")) is keras.layers.Bidirectional
+    assert not plain.get_layer("word_attention").skip_masked
     views = check_attention("han", model, ids)  # zero weight on padding, sums to 1
     plain_views = hatt.models.attention_model(plain)(ids)
     for key, value in views.items():
