@@ -8,9 +8,10 @@ IMDB test reviews (a seeded sample of the 25,000) into dense ``[batch, S, W]``
 batches, and times, in reviews/s (median of ``--repeats`` passes; the variants
 take turns within every pass, so a busy machine slows them alike):
 
-- ``profile``: the parts of today's dense classifier alone (word embedding,
-  word BiGRU over ``[batch * S, W]``, word attention, sentence BiGRU and
-  attention, the n-gram channel);
+- ``profile_ms_per_review``: the parts of the dense classifier alone (word
+  embedding, word BiGRU over ``[batch * S, W]``, word attention, sentence BiGRU
+  and attention, the n-gram channel), as main built it before and as
+  ``load_run`` builds it now;
 - ``variants``: the whole classifier on the same ids: ``plain`` (the dense
   graph with a plain ``Bidirectional`` word encoder: main before this change),
   ``plain_xla`` (the same in ``tf.function(jit_compile=True)``), ``grouped_G``
@@ -59,6 +60,7 @@ def parse_args():
     parser.add_argument("--groups", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--sentence-groups", type=int, nargs="+", default=[16, 50])
     parser.add_argument("--threads", type=int, default=None, help="TF intra-op threads")
+    parser.add_argument("--inter-threads", type=int, default=None, help="TF inter-op threads")
     parser.add_argument("--no-xla", action="store_true", help="skip the jit_compile variant")
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--out", default=str(RESULTS))
@@ -205,21 +207,27 @@ def run(args):
         "run": str(args.run),
         "reviews": len(texts),
         "batch_size": args.batch_size,
-        "threads": args.threads or "default",
+        "threads": {
+            "intra_op": args.threads or "default",
+            "inter_op": args.inter_threads or "default",
+        },
         "padding": fill(dense_b),
         "dense_shapes": sorted({str(tuple(b.shape)) for b in dense_b}),
     }
 
-    # -- profile: the parts of today's classifier --
+    # -- profile: the parts of the classifier of before and of now --
     parts = {
-        name: numpy_out(tf.function(f, reduce_retracing=True))
-        for name, f in parts_of(plain).items()
+        f"{name}/{when}": numpy_out(tf.function(f, reduce_retracing=True))
+        for when, model in (("before", plain), ("now", text_model.classifier))
+        for name, f in parts_of(model).items()
     }
     seconds = time_all(parts, dict.fromkeys(parts, dense_b), args.repeats)
-    report["profile"] = {n: round(len(texts) / s) for n, s in seconds.items()}
-    report["profile_ms_per_review"] = {
-        n: round(1000 * s / len(texts), 3) for n, s in seconds.items()
-    }
+    report["profile_ms_per_review"] = {}
+    for key, spent in seconds.items():
+        name, when = key.split("/")
+        report["profile_ms_per_review"].setdefault(name, {})[when] = round(
+            1000 * spent / len(texts), 3
+        )
 
     # -- whole classifier, variant by variant --
     models = {
@@ -277,13 +285,13 @@ def markdown(report):
         "",
         "Command: `python experiments/benchmarks/han_speed.py --run RUN --data aclImdb`",
         "",
-        "## Where the time goes (today's dense classifier, each part alone)",
+        "## Where the time goes (each part of the classifier alone, ms per review)",
         "",
-        "| part | reviews/s | ms per review |",
+        "| part | before | now |",
         "|---|---:|---:|",
     ]
-    for name, rate in report["profile"].items():
-        lines.append(f"| {name} | {rate:,} | {report['profile_ms_per_review'][name]} |")
+    for name, spent in report["profile_ms_per_review"].items():
+        lines.append(f"| {name} | {spent['before']} | {spent['now']} |")
     lines += [
         "",
         "## The classifier on ids, variant by variant (one run, median of passes)",
@@ -314,6 +322,8 @@ def main():
     args = parse_args()
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    if args.inter_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_threads)
     report = run(args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
