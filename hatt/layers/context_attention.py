@@ -69,6 +69,14 @@ class ContextAttention(keras.layers.Layer):
         context_constraint: Constraint of `u`.
         score_constraint: Constraint of the alignment weights.
         seed: Optional int, seed of the attention dropout.
+        skip_masked: Bool. If `True`, at inference (`training` not `True`)
+            with a mask, only the unmasked steps are projected, scored and
+            summed (gathered from the flattened `[batch * T, d]` inputs):
+            the same weights and outputs, to float rounding, for the work of
+            the real steps, which pays when most steps are padding (the
+            HAN's words). The gathered shapes depend on the mask, so it
+            suits TensorFlow graphs and eager code, not a JAX `jit`.
+            Defaults to `False`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -134,6 +142,7 @@ class ContextAttention(keras.layers.Layer):
         context_constraint=None,
         score_constraint=None,
         seed=None,
+        skip_masked=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -176,6 +185,7 @@ class ContextAttention(keras.layers.Layer):
         self.context_constraint = keras.constraints.get(context_constraint)
         self.score_constraint = keras.constraints.get(score_constraint)
         self.seed = seed
+        self.skip_masked = bool(skip_masked)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
         self.supports_masking = True
 
@@ -215,6 +225,13 @@ class ContextAttention(keras.layers.Layer):
             self.score_context_kernel = weight("score_context_kernel", (units, units), "score")
             self.score_vector = weight("score_vector", (units, self.heads), "score")
 
+    def _project(self, inputs):
+        """`tanh(W h_t + b)` of every step."""
+        projected = ops.matmul(inputs, self.kernel)
+        if self.use_bias:
+            projected = projected + self.bias
+        return ops.tanh(projected)
+
     def _scores(self, projected):
         """Alignment scores `[batch, T, heads]` of the projected steps."""
         if self.score in ("dot", "scaled_dot"):
@@ -237,16 +254,19 @@ class ContextAttention(keras.layers.Layer):
             raise ValueError(
                 f"Expected mask to have shape [batch, T]. Received: mask.shape={tuple(mask.shape)}"
             )
-        if mask is not None:
+        kept = None
+        if mask is not None and self.skip_masked and not training:
+            kept = _Kept(inputs, mask)
+        elif mask is not None:
             # `where`, not `inputs * mask`: 0 x NaN is NaN. A NaN or inf at a padded
             # step would otherwise reach the pooled row (weight 0 x value) and, through
             # the projection's backward pass, every kernel gradient.
             inputs = ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
-        projected = ops.matmul(inputs, self.kernel)
-        if self.use_bias:
-            projected = projected + self.bias
-        projected = ops.tanh(projected)
-        scores = ops.transpose(self._scores(projected), (0, 2, 1))  # [batch, heads, T]
+        if kept is None:
+            scores = self._scores(self._project(inputs))
+        else:  # the kept steps' scores in place, 0 elsewhere (the softmax masks them)
+            scores = kept.scatter(self._scores(self._project(kept.steps[None]))[0])
+        scores = ops.transpose(scores, (0, 2, 1))  # [batch, heads, T]
         weights = masked_softmax(scores, None if mask is None else mask[:, None, :])
 
         if self.penalty > 0 and self.heads > 1:
@@ -257,7 +277,10 @@ class ContextAttention(keras.layers.Layer):
             pooled_weights = keras.random.dropout(
                 weights, rate=self.dropout, seed=self.seed_generator
             )
-        outputs = ops.matmul(pooled_weights, inputs)  # [batch, heads, d]
+        if kept is None:
+            outputs = ops.matmul(pooled_weights, inputs)  # [batch, heads, d]
+        else:
+            outputs = kept.pool(pooled_weights)
         outputs = ops.reshape(outputs, (-1, self.heads * self._feature_dim))
         if not return_attention_scores:
             return outputs
@@ -312,9 +335,38 @@ class ContextAttention(keras.layers.Layer):
                 "context_constraint": keras.constraints.serialize(self.context_constraint),
                 "score_constraint": keras.constraints.serialize(self.score_constraint),
                 "seed": self.seed,
+                "skip_masked": self.skip_masked,
             }
         )
         return config
+
+
+class _Kept:
+    """The unmasked steps of `[batch, T, d]` inputs, gathered flat, and the way back.
+
+    Attributes:
+        steps: `[K, d]`, the unmasked steps in row-major order.
+    """
+
+    def __init__(self, inputs, mask):
+        self.batch, self.length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        self.index = ops.nonzero(ops.reshape(mask, (-1,)))[0]  # flat positions, [K]
+        flat = ops.reshape(inputs, (-1, ops.shape(inputs)[2]))
+        self.steps = ops.take(flat, self.index, axis=0)
+
+    def scatter(self, values):
+        """`[K, h]` values of the kept steps → `[batch, T, h]`, zero at the others."""
+        heads = ops.shape(values)[1]
+        flat = ops.scatter(self.index[:, None], values, (self.batch * self.length, heads))
+        return ops.reshape(flat, (self.batch, self.length, heads))
+
+    def pool(self, weights):
+        """`sum_t weights[b, h, t] * h_t` over the kept steps: `[batch, heads, d]`."""
+        flat = ops.reshape(ops.transpose(weights, (0, 2, 1)), (-1, ops.shape(weights)[1]))
+        kept = ops.take(flat, self.index, axis=0)  # [K, heads]
+        products = kept[:, :, None] * self.steps[:, None, :]  # [K, heads, d]
+        rows = self.index // self.length
+        return ops.segment_sum(products, rows, num_segments=self.batch)
 
 
 def _is_positive_int(value):

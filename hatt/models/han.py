@@ -51,6 +51,13 @@ def build_han(
     keeps step 0 (see `hatt.models._layers.EncoderMask`), which cuDNN
     accepts for empty sentences and reviews.
 
+    Inference over dense ids skips the padding (on IMDB 85 % of the
+    `[batch * S, W]` cells): the word encoder is a
+    `hatt.models._layers.LengthGroupedBidirectional` (rows in groups of
+    similar length, each run to its longest row) and the word attention
+    scores only the words (`ContextAttention(skip_masked=True)`). The
+    outputs are those of the plain layers; training runs the plain ones.
+
     Args:
         vocabulary_size: Positive int, number of ids (padding and OOV
             included).
@@ -114,10 +121,18 @@ def build_han(
         vocabulary_size, embedding_dim, mask_zero=True, name="word_embedding"
     )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-    word_encoder = recurrent_layer(cell, word_units, "word_encoder")
+    # Dense input: most [batch * S, W] cells are padding, so at inference the word encoder
+    # runs its rows in groups of similar length and the word attention scores the words
+    # only (the packed layout has far less padding already).
+    word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=packed_groups is None)
     pool_words = ConcatPooling(
         word_pooling,
-        ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
+        ContextAttention(
+            units=attention_units,
+            score=attention_score,
+            skip_masked=packed_groups is None,  # at inference, the words only
+            name="word_attention",
+        ),
         prefix="word_",
     )
     unfold = UnfoldSentences(name="unfold_sentences")

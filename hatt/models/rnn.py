@@ -5,17 +5,26 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import ConcatPooling, EncoderMask, PaddingMask
+from hatt.models._layers import (
+    ConcatPooling,
+    EncoderMask,
+    LengthGroupedBidirectional,
+    PaddingMask,
+)
 
 CELLS = ("gru", "lstm")
 
 
-def recurrent_layer(cell, units, name):
-    """A `Bidirectional` GRU or LSTM returning sequences, named `name`."""
+def recurrent_layer(cell, units, name, grouped=False):
+    """A `Bidirectional` GRU or LSTM returning sequences, named `name`.
+
+    With `grouped=True` it is a `LengthGroupedBidirectional`: the same
+    weights and outputs, but at inference the rows run in groups of similar
+    length, each only as many steps as its longest row.
+    """
     layer_class = keras.layers.GRU if cell == "gru" else keras.layers.LSTM
-    return keras.layers.Bidirectional(
-        layer_class(units, return_sequences=True, name=f"{name}_{cell}"), name=name
-    )
+    wrapper = LengthGroupedBidirectional if grouped else keras.layers.Bidirectional
+    return wrapper(layer_class(units, return_sequences=True, name=f"{name}_{cell}"), name=name)
 
 
 def build_rnn(
