@@ -91,6 +91,10 @@ def settings_overrides(family, settings):
         ValueError: a key that is neither (listing both), or a key that names a
             data source (``fit`` takes the documents).
     """
+    if family not in models.FAMILIES:
+        raise ValueError(
+            f"Expected family to be one of {models.FAMILIES}. Received: family={family!r}"
+        )
     fields = [f.name for f in dataclasses.fields(config_lib.TrainConfig)]
     arguments = [a for a in models.builder_arguments(family) if a not in FILLED_ARGUMENTS]
     overrides = {}
