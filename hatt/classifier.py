@@ -651,7 +651,10 @@ class TextClassifier:
             :class:`hatt.export.ExportResult` (``out/VERSION/`` the SavedModel,
             ``out/model.keras``, ``out/export.json``).
         """
-        metadata = {"metrics": self.metrics} if self.metrics else None
+        # what `hatt export` carries: the run's n-gram facts and warnings, and its figures
+        metadata = dict(self.predictor.metadata)
+        if self.metrics:
+            metadata["metrics"] = self.metrics
         return export.write_export(self.text_model, Path(out), metadata)
 
 

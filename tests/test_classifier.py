@@ -177,7 +177,9 @@ def test_export_writes_the_serving_layout(clf, test_split, tmp_path):
     result = clf.export(tmp_path / "saved_models" / "cnn")
     assert result.version == 1 and (result.saved_model / "saved_model.pb").is_file()
     facts = json.loads((result.path / "export.json").read_text())
-    assert facts["class_names"] == ["neg", "pos"] and facts["metrics"]["evaluated_on"]
+    assert facts["class_names"] == ["neg", "pos"] and facts["metrics"] == clf.metrics
+    assert facts["ngram"] == clf.predictor.metadata["ngram"]  # the channel's recorded facts
+    assert facts["warnings"] == clf.predictor.metadata["warnings"]  # as `hatt export` writes
     served = hatt.export.load(result.saved_model)  # the SavedModel, no Keras model
     texts = test_split.texts[:5]
     np.testing.assert_allclose(
