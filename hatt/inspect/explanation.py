@@ -18,6 +18,7 @@ weight in the mix, or one that scores below the channel alone.
 """
 
 import dataclasses
+from html import escape as html_escape
 
 import numpy as np
 
@@ -358,6 +359,23 @@ class Explanation:
         values["prediction"] = self.prediction
         values["predicted_label"] = self.predicted_label
         return values
+
+    def _repr_html_(self):
+        """Jupyter's view: the page `hatt inspect --html` writes for this review.
+
+        Drawn by `hatt.inspect.html.to_html` (the one renderer; imported on first
+        use, as `hatt.inspect` loads its renderers), inside an `<iframe srcdoc>` so
+        that the page's styles and method switch stay out of the notebook's.
+        """
+        from hatt.inspect import html as renderer
+
+        lines = sum(max(1, len(" ".join(s)) // 90 + 1) for s in self.sentences)
+        height = min(260 + 34 * lines, 900)
+        page = renderer.to_html([self], title="hatt: what the model looked at")
+        return (
+            f'<iframe srcdoc="{html_escape(page, quote=True)}" title="hatt explanation" '
+            f'style="width: 100%; height: {height}px; border: none; resize: vertical;"></iframe>'
+        )
 
 
 def _shading(words, sentence):

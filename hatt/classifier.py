@@ -1,0 +1,689 @@
+"""hatt.TextClassifier: the one object a user holds, from raw strings to predictions.
+
+As keras-hub's task: a preset (``hatt/presets/*.json``, the tuned settings ``hatt
+train FAMILY`` uses) or a family with settings, then ``fit`` on raw texts and labels,
+``predict`` on raw texts, ``explain`` (drawn in Jupyter), ``save`` / :func:`load` and
+``export``. Nothing is computed here that the library computes elsewhere:
+
+- settings become a :class:`hatt.training.TrainConfig` through
+  :func:`hatt.training.assemble_config` (the CLI's layering and validation);
+- the documents become a corpus through :func:`hatt.data.corpus.assemble` (the
+  class order of the CLI, the seeded stratified validation split), or
+  :func:`hatt.data.corpus.encode_labels` when ``validation_data`` is given;
+- training is :func:`hatt.training.train` (``hatt train``'s loop: vocabulary on the
+  training split, early stopping, the n-gram channel's separate fit, the mix and
+  the refit, the run directory);
+- the trained model is the raw-text model of :mod:`hatt.export` (the run directory
+  loaded by :func:`hatt.export.load`), so ``predict`` / ``explain`` / ``save`` /
+  ``export`` run the same code as ``hatt predict``, ``hatt inspect`` and the
+  SavedModel;
+- ``evaluate`` is :func:`hatt.training.metrics.classification_metrics` (the
+  figures of ``metrics.json``).
+
+**No test split inside fit.** ``fit`` trains on the documents it is given, less a
+validation split (carved out of them when ``validation_data`` is ``None``). The
+training loop evaluates a test split; ``fit`` hands it the validation split as a
+stand-in and keeps only the validation figures (``metrics`` and, with
+``run_dir``, ``metrics.json`` have no ``test_*`` figures). Measure held-out
+documents with :meth:`TextClassifier.evaluate`.
+
+Example:
+
+>>> clf = hatt.TextClassifier.from_preset("han", epochs=3)
+>>> clf.fit(texts, labels)                       # raw strings, class names or ints
+>>> clf.predict(["A wonderful, moving film."])   # [1, C] probabilities
+>>> clf.explain(["A wonderful, moving film."])   # renders in Jupyter
+>>> clf.save("han.keras"); hatt.load("han.keras").predict_labels(["Dull."])
+"""
+
+import contextlib
+import dataclasses
+import inspect
+import io
+import json
+import math
+import numbers
+import shlex
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import hatt.inspect
+from hatt import export, models
+from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
+from hatt.data.read_log import ReadLog
+from hatt.training import config as config_lib
+from hatt.training import loop
+from hatt.training import metrics as metrics_lib
+
+# TrainConfig fields that name where the documents come from: fit takes the documents.
+SOURCE_FIELDS = ("data", "labels", "text_column", "label_column", "test_data", "prepared")
+# Builder arguments the training loop fills in itself.
+FILLED_ARGUMENTS = ("vocabulary_size", "num_classes", "ngram")
+IN_MEMORY = "in-memory documents"  # the corpus's source, as metrics.json records it
+# metrics.json keys of the test split: fit's test split is the validation split's stand-in.
+TEST_KEYS = (
+    "test_accuracy",
+    "test_loss",
+    "test_macro_f1",
+    "test_mae",
+    "test_mae_median",
+    "test_probabilities",
+    "test_size",
+)
+FRAME_ROWS = 20  # explanations a notebook cell draws (write_html for more)
+
+
+# === Settings ========================================================================
+
+
+def settings_overrides(family, settings):
+    """Flat keyword settings → the nested overrides of :func:`hatt.training.assemble_config`.
+
+    A key is a :class:`hatt.training.TrainConfig` field (``epochs``,
+    ``batch_size``, ``ngram``, ``model_kwargs``, ...) or an argument of the
+    family's builder (``dropout``, ``embedding_dim``, ...: it goes into
+    ``model_kwargs``, over the preset's). Section values (dicts) are merged key by
+    key over the preset's by ``assemble_config``.
+
+    Raises:
+        ValueError: a key that is neither (listing both), or a key that names a
+            data source (``fit`` takes the documents).
+    """
+    if family not in models.FAMILIES:
+        raise ValueError(
+            f"Expected family to be one of {models.FAMILIES}. Received: family={family!r}"
+        )
+    fields = [f.name for f in dataclasses.fields(config_lib.TrainConfig)]
+    arguments = [a for a in models.builder_arguments(family) if a not in FILLED_ARGUMENTS]
+    overrides = {}
+    for key, value in settings.items():
+        if key in SOURCE_FIELDS:
+            raise ValueError(
+                f"Expected the documents to come through fit(x, y). Received: {key}={value!r} "
+                "(a data source setting of `hatt train`; read a corpus with "
+                "hatt.data.load_corpus and pass its texts and labels to fit)."
+            )
+        if key in ("model", "preset"):
+            raise ValueError(
+                f"Expected the family and preset as TextClassifier(family=...) or "
+                f"TextClassifier.from_preset(name). Received: {key}={value!r} as a setting."
+            )
+        if key in fields:
+            overrides[key] = value
+        elif key in arguments:
+            overrides.setdefault("model_kwargs", {})[key] = value
+        else:
+            raise ValueError(
+                f"Unknown setting {key!r} for {family!r}. Known: the training settings "
+                f"{sorted(fields)} and the {family} builder's arguments {sorted(arguments)}."
+            )
+    return overrides
+
+
+def preset_family(name):
+    """The family of preset ``name`` (its ``"model"``; ``ValueError`` for an unknown preset)."""
+    return config_lib.load_preset(name).get("model", name)
+
+
+# === Documents and labels ============================================================
+
+
+def _is_dataset(value):
+    return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec")
+
+
+def _as_list(values, argument):
+    """A list from a list, tuple, 1-D NumPy array or pandas Series (anything with ``tolist``)."""
+    if isinstance(values, str | bytes):
+        raise ValueError(
+            f"Expected {argument} to be a list of documents, not a single string. "
+            f"Received: {argument}={values[:60]!r}. Wrap it in a list."
+        )
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ValueError(
+            f"Expected {argument} to be one-dimensional (one document a row). "
+            f"Received: {argument} of shape {values.shape}"
+        )
+    if hasattr(values, "tolist"):
+        return values.tolist()
+    try:
+        return list(values)
+    except TypeError:
+        raise ValueError(
+            f"Expected {argument} to be a list, a NumPy array or a pandas Series. "
+            f"Received: {argument} of type {type(values).__name__}"
+        ) from None
+
+
+def check_texts(texts, argument="x", allow_empty=False):
+    """``texts`` as a list of ``str`` (``bytes`` decoded as UTF-8).
+
+    Raises:
+        ValueError: a single string, an empty list (unless ``allow_empty``), or an
+            item that is not a string (its index and value named).
+    """
+    texts = _as_list(texts, argument)
+    if not texts and not allow_empty:
+        raise ValueError(f"Expected {argument} to hold documents. Received: an empty {argument}")
+    out = []
+    for i, text in enumerate(texts):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        if not isinstance(text, str):
+            raise ValueError(
+                f"Expected {argument} to hold strings. Received: {argument}[{i}]={text!r} "
+                f"({type(text).__name__})"
+            )
+        out.append(text)
+    return out
+
+
+def _is_missing(value):
+    if value is None:
+        return True
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        return math.isnan(float(value))
+    return value.__class__.__name__ in ("NAType", "NaTType")  # pandas' missing values
+
+
+def label_names(labels, argument="y"):
+    """The class name of each label (:func:`hatt.data.corpus.label_name`, as the CLI reads them).
+
+    ``3``, ``3.0`` and ``"3"`` are class ``"3"``.
+
+    Raises:
+        ValueError: a missing label (``None``, NaN) or an empty one, named by index.
+    """
+    labels = _as_list(labels, argument)
+    names = []
+    for i, value in enumerate(labels):
+        name = "" if _is_missing(value) else label_name(value)
+        if not name:
+            raise ValueError(
+                f"Expected {argument} to hold a class name or number for every document. "
+                f"Received: {argument}[{i}]={value!r}"
+            )
+        names.append(name)
+    return names
+
+
+def _from_dataset(dataset, argument):
+    """``(texts, labels)`` of a ``tf.data.Dataset`` of ``(text, label)``, batched or not."""
+    texts, labels = [], []
+    for element in dataset.as_numpy_iterator():
+        if not isinstance(element, tuple) or len(element) != 2:
+            raise ValueError(
+                f"Expected {argument} to yield (text, label) pairs. Received an element of "
+                f"{type(element).__name__}: {element!r}"[:300]
+            )
+        text, label = element
+        if np.ndim(text) == 0:
+            texts.append(text)
+            labels.append(label.item() if hasattr(label, "item") else label)
+        else:
+            texts.extend(np.asarray(text).reshape(-1).tolist())
+            labels.extend(np.asarray(label).reshape(-1).tolist())
+    labels = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in labels]
+    return texts, labels
+
+
+def documents(x, y, argument="x", label_argument="y"):
+    """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``)."""
+    if _is_dataset(x):
+        if y is not None:
+            raise ValueError(
+                f"Expected {label_argument}=None with a tf.data.Dataset {argument} (it yields "
+                f"(text, label) pairs). Received: {label_argument} of type {type(y).__name__}"
+            )
+        x, y = _from_dataset(x, argument)
+    elif y is None:
+        raise ValueError(f"Expected labels {label_argument} for the documents {argument}.")
+    texts = check_texts(x, argument)
+    names = label_names(y, label_argument)
+    if len(texts) != len(names):
+        raise ValueError(
+            f"Expected one label per document. Received: {len(texts)} documents in {argument} "
+            f"and {len(names)} labels in {label_argument}"
+        )
+    return texts, names
+
+
+def _split(texts, names, name):
+    ids = [f"{name}/{i}" for i in range(len(texts))]
+    return Split(list(texts), np.asarray(names, dtype=object), ids)
+
+
+class _InMemoryLog(ReadLog):
+    """:func:`assemble`'s log for documents given in memory.
+
+    They come without a test split by design (fit keeps none), so assemble's
+    warning that the (empty) test split lacks classes is dropped.
+    """
+
+    def warn(self, message):
+        if not message.startswith("the test split holds no documents"):
+            super().warn(message)
+
+
+def in_memory_corpus(texts, names, config, validation=None):
+    """The :class:`hatt.data.TextCorpus` fit trains on; its test split is the validation split.
+
+    Args:
+        texts, names: the training documents and their class names.
+        config: the :class:`hatt.training.TrainConfig` (``classes``,
+            ``validation_size``, ``validation_split``, ``seed``, ``limit``).
+        validation: ``(texts, names)`` of the validation split, or ``None`` to
+            carve it out of the documents (:func:`hatt.data.corpus.assemble`).
+    """
+    if validation is None:
+        empty = Split([], np.asarray([], dtype=object), [])
+        corpus = assemble(
+            RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY),
+            log=_InMemoryLog(),
+            classes=config.classes,
+            validation_size=config.validation_size,
+            validation_split=config.validation_split,
+            seed=config.seed,
+            limit=config.limit,
+        )
+        return dataclasses.replace(corpus, test=corpus.validation)
+    unknown = sorted(set(validation[1]) - set(names))
+    if unknown:
+        raise ValueError(
+            "Expected every label of validation_data to occur in the training labels. "
+            f"Received labels only in validation_data: {unknown}"
+        )
+    raw = RawCorpus(_split(texts, names, "train"), _split(*validation, "validation"), IN_MEMORY)
+    class_names, train, validation_split = encode_labels(raw, config.classes)
+    return TextCorpus(train, validation_split, validation_split, IN_MEMORY, class_names)
+
+
+# === Results =========================================================================
+
+
+def read_history(run_dir):
+    """``{metric: [value per epoch]}`` (Keras' ``History.history``) from ``history.csv``."""
+    history = {}
+    for row in loop.read_history(run_dir):
+        for key, value in row.items():
+            if key != "epoch" and value not in ("", None):
+                history.setdefault(key, []).append(float(value))
+    return history
+
+
+def validation_only(metrics):
+    """``metrics`` without the test split's figures (fit's test split is validation's stand-in)."""
+    kept = {k: v for k, v in metrics.items() if k not in TEST_KEYS and k != "test"}
+    kept["evaluated_on"] = "validation"
+    return kept
+
+
+def _rewrite_metrics(run_dir, metrics):
+    """The run directory's results as fit reports them (no stand-in test figures)."""
+    (Path(run_dir) / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (Path(run_dir) / "test_probabilities.npz").unlink(missing_ok=True)
+
+
+class Explanations(list):
+    """A list of :class:`hatt.inspect.Explanation` that Jupyter draws, each as ``hatt inspect``.
+
+    Write a page of them with ``hatt.inspect.write_html(explanations, "out.html")``.
+    """
+
+    def _repr_html_(self):
+        shown = [e._repr_html_() for e in self[:FRAME_ROWS]]
+        if len(self) > FRAME_ROWS:
+            shown.append(
+                f"<p>{len(self) - FRAME_ROWS} more explanation(s) not drawn here: "
+                "hatt.inspect.write_html(explanations, 'out.html') writes them all.</p>"
+            )
+        return "\n".join(shown) or "<p>No explanations.</p>"
+
+
+# === The classifier ==================================================================
+
+
+class TextClassifier:
+    """A document classifier on raw text: preset + vectorizer + backbone + head + n-gram channel.
+
+    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``) or
+    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``),
+    train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
+    :meth:`evaluate`, :meth:`explain`, :meth:`save` (reloaded by
+    :func:`hatt.load`) and :meth:`export`.
+
+    Args:
+        family: ``"cnn"``, ``"rnn"``, ``"transformer"`` or ``"han"``.
+        preset: a preset's name (``hatt/presets/NAME.json``), or ``None`` for the
+            bare :class:`hatt.training.TrainConfig` defaults.
+        **settings: :class:`hatt.training.TrainConfig` fields (``epochs``,
+            ``batch_size``, ``learning_rate``, ``ngram``, ``model_kwargs``,
+            ``validation_size``, ``seed``, ...) and arguments of the family's
+            builder (``dropout``, ``embedding_dim``, ...), over the preset's.
+
+    Attributes:
+        config: the checked :class:`hatt.training.TrainConfig`.
+        family: the model family.
+        class_names: the classes, in the order of :meth:`predict`'s columns
+            (after ``fit``; the CLI's order: sorted, numerically for numbers,
+            or ``classes=``).
+        num_classes: their number.
+        history: ``{metric: [value per epoch]}`` of the last ``fit``.
+        metrics: what the last ``fit`` measured (``metrics.json`` less the
+            test figures: see the module docstring).
+
+    Raises:
+        ValueError: an unknown family, preset or setting, or a value out of
+            range (TrainConfig's checks), before any training.
+    """
+
+    def __init__(self, family="cnn", *, preset=None, **settings):
+        overrides = settings_overrides(family, settings)
+        self.config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
+        self.family = self.config.model
+        self.history = None
+        self.metrics = None
+        self._predictor = None
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """The classifier of preset ``name`` (``hatt train``'s tuned settings), with overrides.
+
+        Args:
+            name: a preset of ``hatt/presets`` (``"cnn"``, ``"han"``, ``"cnn_kim"``, ...).
+            **overrides: settings over the preset's (see :class:`TextClassifier`).
+
+        Example:
+
+        >>> clf = hatt.TextClassifier.from_preset("han", epochs=3, dropout=0.2)
+        """
+        return cls(preset_family(name), preset=name, **overrides)
+
+    @classmethod
+    def from_predictor(cls, predictor):
+        """A trained classifier over a loaded :class:`hatt.export.Predictor` (:func:`load`)."""
+        clf = cls.__new__(cls)
+        clf.config = None
+        clf.family = predictor.family
+        clf.history = None
+        clf.metrics = None
+        clf._predictor = predictor
+        return clf
+
+    def __repr__(self):
+        state = f"classes={list(self.class_names)!r}" if self.trained else "untrained"
+        preset = self.config.preset if self.config is not None else None
+        return f"TextClassifier(family={self.family!r}, preset={preset!r}, {state})"
+
+    # --- what it knows ----------------------------------------------------------------
+
+    @property
+    def trained(self):
+        return self._predictor is not None
+
+    @property
+    def predictor(self):
+        """The :class:`hatt.export.Predictor` (``hatt predict``'s path); raises before ``fit``."""
+        if self._predictor is None:
+            raise ValueError(
+                "This TextClassifier is not trained yet: call fit(x, y) first (or hatt.load a "
+                "saved one)."
+            )
+        return self._predictor
+
+    @property
+    def class_names(self):
+        return self.predictor.class_names
+
+    @property
+    def num_classes(self):
+        return len(self.class_names)
+
+    # --- training ---------------------------------------------------------------------
+
+    def fit(
+        self,
+        x,
+        y=None,
+        validation_data=None,
+        epochs=None,
+        callbacks=None,
+        run_dir=None,
+        verbose="auto",
+    ):
+        """Train on raw documents: ``hatt train``'s loop on a corpus held in memory.
+
+        Args:
+            x: the documents: a list, NumPy array or pandas Series of ``str``, or
+                a ``tf.data.Dataset`` of ``(text, label)`` pairs (batched or not;
+                then ``y=None``).
+            y: one label per document: class names or numbers (``3``, ``3.0``
+                and ``"3"`` are class ``"3"``). The class order is the CLI's:
+                sorted, numerically when every name is a number, or the
+                ``classes=`` setting.
+            validation_data: ``(texts, labels)`` or a dataset as ``x``; ``None``:
+                a seeded, stratified split carved out of ``x`` (``validation_size``,
+                ``validation_split``), as ``hatt train`` carves it. It chooses
+                the best epoch (early stopping) and fits the n-gram channel's mix.
+            epochs: the most epochs (``None``: the settings' ``epochs``).
+            callbacks: Keras callbacks added to the loop's own (early stopping,
+                the per-epoch backup); needs a training loop that takes them.
+            run_dir: where the run's files go (``config.json``, ``history.csv``,
+                ``metrics.json``, ``model.keras``, ...): an interrupted run
+                there of the same settings resumes. ``None``: a temporary
+                folder, removed once the model is loaded.
+            verbose: Keras ``fit``'s verbosity; ``0`` also silences the
+                loop's printed steps and progress bars.
+
+        Returns:
+            ``self``, trained.
+
+        Raises:
+            ValueError: bad documents or labels (a single string, no documents, an
+                item that is not a string, a missing label, one class, lengths
+                that differ), or settings that do not build a model: before any
+                training.
+        """
+        texts, names = documents(x, y)
+        validation = None
+        if validation_data is not None:
+            validation = self._validation(validation_data)
+        config = self._config_for(epochs)
+        extra = self._callbacks(callbacks)
+        loop.check_buildable(config)  # bad setting values fail before the corpus is built
+        with self._quiet(verbose):
+            corpus = in_memory_corpus(texts, names, config, validation)
+            if run_dir is not None:
+                self._train(config, corpus, Path(run_dir), verbose, extra)
+            else:
+                with tempfile.TemporaryDirectory(prefix="hatt-fit-") as folder:
+                    self._train(config, corpus, Path(folder) / "run", verbose, extra)
+                # its files are gone with the folder
+                self.metrics.pop("validation_probabilities", None)
+        return self
+
+    def _validation(self, validation_data):
+        if _is_dataset(validation_data):
+            return documents(validation_data, None, "validation_data", "validation_data")
+        if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
+            raise ValueError(
+                "Expected validation_data to be a (texts, labels) pair or a tf.data.Dataset. "
+                f"Received: validation_data of type {type(validation_data).__name__}"
+            )
+        return documents(*validation_data, "validation_data[0]", "validation_data[1]")
+
+    def _config_for(self, epochs):
+        if self.config is None:
+            raise ValueError(
+                "This TextClassifier was loaded from a saved model and has no training "
+                "settings. Build one with TextClassifier.from_preset(...) to train."
+            )
+        if epochs is None:
+            return self.config
+        return dataclasses.replace(self.config, epochs=epochs)  # checked again
+
+    @staticmethod
+    def _callbacks(callbacks):
+        if not callbacks:
+            return {}
+        if "callbacks" not in inspect.signature(loop.train).parameters:
+            raise ValueError(
+                "Expected callbacks=None: this version of hatt's training loop "
+                "(hatt.training.train) does not take extra Keras callbacks yet. "
+                f"Received: callbacks={callbacks!r}"
+            )
+        return {"callbacks": list(callbacks)}
+
+    @staticmethod
+    def _quiet(verbose):
+        """``verbose=0``: the loop's printed steps and progress bars go nowhere."""
+        if verbose == 0:
+            return contextlib.redirect_stdout(io.StringIO())
+        return contextlib.nullcontext()
+
+    def _train(self, config, corpus, run_dir, verbose, extra):
+        command = "hatt.TextClassifier.fit " + shlex.quote(str(run_dir))
+        metrics = loop.train(
+            config, run_dir, imdb=corpus, command=command, verbose=verbose, **extra
+        )
+        self.metrics = validation_only(metrics)
+        _rewrite_metrics(run_dir, self.metrics)
+        self.history = read_history(run_dir)
+        self._predictor = export.load(run_dir)
+
+    # --- using it ---------------------------------------------------------------------
+
+    def predict(self, texts, batch_size=64):
+        """Class probabilities of raw documents: ``[N, C]`` float32, columns :attr:`class_names`."""
+        texts = check_texts(texts, "texts", allow_empty=True)
+        out = self.predictor.predict(texts, batch_size=export.check_batch_size(batch_size))
+        return np.asarray(out["probabilities"], dtype=np.float32).reshape(-1, self.num_classes)
+
+    def predict_labels(self, texts, batch_size=64):
+        """The most probable class's name for each document (NumPy array of ``str``)."""
+        probabilities = self.predict(texts, batch_size)
+        return np.asarray(self.class_names, dtype=object)[np.argmax(probabilities, axis=-1)]
+
+    def label_indices(self, labels, argument="labels"):
+        """Class names or numbers → indices into :attr:`class_names` (``ValueError`` for others)."""
+        index = {name: k for k, name in enumerate(self.class_names)}
+        names = label_names(labels, argument)
+        unknown = sorted(set(names) - set(index))
+        if unknown:
+            raise ValueError(
+                f"Expected {argument} to be among the classes {list(self.class_names)}. "
+                f"Received: {unknown}"
+            )
+        return np.asarray([index[name] for name in names], dtype=np.int64)
+
+    def evaluate(self, texts, labels, batch_size=64):
+        """The figures of ``metrics.json`` on labelled documents.
+
+        Returns:
+            :func:`hatt.training.metrics.classification_metrics`: ``examples``,
+            ``accuracy``, ``macro_f1``, ``per_class``, ``confusion_matrix``
+            (and ``mae`` / ``mae_median`` for numeric classes).
+        """
+        texts = check_texts(texts, "texts")
+        indices = self.label_indices(labels)
+        if len(indices) != len(texts):
+            raise ValueError(
+                f"Expected one label per text. Received: {len(texts)} texts and "
+                f"{len(indices)} labels"
+            )
+        probabilities = self.predict(texts, batch_size)
+        return metrics_lib.classification_metrics(indices, probabilities, self.class_names)
+
+    def explain(self, texts, method="total", labels=None, steps=None, batch_size=32):
+        """Why the model decided, word by word: :func:`hatt.inspect.explain` on this model.
+
+        Args:
+            texts: raw documents.
+            method: the scores to keep: one of the model's methods (``"total"``,
+                ``"attention"``, ``"gradient_x_input"``,
+                ``"integrated_gradients"``, ``"ngram"``) or ``"all"``.
+            labels: the true labels (names or numbers), shown beside the prediction.
+            steps: integrated gradients' steps (``None``: the default).
+            batch_size: documents a model call.
+
+        Returns:
+            :class:`Explanations`: a list of :class:`hatt.inspect.Explanation`
+            that Jupyter draws as ``hatt inspect`` does (HTML).
+        """
+        texts = check_texts(texts, "texts")
+        indices = None if labels is None else self.label_indices(labels)
+        explained = hatt.inspect.explain(
+            self.predictor,
+            texts,
+            labels=None if indices is None else indices.tolist(),
+            methods=method,
+            steps=steps,
+            batch_size=batch_size,
+            progress=False,
+        )
+        return Explanations(explained)
+
+    # --- writing it -------------------------------------------------------------------
+
+    @property
+    def text_model(self):
+        """The trained :class:`hatt.export.TextModel` (raw text → outputs, one Keras model)."""
+        return self.predictor.text_model
+
+    def save(self, path):
+        """Write the model as one ``.keras`` file (vocabulary and weights inside).
+
+        :func:`hatt.load` (or ``keras.saving.load_model`` after ``import hatt``)
+        reloads it without ``custom_objects``.
+        """
+        path = Path(path)
+        if path.suffix != ".keras":
+            raise ValueError(f"Expected a path ending in .keras. Received: path={str(path)!r}")
+        self.text_model.save(path)
+        return path
+
+    def export(self, out):
+        """Write the next version of a TF Serving export into ``out`` (as ``hatt export``).
+
+        Returns:
+            :class:`hatt.export.ExportResult` (``out/VERSION/`` the SavedModel,
+            ``out/model.keras``, ``out/export.json``).
+        """
+        # what `hatt export` carries: the run's n-gram facts and warnings, and its figures
+        metadata = dict(self.predictor.metadata)
+        if self.metrics:
+            metadata["metrics"] = self.metrics
+        return export.write_export(self.text_model, Path(out), metadata)
+
+
+def load(path):
+    """A trained :class:`TextClassifier` from a ``.keras`` file, a run directory or an export.
+
+    Args:
+        path: a ``.keras`` file (:meth:`TextClassifier.save`, an export's
+            ``model.keras``), a run directory of ``hatt train`` or ``fit(run_dir=)``
+            (its ``metrics.json`` and history come along), a
+            ``saved_models/NAME`` folder (its ``model.keras``) or a SavedModel
+            folder (predict and explain only).
+
+    Raises:
+        hatt.export.ExportError: (a ``ValueError``) nothing loadable at ``path``.
+
+    Example:
+
+    >>> clf = hatt.load("han.keras")
+    >>> clf.predict_labels(["A wonderful, moving film."])
+    """
+    path = Path(path)
+    if path.is_dir() and (path / export.EXPORT_FILE).is_file() and (path / "model.keras").is_file():
+        path = path / "model.keras"  # saved_models/NAME: the newest version's Keras model
+    clf = TextClassifier.from_predictor(export.load(path))
+    if path.is_dir() and (path / "metrics.json").is_file() and (path / "history.csv").is_file():
+        clf.metrics = json.loads((path / "metrics.json").read_text())
+        clf.history = read_history(path)
+    return clf
+
+
+__all__ = ["Explanations", "TextClassifier", "load"]

@@ -1,0 +1,332 @@
+"""hatt.TextClassifier: fit on raw strings, predict, evaluate, explain, save / load, export.
+
+One tiny CNN (with the n-gram channel) is trained once for the module on the planted
+corpus; the other tests train only what they check. The README's "Python" example
+runs here as written, on the planted corpus (or the real IMDB when ``HATT_IMDB`` is
+set) with the tiny settings injected into its preset.
+"""
+
+import html
+import inspect
+import json
+import os
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import hatt
+from hatt.training import loop
+from tests._fresh_process import run_json_script
+from tests.conftest import planted
+
+CLASSES = np.array(["neg", "pos"])  # the planted corpus's labels 0 / 1, as names
+# The tiny settings of tests/conftest.py's families, as TextClassifier settings.
+TINY = {
+    "max_tokens": 100,
+    "min_count": 1,
+    "sequence_length": 20,
+    "max_sentences": 6,
+    "max_words": 8,
+    "batch_size": 16,
+    "learning_rate": 0.02,
+    "epochs": 3,
+    "patience": 3,
+}
+TINY_CNN = {
+    **TINY,
+    "embedding_dim": 8,
+    "kernel_sizes": [2, 3],
+    "filters": 8,
+    "dropout": 0.0,
+    "ngram": {"buckets": 64},
+}
+TINY_HAN = {
+    **TINY,
+    "embedding_dim": 8,
+    "word_units": 8,
+    "sentence_units": 8,
+    "dropout": 0.0,
+    "sentence_groups": [3, 8],
+    "word_vectors": None,  # word2vec's passes would be most of the test's time
+    "ngram": {"buckets": 64, "C": [1.0]},
+}
+
+
+def names(split):
+    return CLASSES[split.labels].tolist()
+
+
+@pytest.fixture(scope="module")
+def train():
+    return planted(160, 0)
+
+
+@pytest.fixture(scope="module")
+def test_split():
+    return planted(40, 2)
+
+
+@pytest.fixture(scope="module")
+def clf(train):
+    return hatt.TextClassifier("cnn", **TINY_CNN).fit(train.texts, names(train), verbose=0)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if the training loop starts."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the training loop ran")
+
+    monkeypatch.setattr(loop, "train", refuse)
+
+
+# === Fit, predict, evaluate ==========================================================
+
+
+def test_fit_predict_and_evaluate(clf, test_split):
+    assert clf.class_names == ("neg", "pos") and clf.num_classes == 2 and clf.family == "cnn"
+    probabilities = clf.predict(test_split.texts)
+    assert probabilities.shape == (len(test_split), 2) and probabilities.dtype == np.float32
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    labels = clf.predict_labels(test_split.texts)
+    np.testing.assert_array_equal(labels, CLASSES[probabilities.argmax(axis=1)])
+    figures = clf.evaluate(test_split.texts, names(test_split))
+    accuracy = np.mean(probabilities.argmax(axis=1) == test_split.labels)
+    assert figures["accuracy"] == pytest.approx(accuracy) and figures["accuracy"] >= 0.9
+    assert figures["confusion_matrix"]["classes"] == ["neg", "pos"]
+    assert np.sum(figures["confusion_matrix"]["matrix"]) == len(test_split)
+    assert set(figures["per_class"]) == {"neg", "pos"}
+    # labels as the numbers of the classes' names are refused, not misread
+    with pytest.raises(ValueError, match=r"among the classes \['neg', 'pos'\]"):
+        clf.evaluate(test_split.texts, test_split.labels)
+    assert clf.predict([]).shape == (0, 2)
+
+
+def test_metrics_and_history_are_the_validation_split_s(clf, train):
+    metrics = clf.metrics
+    assert metrics["evaluated_on"] == "validation"
+    assert not [k for k in metrics if k.startswith("test")]  # fit keeps no test split
+    assert metrics["train_size"] + metrics["validation_size"] == len(train)
+    assert metrics["validation"]["examples"] == metrics["validation_size"]
+    assert metrics["validation"]["accuracy"] == pytest.approx(metrics["validation_accuracy"])
+    assert len(clf.history["val_accuracy"]) == metrics["epochs"] == len(clf.history["loss"])
+    assert "validation_probabilities" not in metrics  # its temporary folder is gone
+
+
+def test_predictions_are_those_of_the_run_directory_s_model(clf, test_split, tmp_path):
+    """predict runs hatt.export's raw-text model: the one `hatt predict` loads."""
+    predictor = hatt.export.as_predictor(clf.text_model)
+    expected = predictor.predict(test_split.texts)["probabilities"]
+    np.testing.assert_allclose(clf.predict(test_split.texts, batch_size=7), expected, atol=1e-6)
+
+
+# === Explanations ======================================================================
+
+
+def test_explain_gives_explanations_that_render_in_jupyter(clf, test_split):
+    explained = clf.explain(test_split.texts[:2], labels=names(test_split)[:2])
+    assert len(explained) == 2 and isinstance(explained, list)
+    first = explained[0]
+    assert first.views == ("total",) and first.label == test_split.labels[0]
+    cell = first._repr_html_()
+    page = html.unescape(re.fullmatch(r'<iframe srcdoc="(.*?)" .*</iframe>', cell, re.S)[1])
+    assert page == hatt.inspect.to_html([first])  # the one renderer, in a frame
+    whole = explained._repr_html_()
+    assert whole.count("<iframe") == 2 and cell in whole
+    every = clf.explain(test_split.texts[:1], method="all")[0]
+    assert set(every.views) == set(clf.predictor.methods)
+    with pytest.raises(ValueError, match="methods"):
+        clf.explain(test_split.texts[:1], method="attention")  # the CNN pools without it
+
+
+# === Save, load, export ================================================================
+
+RELOAD = """
+import json, sys
+import numpy as np
+import hatt, keras
+texts = json.loads(sys.argv[2])
+clf = hatt.load(sys.argv[1])
+model = keras.saving.load_model(sys.argv[1])  # no custom_objects
+print(json.dumps({
+    "load": clf.predict(texts).tolist(),
+    "keras": np.asarray(model.classify(texts)["probabilities"]).tolist(),
+    "classes": list(clf.class_names),
+    "type": type(model).__name__,
+}))
+"""
+
+
+def test_save_reloads_in_a_fresh_process(clf, test_split, tmp_path):
+    texts = test_split.texts[:6]
+    path = clf.save(tmp_path / "cnn.keras")
+    out = run_json_script(RELOAD, str(path), json.dumps(texts))
+    expected = clf.predict(texts)
+    np.testing.assert_allclose(out["load"], expected, atol=1e-6)
+    np.testing.assert_allclose(out["keras"], expected, atol=1e-6)
+    assert out["classes"] == ["neg", "pos"] and out["type"] == "TextModel"
+    with pytest.raises(ValueError, match=r"\.keras"):
+        clf.save(tmp_path / "cnn.h5")
+
+
+def test_export_writes_the_serving_layout(clf, test_split, tmp_path):
+    result = clf.export(tmp_path / "saved_models" / "cnn")
+    assert result.version == 1 and (result.saved_model / "saved_model.pb").is_file()
+    facts = json.loads((result.path / "export.json").read_text())
+    assert facts["class_names"] == ["neg", "pos"] and facts["metrics"] == clf.metrics
+    assert facts["ngram"] == clf.predictor.metadata["ngram"]  # the channel's recorded facts
+    assert facts["warnings"] == clf.predictor.metadata["warnings"]  # as `hatt export` writes
+    served = hatt.export.load(result.saved_model)  # the SavedModel, no Keras model
+    texts = test_split.texts[:5]
+    np.testing.assert_allclose(
+        served.predict(texts)["probabilities"], clf.predict(texts), atol=1e-5
+    )
+    reloaded = hatt.load(result.path)  # saved_models/NAME: its model.keras
+    np.testing.assert_allclose(reloaded.predict(texts), clf.predict(texts), atol=1e-6)
+
+
+# === Other inputs, run directories ====================================================
+
+
+def test_a_dataset_numbers_and_validation_data(tmp_path, train):
+    """A tf.data.Dataset of (text, label), numeric labels in numeric order, given validation."""
+    import tensorflow as tf
+
+    values = np.array([10, 9])[train.labels]  # class "9" first, though "10" < "9" as text
+    dataset = tf.data.Dataset.from_tensor_slices((train.texts, values)).batch(32)
+    validation = planted(30, 5)
+    run_dir = tmp_path / "run"
+    clf = hatt.TextClassifier("cnn", **TINY_CNN).fit(
+        dataset,
+        validation_data=(validation.texts, np.array([10, 9])[validation.labels]),
+        epochs=2,
+        run_dir=run_dir,
+        verbose=0,
+    )
+    assert clf.class_names == ("9", "10")
+    assert clf.metrics["train_size"] == len(train)
+    assert clf.metrics["validation_size"] == len(validation)
+    assert len(clf.history["loss"]) == clf.metrics["epochs"] <= 2
+    written = json.loads((run_dir / "metrics.json").read_text())
+    assert written == clf.metrics and not (run_dir / "test_probabilities.npz").exists()
+    assert (run_dir / "validation_probabilities.npz").is_file()
+    reloaded = hatt.load(run_dir)
+    assert reloaded.metrics == clf.metrics and reloaded.history == clf.history
+    texts = validation.texts[:4]
+    np.testing.assert_allclose(reloaded.predict(texts), clf.predict(texts), atol=1e-6)
+    with pytest.raises(ValueError, match="training settings"):
+        reloaded.fit(train.texts, values)
+
+
+def test_callbacks_reach_keras_fit_or_are_refused(train, monkeypatch):
+    seen = []
+    callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
+    clf = hatt.TextClassifier("cnn", **TINY_CNN)
+    if "callbacks" not in inspect.signature(loop.train).parameters:
+        monkeypatch.setattr(loop, "check_buildable", pytest.fail)  # refused before anything
+        with pytest.raises(ValueError, match="callbacks"):
+            clf.fit(train.texts, names(train), callbacks=[callback])
+        return
+    clf.fit(train.texts, names(train), epochs=2, callbacks=[callback], verbose=0)
+    assert seen == list(range(clf.metrics["epochs"]))
+
+
+# === Bad input: clear errors before any training =======================================
+
+
+@pytest.mark.parametrize(
+    "x,y,message",
+    [
+        (["a b", "c d", "e f"], ["neg", "pos"], "one label per document"),
+        (["a b", "c d"], ["pos", "pos"], "at least two classes"),
+        (["a b", 3, "e f"], ["neg", "pos", "neg"], r"x\[1\]=3"),
+        (["a b", "c d", "e f"], ["neg", None, "pos"], r"y\[1\]=None"),
+        (["a b", "c d", "e f"], [0.0, float("nan"), 1.0], r"y\[1\]=nan"),
+        (["a b", "c d", "e f"], ["neg", " ", "pos"], r"y\[1\]=' '"),
+        ([], [], "empty x"),
+        ("a single review", ["neg"], "single string"),
+        (np.array([["a", "b"], ["c", "d"]]), ["neg", "pos"], "one-dimensional"),
+        (["a b", "c d"], None, "labels y"),
+    ],
+)
+def test_bad_documents_are_refused_before_training(no_training, x, y, message):
+    with pytest.raises(ValueError, match=message):
+        hatt.TextClassifier("cnn", **TINY_CNN).fit(x, y)
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda: hatt.TextClassifier.from_preset("nope"), "preset"),
+        (
+            lambda: hatt.TextClassifier.from_preset("han", word_unit=8),
+            "Unknown setting 'word_unit'",
+        ),
+        (lambda: hatt.TextClassifier("cnn", batch_size="big"), "batch_size"),
+        (lambda: hatt.TextClassifier("cnn", ngram={"bucket": 8}), "Unknown ngram settings"),
+        (lambda: hatt.TextClassifier("cnn", data="reviews.csv"), "fit"),
+        (lambda: hatt.TextClassifier("svm"), "family"),
+    ],
+)
+def test_bad_settings_are_refused_at_construction(no_training, make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_settings_go_where_the_cli_puts_them():
+    clf = hatt.TextClassifier.from_preset("cnn_kim", dropout=0.1, epochs=2, ngram={"order": 2})
+    preset = hatt.training.load_preset("cnn_kim")
+    assert clf.family == preset["model"] and clf.config.preset == "cnn_kim"
+    assert clf.config.model_kwargs == {**preset["model_kwargs"], "dropout": 0.1}
+    assert clf.config.epochs == 2
+    expected = hatt.training.assemble_config(
+        "cnn", preset="cnn_kim", overrides=["model_kwargs.dropout=0.1", "epochs=2", "ngram.order=2"]
+    )
+    assert clf.config == expected  # the same settings as `hatt train --set ...`
+    with pytest.raises(ValueError, match="not trained"):
+        clf.predict(["a b"])
+
+
+def test_a_bad_value_fails_before_the_corpus_is_built(train, monkeypatch):
+    monkeypatch.setattr(hatt.classifier, "in_memory_corpus", pytest.fail)
+    with pytest.raises(ValueError, match="do not build"):
+        hatt.TextClassifier("cnn", **{**TINY_CNN, "kernel_sizes": []}).fit(
+            train.texts, names(train)
+        )
+
+
+# === The README's example ==============================================================
+
+
+def readme_example():
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S)[1]
+
+
+@pytest.mark.slow
+def test_the_readme_python_example_runs(tiny_corpus, monkeypatch, tmp_path, capsys):
+    """The README's block as written; the planted corpus unless HATT_IMDB, tiny HAN settings."""
+    if not os.environ.get("HATT_IMDB"):
+        monkeypatch.setattr(hatt.data, "load_imdb", lambda limit=None, **kwargs: tiny_corpus)
+    from_preset = hatt.TextClassifier.from_preset.__func__
+
+    def tiny_preset(cls, name, **overrides):
+        return from_preset(cls, name, **{**TINY_HAN, **overrides})
+
+    monkeypatch.setattr(hatt.TextClassifier, "from_preset", classmethod(tiny_preset))
+    monkeypatch.chdir(tmp_path)
+    code = readme_example()
+    assert len(code.strip().splitlines()) <= 10
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.strip().splitlines()
+    accuracy = float(printed[-2])
+    assert 0.0 <= accuracy <= 1.0
+    if not os.environ.get("HATT_IMDB"):
+        assert accuracy >= 0.9  # the planted cue is easy
+    assert re.fullmatch(r"\['(negative|positive)' '(negative|positive)'\]", printed[-1])
+    assert (tmp_path / "han.keras").is_file()
