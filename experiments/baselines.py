@@ -69,7 +69,7 @@ from sklearn.pipeline import Pipeline
 import hatt
 from hatt.data import Split, load_imdb
 from hatt.data.imdb import ENV_VAR
-from hatt.training import ngram
+from hatt.training import nblr
 from hatt.training.metrics import classification_metrics, flat_metrics, format_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +208,7 @@ def create_dataset(
 class NBScaler(TransformerMixin, BaseEstimator):
     """Binarize counts and scale each feature by its NB log-count ratio ``r``.
 
-    ``r`` is the n-gram channel's own (:func:`hatt.training.ngram.log_count_ratios`),
+    ``r`` is the n-gram channel's own (:func:`hatt.training.nblr.log_count_ratios`),
     in float64.
     """
 
@@ -216,7 +216,7 @@ class NBScaler(TransformerMixin, BaseEstimator):
         self.alpha = alpha
 
     def fit(self, X, y):
-        self.r_ = ngram.log_count_ratios(X, y, alpha=self.alpha, dtype=np.float64)
+        self.r_ = nblr.log_count_ratios(X, y, alpha=self.alpha, dtype=np.float64)
         return self
 
     def transform(self, X):
@@ -357,7 +357,7 @@ def select_hyperparameters(
             if progress:
                 _report(name, {"C": entry["C"], **point}, entry)
 
-        _, _, selection = ngram.fit_logistic_grid(
+        _, _, selection = nblr.fit_logistic_grid(
             xt, train.labels, grid["C"], (xv, validation.labels), seed=seed, on_fit=report
         )
         for entry in selection:

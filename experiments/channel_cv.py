@@ -39,7 +39,7 @@ import keras
 import numpy as np
 
 import hatt
-from hatt.training import assemble_config, create_vectorizer
+from hatt.training import assemble_config, create_vectorizer, nblr
 from hatt.training import ngram as channel
 
 EXPERIMENTS = Path(__file__).resolve().parent
@@ -105,20 +105,20 @@ def nb_logistic(counts, labels, c, alpha, beta=1.0, reduction="sum"):
     ``reduction`` is the layer's (``"sqrt"`` divides a review's features by the
     square root of their count).
 
-    β = 1 is :func:`hatt.training.ngram.fit_nb_logistic` itself. Below 1, the
+    β = 1 is :func:`hatt.training.nblr.fit_nb_logistic` itself. Below 1, the
     logistic regression's coefficients ``w`` (on the NB-scaled features) become
     ``(1 - β) · mean|w| + β · w`` (Wang & Manning 2012's NBSVM interpolation), so
     β = 0 weighs every n-gram by its NB ratio alone.
     """
     if beta == 1.0:
-        return channel.fit_nb_logistic(
+        return nblr.fit_nb_logistic(
             counts, labels, binary=True, reduction=reduction, C=c, alpha=alpha
         )[:2]
     import scipy.sparse as sp
 
-    ratios = channel.log_count_ratios(counts, labels, alpha=alpha)
-    features = channel.layer_features(counts, True, reduction) @ sp.diags(ratios)
-    model = channel._logistic(c, 0).fit(features, labels)
+    ratios = nblr.log_count_ratios(counts, labels, alpha=alpha)
+    features = nblr.layer_features(counts, True, reduction) @ sp.diags(ratios)
+    model = nblr._logistic(c, 0).fit(features, labels)
     coef = model.coef_.ravel()
     coef = (1.0 - beta) * np.abs(coef).mean() + beta * coef
     return (coef * ratios).astype(np.float32), float(model.intercept_[0])

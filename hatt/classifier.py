@@ -51,6 +51,7 @@ import numpy as np
 
 import hatt.inspect
 from hatt import export, models
+from hatt import run_dir as run_files
 from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
 from hatt.data.read_log import ReadLog
 from hatt.training import config as config_lib
@@ -322,8 +323,8 @@ def validation_only(metrics):
 
 def _rewrite_metrics(run_dir, metrics):
     """The run directory's results as fit reports them (no stand-in test figures)."""
-    (Path(run_dir) / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (Path(run_dir) / "test_probabilities.npz").unlink(missing_ok=True)
+    (Path(run_dir) / run_files.METRICS).write_text(json.dumps(metrics, indent=2) + "\n")
+    (Path(run_dir) / run_files.TEST_PROBABILITIES).unlink(missing_ok=True)
 
 
 class Explanations(list):
@@ -677,11 +678,19 @@ def load(path):
     >>> clf.predict_labels(["A wonderful, moving film."])
     """
     path = Path(path)
-    if path.is_dir() and (path / export.EXPORT_FILE).is_file() and (path / "model.keras").is_file():
-        path = path / "model.keras"  # saved_models/NAME: the newest version's Keras model
+    if (
+        path.is_dir()
+        and (path / export.EXPORT_FILE).is_file()
+        and (path / run_files.MODEL).is_file()
+    ):
+        path = path / run_files.MODEL  # saved_models/NAME: the newest version's Keras model
     clf = TextClassifier.from_predictor(export.load(path))
-    if path.is_dir() and (path / "metrics.json").is_file() and (path / "history.csv").is_file():
-        clf.metrics = json.loads((path / "metrics.json").read_text())
+    if (
+        path.is_dir()
+        and (path / run_files.METRICS).is_file()
+        and (path / run_files.HISTORY).is_file()
+    ):
+        clf.metrics = json.loads((path / run_files.METRICS).read_text())
         clf.history = read_history(path)
     return clf
 

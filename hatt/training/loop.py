@@ -24,7 +24,7 @@ import numpy as np
 
 import hatt
 from hatt import models
-from hatt.export import CLASSES_FILE
+from hatt import run_dir as run_files
 from hatt.models import head as head_lib
 from hatt.training import distribute, mix, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
@@ -157,9 +157,9 @@ def check_run(config, run_dir, strategy, *, restart=False):
 def start_run_dir(run, corpus, *, restart=False):
     """Step 3: create the run directory (the data is ready): config, vocabulary, class names."""
     resume.create_run_dir(run.run_dir, restart=restart)
-    run.write_json("config.json", run.config.to_dict())
-    run.write_json(CLASSES_FILE, {"class_names": list(corpus.class_names)})
-    corpus.vectorizer.save(run.run_dir / "vectorizer.json")
+    run.write_json(run_files.CONFIG, run.config.to_dict())
+    run.write_json(run_files.CLASSES, {"class_names": list(corpus.class_names)})
+    corpus.vectorizer.save(run.run_dir / run_files.VECTORIZER)
 
 
 def class_weights(config, corpus):
@@ -191,7 +191,7 @@ def start_channel(run, model, corpus):
             model, run.config, train_ids, labels, corpus.in_memory_split("validation")
         )
     if info is not None:
-        run.write_json("ngram_channel.json", info)
+        run.write_json(run_files.NGRAM_CHANNEL, info)
 
 
 def start_word_vectors(run, model, corpus):
@@ -204,7 +204,7 @@ def start_word_vectors(run, model, corpus):
     train_ids, _ = corpus.in_memory_split("train")
     vocabulary = corpus.vectorizer.get_vocabulary()
     info = word_vectors.init_word_vectors(model, run.config, train_ids, vocabulary)
-    run.write_json("word_vectors.json", info)
+    run.write_json(run_files.WORD_VECTORS, info)
 
 
 def fit(run, model, datasets, steps, *, verbose="auto"):
@@ -278,7 +278,7 @@ def mix_channel(run, model, corpus):
         corpus.in_memory_split("test"),
         deep_logits,
     )
-    run.write_json("ngram_channel.json", info)
+    run.write_json(run_files.NGRAM_CHANNEL, info)
     run.channel_info = info  # the held-out validation figures evaluate reports with a refit
     return logits
 
@@ -311,7 +311,7 @@ def save_predictions(run, model, corpus, channel_logits):
         ``{split: probabilities}`` (``[N]`` of class 1 for two classes, else
         ``[N, C]``) for validation and test.
     """
-    model.save(run.run_dir / "model.keras")
+    model.save(run.run_dir / run_files.MODEL)
     out = {}
     for split in ("validation", "test"):
         parts = dict(channel_logits.get(split, {}))
@@ -395,8 +395,8 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
         "validation_size": corpus.sizes["validation"],
         "test_size": corpus.sizes["test"],
         "limit": config.limit,
-        "test_probabilities": str(run_dir / "test_probabilities.npz"),
-        "validation_probabilities": str(run_dir / "validation_probabilities.npz"),
+        "test_probabilities": str(run_dir / run_files.TEST_PROBABILITIES),
+        "validation_probabilities": str(run_dir / run_files.VALIDATION_PROBABILITIES),
         "data_source": corpus.source,
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),
@@ -407,14 +407,14 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
         "prepared": config.prepared,
         "scaled": config.scaled,  # what the preset's scaling to the corpus changed
     }
-    channel_file = run_dir / "ngram_channel.json"
+    channel_file = run_dir / run_files.NGRAM_CHANNEL
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
         metrics["ngram_channel"] = json.loads(channel_file.read_text())
     metrics["warnings"] = run_warnings(metrics, corpus)
-    vectors_file = run_dir / "word_vectors.json"
+    vectors_file = run_dir / run_files.WORD_VECTORS
     if vectors_file.exists():  # where the embedding started (its seconds are not in train_seconds)
         metrics["word_vectors"] = json.loads(vectors_file.read_text())
-    run.write_json("metrics.json", metrics)
+    run.write_json(run_files.METRICS, metrics)
     run.backup.remove()  # the run is finished; metrics.json marks it
     return metrics
 
@@ -521,7 +521,7 @@ def _best_epoch(history, monitor):
 
 def read_history(run_dir):
     """The rows of a run directory's ``history.csv`` (dicts of strings)."""
-    with open(Path(run_dir) / "history.csv", newline="") as f:
+    with open(Path(run_dir) / run_files.HISTORY, newline="") as f:
         return list(csv.DictReader(f))
 
 

@@ -35,14 +35,16 @@ import dataclasses
 import keras
 import numpy as np
 
-from hatt.training.ngram import (
-    channel_counts,
+from hatt.training.nblr import (
     check_labels,
-    fit_ngram_channel,
     layer_features,
     logit_accuracy,
     logit_log_loss,
     logit_losses,
+)
+from hatt.training.ngram import (
+    channel_counts,
+    fit_ngram_channel,
     num_classes_of_layer,
     refit_ngram_channel,
 )

@@ -28,24 +28,15 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from hatt import run_dir as run_files
 from hatt.data.files import read_json_object
 
 BACKUP_DIR = "backup"
-STATE_FILE = "state.json"
-STATUS_FILE = "status.json"
+STATE_FILE = run_files.STATE
+STATUS_FILE = run_files.STATUS
 STATE_FORMAT = 1
 # What `hatt train` writes into a run directory (removed by restart=True).
-RUN_FILES = (
-    "config.json",
-    "ngram_channel.json",
-    "history.csv",
-    "metrics.json",
-    "model.keras",
-    "vectorizer.json",
-    "validation_probabilities.npz",
-    "test_probabilities.npz",
-    STATUS_FILE,
-)
+RUN_FILES = (*run_files.OUTPUTS, STATUS_FILE)
 RUN_FOLDERS = (BACKUP_DIR, "logs")
 # Settings that may change between the interrupted and the resumed run.
 MAY_DIFFER = ("strategy",)
@@ -186,7 +177,7 @@ def check_run_dir(run_dir, config, *, restart=False, normalize=None):
     check_writable(run_dir)
     if restart:
         return None
-    if (run_dir / "metrics.json").exists():
+    if (run_dir / run_files.METRICS).exists():
         raise RunError(
             f"The run directory {str(run_dir)!r} holds a finished run (metrics.json). Use "
             "another --run-dir, or --restart to train again from the start."
@@ -300,7 +291,7 @@ class RunBackup(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.session_start = _now()
         if self.state:  # the history as the backup has it (a kill can leave it an epoch ahead)
-            write_history(self.run_dir / "history.csv", self.records)
+            write_history(self.run_dir / run_files.HISTORY, self.records)
         stopper = self.early_stopping
         if not self.state or stopper is None:
             return
@@ -351,7 +342,7 @@ class RunBackup(keras.callbacks.Callback):
             "train_seconds": round(self.seconds, 3),
             "config": self.config,
         }
-        write_history(self.run_dir / "history.csv", self.records)
+        write_history(self.run_dir / run_files.HISTORY, self.records)
         write_json_atomic(self.backup_dir / STATE_FILE, self.state)  # the commit point
         keep = {STATE_FILE, weights, (early or {}).get("best_weights")}
         for path in self.backup_dir.iterdir():

@@ -14,6 +14,7 @@ from hatt import models, training
 from hatt.data import Imdb
 from hatt.layers import NgramLogit
 from hatt.training import mix as mix_lib
+from hatt.training import nblr
 from hatt.training import ngram as ngram_lib
 from tests._fresh_process import run_json_script
 from tests._planted import planted_split
@@ -45,7 +46,7 @@ def test_layer_features_times_weights_equal_the_layer(nested, binary, reduction)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
     assert counts.shape == (23, layer.num_features)
     expected = keras.ops.convert_to_numpy(layer(ids.to_tensor())).ravel()
-    got = ngram_lib.layer_features(counts, binary, reduction) @ weights
+    got = nblr.layer_features(counts, binary, reduction) @ weights
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -65,7 +66,7 @@ def separable(n, seed):
 def test_fit_nb_logistic_equals_sklearn_on_nb_scaled_features():
     ids, labels = separable(80, 0)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
-    weights, intercept, info = ngram_lib.fit_nb_logistic(
+    weights, intercept, info = nblr.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3
     )
     # reference: sklearn on binarized counts times r, r from a direct count
@@ -83,7 +84,7 @@ def test_c_grid_is_chosen_on_validation():
     val_ids, val_labels = separable(40, 1)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
     validation = (ngram_lib.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
-    _, _, info = ngram_lib.fit_nb_logistic(
+    _, _, info = nblr.fit_nb_logistic(
         counts, labels, binary=False, reduction="sqrt", C=[1e-4, 1.0], validation=validation
     )
     assert [e["C"] for e in info["selection"]] == [1e-4, 1.0]
@@ -104,7 +105,7 @@ def test_fit_nb_logistic_bad_input(kwargs, match):
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
     args = {"labels": labels, "binary": True, "reduction": "sum", **kwargs}
     with pytest.raises(ValueError, match=match):
-        ngram_lib.fit_nb_logistic(counts, **args)
+        nblr.fit_nb_logistic(counts, **args)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
     counts = ngram_lib.ngram_counts(validation[0], layer.vocabulary_size, 64, layer.ngram)
     weights = keras.ops.convert_to_numpy(layer.embeddings)
     bias = float(keras.ops.convert_to_numpy(dense.bias)[0])
-    logits = ngram_lib.layer_features(counts, True, "sum") @ weights + bias
+    logits = nblr.layer_features(counts, True, "sum") @ weights + bias
     probabilities = model.predict(validation[0].to_tensor(), verbose=0).ravel()
     np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), rtol=1e-4, atol=1e-6)
     accuracy = ((probabilities > 0.5) == planted.validation.labels).mean()
@@ -232,10 +233,10 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
         for name, (ids, _) in splits.items()
     }
     chosen = info["C"]
-    first = ngram_lib.fit_nb_logistic(
+    first = nblr.fit_nb_logistic(
         counts["train"], splits["train"][1], binary=True, reduction="sum", C=chosen
     )
-    both = ngram_lib.fit_nb_logistic(
+    both = nblr.fit_nb_logistic(
         scipy.sparse.vstack([counts["train"], counts["validation"]]),
         np.concatenate([splits["train"][1], splits["validation"][1]]),
         binary=True, reduction="sum", C=chosen,
@@ -245,7 +246,7 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
     np.testing.assert_allclose(saved, info["mix"]["channel"] * kept[0], rtol=1e-4, atol=1e-6)
     # validation: the training-split fit (what the mix saw); test: the kept fit
     for name, fit in (("validation", first), ("test", kept)):
-        expected = ngram_lib.layer_features(counts[name], True, "sum") @ fit[0] + fit[1]
+        expected = nblr.layer_features(counts[name], True, "sum") @ fit[0] + fit[1]
         np.testing.assert_allclose(logits[name]["channel_logits"], expected, rtol=1e-4, atol=1e-5)
     assert ("refit" in info) == refit
     if refit:

@@ -19,6 +19,7 @@ from hatt.data import Imdb, Split, TextCorpus
 from hatt.layers import NgramLogit
 from hatt.models import head
 from hatt.training import mix as mix_lib
+from hatt.training import nblr
 from hatt.training import ngram as ngram_lib
 from tests._planted import planted_split
 
@@ -76,14 +77,14 @@ def test_layer_features_times_a_weight_matrix_equal_the_layer(nested, binary, re
     layer.embeddings.assign(weights)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 3, chunk_size=5)
     expected = keras.ops.convert_to_numpy(layer(ids.to_tensor()))
-    got = ngram_lib.layer_features(counts, binary, reduction) @ weights
+    got = nblr.layer_features(counts, binary, reduction) @ weights
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_one_vs_rest_ratios_are_each_class_against_the_rest():
     ids, labels = id_classes(60, 0, classes=3)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
-    ratios = ngram_lib.one_vs_rest_log_count_ratios(counts, labels, 3, alpha=0.5)
+    ratios = nblr.one_vs_rest_log_count_ratios(counts, labels, 3, alpha=0.5)
     assert ratios.shape == (counts.shape[1], 3) and ratios.dtype == np.float32
     x = (counts.toarray() > 0).astype(float)
     for k in range(3):
@@ -92,14 +93,14 @@ def test_one_vs_rest_ratios_are_each_class_against_the_rest():
         np.testing.assert_allclose(ratios[:, k], direct, rtol=1e-5, atol=1e-6)
         assert ratios[2 + k, k] > 0 and ratios[2 + k, k] == ratios[2 + k].max()  # its cue id
     # the same as the binary function on "k against the rest"
-    binary = ngram_lib.log_count_ratios(counts, (labels == 1).astype(int), alpha=0.5)
+    binary = nblr.log_count_ratios(counts, (labels == 1).astype(int), alpha=0.5)
     np.testing.assert_array_equal(ratios[:, 1], binary)
 
 
 def test_one_vs_rest_nblr_equals_a_logistic_regression_per_class():
     ids, labels = id_classes(90, 0, classes=3)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
-    weights, intercept, info = ngram_lib.fit_nb_logistic(
+    weights, intercept, info = nblr.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3
     )
     assert weights.shape == (counts.shape[1], 3) and intercept.shape == (3,)
@@ -123,13 +124,13 @@ def test_c_is_chosen_on_the_validation_argmax_accuracy():
     val_ids, val_labels = id_classes(40, 1, classes=4)
     counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
     validation = (ngram_lib.ngram_counts(val_ids, V, BUCKETS, 2), val_labels)
-    weights, intercept, info = ngram_lib.fit_nb_logistic(
+    weights, intercept, info = nblr.fit_nb_logistic(
         counts, labels, binary=False, reduction="sqrt", C=[1e-4, 1.0], validation=validation
     )
     assert [e["C"] for e in info["selection"]] == [1e-4, 1.0]
     best = max(info["selection"], key=lambda e: e["validation_accuracy"])
     assert info["C"] == best["C"] and info["validation_accuracy"] == best["validation_accuracy"]
-    logits = ngram_lib.layer_features(validation[0], False, "sqrt") @ weights + intercept
+    logits = nblr.layer_features(validation[0], False, "sqrt") @ weights + intercept
     assert info["validation_accuracy"] == (logits.argmax(1) == val_labels).mean() == 1.0
 
 
@@ -149,7 +150,7 @@ def test_bad_labels_name_the_problem(kwargs, match):
     if match == "0..5":
         match = r"classes \[3, 4\]"
     with pytest.raises(ValueError, match=match):
-        ngram_lib.fit_nb_logistic(counts, binary=True, reduction="sum", **kwargs)
+        nblr.fit_nb_logistic(counts, binary=True, reduction="sum", **kwargs)
 
 
 # === The channel in a 3-class model ===
@@ -217,7 +218,7 @@ def test_joint_start_makes_the_model_the_one_vs_rest_channel(corpus, init):
     intercept = keras.ops.convert_to_numpy(dense.bias) - bias
     if init == "nb":
         assert info["scheme"] == "one-vs-rest" and np.all(intercept == 0)
-    expected = ngram_lib.layer_features(counts, True, "sum") @ weights + intercept + bias
+    expected = nblr.layer_features(counts, True, "sum") @ weights + intercept + bias
     np.testing.assert_allclose(logits_of(model, val_ids), expected, rtol=1e-4, atol=1e-5)
     accuracy = (expected.argmax(1) == val_labels).mean()
     assert accuracy == pytest.approx(info["channel_validation_accuracy"])
@@ -327,7 +328,7 @@ def frozen_fit_nb_logistic(counts, labels, binary, reduction, alpha, C):
     seen = positive + negative >= 1
     p, q = positive + alpha, negative + alpha
     ratios = np.where(seen, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0).astype(np.float32)
-    x = ngram_lib.layer_features(counts, binary, reduction) @ sp.diags(ratios)
+    x = nblr.layer_features(counts, binary, reduction) @ sp.diags(ratios)
     model = LogisticRegression(C=C, solver="liblinear", random_state=0, max_iter=1000)
     model.fit(x, labels)
     return (model.coef_.ravel() * ratios).astype(np.float32), float(model.intercept_[0])
@@ -346,7 +347,7 @@ def test_binary_fit_and_mix_keep_their_numbers():
     layer, dense = model.get_layer("ngram_logit"), model.get_layer("logit")
     counts = ngram_lib.ngram_counts(train_ids, layer.vocabulary_size, 64, layer.ngram)
     val_counts = ngram_lib.ngram_counts(val_ids, layer.vocabulary_size, 64, layer.ngram)
-    weights, intercept, info = ngram_lib.fit_nb_logistic(
+    weights, intercept, info = nblr.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", C=0.1
     )
     old_weights, old_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, 0.1)
@@ -359,7 +360,7 @@ def test_binary_fit_and_mix_keep_their_numbers():
         model, cfg, train_ids, labels, (val_ids, val_labels), deep_logits=lambda _: deep
     )
     chosen, chosen_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, info["C"])
-    channel = np.asarray(ngram_lib.layer_features(val_counts, True, "sum") @ chosen, np.float64)
+    channel = np.asarray(nblr.layer_features(val_counts, True, "sum") @ chosen, np.float64)
     deep64 = np.asarray(deep, np.float64).reshape(-1)
     # the mix is fit under a, b >= 0 (issue 30): scikit-learn's fit where that is
     # non-negative; these made-up deep logits are noise, which the held-out check drops
@@ -413,11 +414,11 @@ def test_refit_fits_every_class_column_on_train_and_validation(corpus):
         for name, (ids, _) in splits.items()
     }
     fit = {
-        "first": ngram_lib.fit_nb_logistic(
+        "first": nblr.fit_nb_logistic(
             counts["train"], splits["train"][1], binary=True, reduction="sum", C=info["C"],
             num_classes=3,
         ),
-        "both": ngram_lib.fit_nb_logistic(
+        "both": nblr.fit_nb_logistic(
             sp.vstack([counts["train"], counts["validation"]]).tocsr(),
             np.concatenate([splits["train"][1], splits["validation"][1]]),
             binary=True, reduction="sum", C=info["C"], num_classes=3,
@@ -427,7 +428,7 @@ def test_refit_fits_every_class_column_on_train_and_validation(corpus):
     np.testing.assert_allclose(info["channel_intercept"], fit["first"][1], rtol=1e-4, atol=1e-6)
     for name, kept in (("validation", "first"), ("test", "both")):
         weights, intercept, _ = fit[kept]
-        expected = ngram_lib.layer_features(counts[name], True, "sum") @ weights + intercept
+        expected = nblr.layer_features(counts[name], True, "sum") @ weights + intercept
         np.testing.assert_allclose(logits[name]["channel_logits"], expected, rtol=1e-4, atol=1e-4)
     # the model is the mix over the refit channel: its test logits are the mixed ones
     np.testing.assert_allclose(

@@ -1,0 +1,117 @@
+"""What a run recorded against reading its parts at face value: the facts and warnings an export carries."""
+
+from pathlib import Path
+
+import numpy as np
+
+from hatt import run_dir as run_files
+from hatt.export.layout import EXPORT_FILE, advisory_json
+
+NGRAM_FACTS = (
+    "fit",
+    "mix",
+    "deep_validation_accuracy",
+    "channel_validation_accuracy",
+    "mixed_validation_accuracy",
+)
+
+
+def run_facts(run_dir):
+    """What an export carries from its run directory: ``{"ngram": ..., "warnings": [...]}``.
+
+    ``ngram``: :data:`NGRAM_FACTS` of the run's n-gram record (absent for a
+    model without the channel, or a joint fit without a mix); ``warnings``:
+    :func:`model_warnings` of those and of ``metrics.json["warnings"]``. A
+    run directory without ``metrics.json`` (an interrupted run) gives what
+    ``ngram_channel.json`` holds. The facts are advisory: a file that
+    cannot be read gives none (``hatt export`` reports a damaged
+    ``metrics.json`` itself).
+    """
+    run_dir = Path(run_dir)
+    metrics = advisory_json(run_dir / run_files.METRICS)
+    info = metrics.get("ngram_channel")
+    if info is None:
+        info = advisory_json(run_dir / run_files.NGRAM_CHANNEL)
+    ngram = {k: info[k] for k in NGRAM_FACTS if k in info} if isinstance(info, dict) else {}
+    recorded = metrics.get("warnings") or []
+    facts = {"ngram": ngram} if ngram else {}
+    class_names = metrics.get("class_names")
+    facts["warnings"] = model_warnings(ngram, recorded, class_names)
+    return facts
+
+
+def facts_beside(keras_file):
+    """The recorded facts of a ``.keras`` file's folder: an export's or a run directory's."""
+    folder = Path(keras_file).parent
+    if (folder / EXPORT_FILE).is_file():
+        return advisory_json(folder / EXPORT_FILE)
+    return run_facts(folder)
+
+
+def _mix_weights(deep):
+    """The deep part's own weight in the mix: the number, or ``A``'s diagonal (a class each)."""
+    weights = np.asarray(deep, dtype=np.float64)
+    return np.diag(weights) if weights.ndim == 2 else weights.reshape(-1)
+
+
+def model_warnings(ngram=None, recorded=(), class_names=None):
+    """Why a model's parts should not be read at face value: a list of sentences.
+
+    - the deep part has a negative weight in the validation mix (two
+      classes: ``a < 0`` in ``a·deep + b·channel + c``; more: a negative
+      diagonal entry of ``A`` in ``deep @ A + channel @ B + c``): where the
+      deep network's words argue for a class, the model counts them
+      against it, so the deep part's own scores point backwards;
+    - the deep part alone scores below the n-gram channel alone on the
+      validation split;
+    - then every sentence of ``recorded`` (a run's
+      ``metrics.json["warnings"]``) not already said.
+
+    Args:
+        ngram: The run's n-gram facts (:data:`NGRAM_FACTS`), or ``None``.
+        recorded: Warnings the run wrote (list of str).
+        class_names: The model's classes, to name them (optional).
+
+    Returns:
+        A list of str, empty for a model with nothing to warn about.
+    """
+    ngram = ngram if isinstance(ngram, dict) else {}
+    found = []
+    mix = ngram.get("mix") if isinstance(ngram.get("mix"), dict) else {}
+    if mix.get("deep") is not None:
+        weights = _mix_weights(mix["deep"])
+        if np.any(weights < 0):
+            found.append(_negative_weight_warning(mix, weights, class_names))
+    deep, channel = (ngram.get(f"{p}_validation_accuracy") for p in ("deep", "channel"))
+    if isinstance(deep, int | float) and isinstance(channel, int | float) and deep < channel:
+        found.append(
+            f"The deep part alone scores below the n-gram channel alone on the validation "
+            f"split (accuracy {deep:.4f} against {channel:.4f}): the channel carries this "
+            "model. Its deep part's own scores (gradient × input, integrated gradients) "
+            "leave the channel out; the total view holds both."
+        )
+    found.extend(w for w in dict.fromkeys(recorded or ()) if isinstance(w, str) and w not in found)
+    return found
+
+
+def _negative_weight_warning(mix, weights, class_names):
+    if weights.size == 1:
+        channel = np.asarray(mix.get("channel", np.nan), dtype=np.float64).reshape(-1)[0]
+        where = f"{weights[0]:.3f}·deep + {channel:.3f}·channel"
+    else:
+        names = list(class_names or range(len(weights)))
+        negative = [
+            str(names[c]) if c < len(names) else str(c) for c in np.flatnonzero(weights < 0)
+        ]
+        where = f"for the class(es) {', '.join(negative)}"
+    return (
+        f"The deep part has a negative weight in this model's mix ({where}, fit on the "
+        "validation split): the model counts what the deep network learned backwards, so "
+        "the deep part's own scores (gradient × input, integrated gradients) colour a word "
+        "that the network reads for a class as against it. Read the total view (the "
+        "default): the deep part's and the n-gram channel's shares together, which sum to "
+        "the prediction."
+    )
+
+
+# === Loading ==========================================================================

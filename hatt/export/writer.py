@@ -1,0 +1,313 @@
+"""Writing an export: the next SavedModel version of a model, atomically, beside its Keras files."""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+import hatt
+from hatt import attribution
+from hatt import run_dir as run_files
+from hatt.export.facts import run_facts
+from hatt.export.layout import (
+    EXPORT_FILE,
+    VERSION_METADATA,
+    ExportError,
+    read_json,
+    version_numbers,
+    write_json,
+)
+from hatt.export.loading import load_run
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """Where :func:`export` wrote: ``path`` (saved_models/NAME), ``version``, ``saved_model``."""
+
+    path: Path
+    version: int
+    saved_model: Path
+    keras_file: Path
+    family: str
+    score_kind: str
+    seconds: float
+
+
+def _next_version(folder):
+    folder = Path(folder)
+    taken = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    return max(taken, default=0) + 1
+
+
+def save_saved_model(text_model, path):
+    """Write ``text_model`` as a SavedModel: ``serving_default``, ``predict``, ``explain``.
+
+    All three take ``text``. ``serving_default`` returns
+    :attr:`TextModel.output_keys` (the prediction, tokens and scores);
+    ``predict`` only :attr:`TextModel.prediction_keys`
+    (:meth:`TextModel.classify`: no explanation is computed); ``explain``
+    :attr:`TextModel.explain_keys` (:meth:`TextModel.explain` at
+    :data:`hatt.attribution.DEFAULT_STEPS`).
+
+    Uses ``keras.export.ExportArchive``: the endpoints' traces capture the
+    weights, and only the vectorizer (its lookup tables, no weights) is
+    ``track()``-ed. Tracking ``text_model`` would add the ``keras.Variable``
+    wrappers beside the ``tf.Variable`` s the traces hold, and the checkpoint
+    would store every weight twice (keras-team/keras#23553): twice the disk and
+    twice the memory of every server that loads the model. The endpoint is ``text_model``
+    itself, so the SavedModel runs the same ``hatt.data`` preprocessing as
+    training.
+
+    Args:
+        text_model: A :class:`TextModel`.
+        path: The folder to write (must not exist).
+    """
+    # Builds every layer (ExportArchive needs them built); two sentences of two words,
+    # so that no attention runs over an axis of length 1 (Keras warns about that).
+    text_model(tf.constant(["warm up. warm up."]))
+    archive = keras.export.ExportArchive()
+    archive.track(text_model.vectorizer)  # its tables; the weights come with the endpoints
+
+    def serve(text):
+        return text_model(text)
+
+    def predict(text):
+        return text_model.classify(text)
+
+    def explain(text):
+        return text_model.explain(text)
+
+    text_spec = [tf.TensorSpec([None], tf.string, name="text")]
+    archive.add_endpoint("serving_default", serve, input_signature=text_spec)
+    archive.add_endpoint("predict", predict, input_signature=text_spec)
+    archive.add_endpoint("explain", explain, input_signature=text_spec)
+    archive.write_out(str(path), verbose=False)
+
+
+def write_export(text_model, out, metadata=None):
+    """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
+
+    Everything is written into a temporary folder of its own first
+    (``out/.tmp-export-PID-XXXXXXXX``, unique even for two exports in one
+    process) and moved into place when complete, so a crash never leaves a
+    half-written version that "latest" would pick, and two exports at once
+    never share a file:
+
+    1. remove stale temporaries of killed exports (:func:`remove_stale_temporaries`);
+    2. write the SavedModel and rename it to ``out/VERSION`` (the next free
+       number; if another export took it meanwhile, the one after);
+    3. replace ``out/model.keras`` (the end-to-end :class:`TextModel`) and
+       ``out/vectorizer.json``, unless a newer version is already in place
+       (its export writes them);
+    4. rewrite ``out/export.json`` (atomically) from the newest complete
+       version folder, so it never names an older version than the folders
+       hold.
+
+    Args:
+        text_model: A :class:`TextModel`.
+        out: The export folder (created).
+        metadata: Extra JSON-able facts for ``export.json`` (source run, metrics).
+
+    Returns:
+        An :class:`ExportResult`.
+    """
+    start = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out)
+    staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
+    try:
+        facts = _export_facts(text_model, metadata)
+        version = _write_version(text_model, facts, staging, out)
+        keras_file = _write_keras_files(text_model, staging, out, version)
+        _write_index(out, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ExportResult(
+        path=out,
+        version=version,
+        saved_model=out / str(version),
+        keras_file=keras_file,
+        family=text_model.family,
+        score_kind=text_model.score_kind,
+        seconds=round(time.perf_counter() - start, 2),
+    )
+
+
+def _export_facts(text_model, metadata):
+    return {
+        "family": text_model.family,
+        "score_kind": text_model.score_kind,
+        "outputs": list(text_model.output_keys),
+        "signatures": {
+            "serving_default": list(text_model.output_keys),
+            "predict": list(text_model.prediction_keys),
+            "explain": list(text_model.explain_keys),
+        },
+        "methods": list(text_model.methods),
+        "explain_steps": attribution.DEFAULT_STEPS,
+        "num_classes": text_model.num_classes,
+        "class_names": list(text_model.class_names),
+        "input": "text: tf.string [None], raw review text",
+        "hatt_version": hatt.__version__,
+        "keras_version": keras.__version__,
+        "tensorflow_version": tf.__version__,
+        **(metadata or {}),
+    }
+
+
+def _write_version(text_model, facts, staging, out):
+    """Write the SavedModel in ``staging`` and move it to ``out/VERSION``; return VERSION."""
+    saved_model = staging / "saved_model"
+    save_saved_model(text_model, saved_model)
+    (saved_model / "assets.extra").mkdir(exist_ok=True)
+    version = _next_version(out)
+    while True:  # another export may take the number meanwhile: then the next one
+        write_json(saved_model / VERSION_METADATA, {**facts, "version": version})
+        try:
+            os.rename(saved_model, out / str(version))
+            return version
+        except OSError:
+            if not (out / str(version)).exists():
+                raise
+            version += 1
+
+
+def _write_keras_files(text_model, staging, out, version):
+    """``out/model.keras`` and ``out/vectorizer.json``, when ``version`` is the newest."""
+    keras_file = out / run_files.MODEL
+    text_model.save(staging / run_files.MODEL)
+    text_model.vectorizer.save(staging / run_files.VECTORIZER)
+    if version >= max(version_numbers(out), default=0):
+        os.replace(staging / run_files.MODEL, keras_file)
+        os.replace(staging / run_files.VECTORIZER, out / run_files.VECTORIZER)
+    return keras_file
+
+
+def _write_index(out, staging, attempts=5):
+    """``out/export.json``: the newest complete version's facts and every version number.
+
+    Written atomically; rewritten while the version folders change under it
+    (an export running beside this one), so the last writer leaves it true.
+    """
+    for _ in range(attempts):
+        versions = version_numbers(out)
+        if not versions:
+            return
+        facts = read_json(out / str(versions[-1]) / VERSION_METADATA)
+        write_json(staging / EXPORT_FILE, {**facts, "versions": versions})
+        os.replace(staging / EXPORT_FILE, out / EXPORT_FILE)
+        if version_numbers(out) == versions:
+            return
+
+
+# Temporaries of an export: this prefix, then the writer's process id.
+TEMPORARY_PREFIX = ".tmp-export-"
+# A temporary untouched for this long is stale, whatever its writer (other hosts, old names).
+STALE_SECONDS = 30 * 60
+
+
+def remove_stale_temporaries(out):
+    """Remove what killed exports left in ``out``; return the names removed.
+
+    A ``.tmp-*`` entry is stale when its writer's process (the id in a
+    ``.tmp-export-PID-*`` name) no longer runs on this machine, or when
+    nothing in it has changed for :data:`STALE_SECONDS` (entries from other
+    machines or older hatt versions, whose names carry no usable process
+    id). A running export's temporaries are left alone.
+    """
+    removed = []
+    for entry in sorted(Path(out).glob(".tmp-*")):
+        if not _is_stale(entry):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _is_stale(entry):
+    writer = _writer_pid(entry.name)
+    if writer is not None and not _process_running(writer):
+        return True
+    return time.time() - _last_change(entry) > STALE_SECONDS
+
+
+def _writer_pid(name):
+    if not name.startswith(TEMPORARY_PREFIX):
+        return None
+    pid = name[len(TEMPORARY_PREFIX) :].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _process_running(pid):
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but belongs to someone else
+        return True
+    return True
+
+
+def _last_change(entry):
+    try:
+        newest = entry.lstat().st_mtime
+    except OSError:
+        return time.time()
+    if entry.is_dir():
+        for folder, _, files in os.walk(entry):
+            for name in files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+                except OSError:
+                    continue
+    return newest
+
+
+def export(run_dir, out=None):
+    """Export a run directory of ``hatt train`` (``hatt export RUN_DIR [--out DIR]``).
+
+    Args:
+        run_dir: A run directory (``config.json``, ``model.keras``,
+            ``vectorizer.json``; ``metrics.json`` is copied into ``export.json``).
+        out: The export folder; defaults to ``saved_models/FAMILY``.
+
+    Returns:
+        An :class:`ExportResult` (``version`` is the number just written).
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ExportError(f"No run directory at {str(run_dir)!r}.")
+    text_model = load_run(run_dir)
+    metadata = {"source_run": str(run_dir.resolve())}
+    if (run_dir / run_files.METRICS).is_file():
+        metrics = read_json(run_dir / run_files.METRICS)
+        metadata["metrics"] = {
+            k: metrics[k]
+            for k in (
+                "test_accuracy",
+                "test_macro_f1",
+                "test_mae",
+                "validation_accuracy",
+                "epochs",
+                "parameters",
+                "command",
+            )
+            if k in metrics
+        }
+    metadata.update(run_facts(run_dir))
+    out = Path(out) if out else Path("saved_models") / text_model.family
+    return write_export(text_model, out, metadata)
+
+
+# === What a run recorded against reading its parts at face value =======================

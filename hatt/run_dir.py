@@ -1,0 +1,46 @@
+"""The files of a run directory (``hatt train --run-dir``), named once.
+
+Training (:mod:`hatt.training.loop`, :mod:`hatt.training.resume`), the
+exporter (:mod:`hatt.export`) and :class:`hatt.TextClassifier` read and write
+these names; none of them types a run directory's file name itself.
+"""
+
+from pathlib import Path
+
+CONFIG = "config.json"  # the assembled config (preset + overrides), hatt.training.Config
+VECTORIZER = "vectorizer.json"  # the adapted hatt.data.Vectorizer
+CLASSES = "classes.json"  # {"class_names": [...]}, in the model's column order
+MODEL = "model.keras"  # the id model (the vectorizer beside it makes it a TextModel)
+METRICS = "metrics.json"  # the run's figures; written last, so its presence means "done"
+HISTORY = "history.csv"  # one row an epoch
+NGRAM_CHANNEL = "ngram_channel.json"  # the n-gram channel's separate fit and the mix
+WORD_VECTORS = "word_vectors.json"  # where the initial word vectors came from
+VALIDATION_PROBABILITIES = "validation_probabilities.npz"
+TEST_PROBABILITIES = "test_probabilities.npz"
+STATE = "state.json"  # resume: the epoch reached and the RNG state
+STATUS = "status.json"  # resume: running / finished / interrupted
+
+# What a finished run leaves (resume's check that a directory is a run's).
+OUTPUTS = (
+    CONFIG,
+    CLASSES,
+    NGRAM_CHANNEL,
+    WORD_VECTORS,
+    HISTORY,
+    METRICS,
+    MODEL,
+    VECTORIZER,
+    VALIDATION_PROBABILITIES,
+    TEST_PROBABILITIES,
+)
+
+
+def path(run_dir, name):
+    """``run_dir / name`` as a :class:`~pathlib.Path`."""
+    return Path(run_dir) / name
+
+
+def is_run_dir(folder):
+    """Whether ``folder`` holds a trained model: its ``model.keras`` and ``vectorizer.json``."""
+    folder = Path(folder)
+    return (folder / MODEL).is_file() and (folder / VECTORIZER).is_file()

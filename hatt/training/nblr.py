@@ -1,0 +1,305 @@
+"""NB-weighted logistic regression (NBSVM with a logistic loss, Wang & Manning 2012), generic.
+
+THE home of the Naive Bayes log-count ratios, the NB-LR fit on a sparse
+feature matrix (one-vs-rest above two classes) and the logit figures (accuracy,
+per-review log loss). The n-gram channel (:mod:`hatt.training.ngram`), its mix
+(:mod:`hatt.training.mix`) and the NB-LR baseline (``experiments/baselines.py``)
+all call these; none of them copies one.
+"""
+
+import time
+
+import numpy as np
+
+
+def log_count_ratios(counts, labels, alpha=1.0, min_df=1, dtype=np.float32):
+    """NB log-count ratios ``r = log((p / |p|₁) / (q / |q|₁))`` of binarized counts.
+
+    ``p = alpha + Σ_pos 1[f > 0]`` and ``q = alpha + Σ_neg 1[f > 0]``
+    (Wang & Manning 2012); features in fewer than ``min_df`` reviews (none, by
+    default) get ``0``.
+
+    Args:
+        counts: ``[reviews, features]`` counts, a SciPy sparse matrix or an array.
+        labels: 0/1 labels, one per review.
+        alpha: additive smoothing, > 0.
+        min_df: features in fewer training reviews get ``0``.
+        dtype: of the result (the channel's weights are float32).
+    """
+    import scipy.sparse as sp
+
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not alpha > 0:
+        raise ValueError(f"Expected alpha to be a positive number. Received: alpha={alpha!r}")
+    labels = np.asarray(labels)
+    present = sp.csr_matrix(counts, dtype=np.float32 if dtype == np.float32 else np.float64)
+    present.data = (present.data != 0).astype(present.dtype)
+    positive = np.asarray(present[labels == 1].sum(axis=0), np.float64).ravel()
+    negative = np.asarray(present[labels == 0].sum(axis=0), np.float64).ravel()
+    seen = positive + negative >= max(1, min_df)
+    p, q = positive + alpha, negative + alpha
+    ratios = np.log(p / p.sum()) - np.log(q / q.sum())
+    return np.where(seen, ratios, 0.0).astype(dtype)
+
+
+def one_vs_rest_log_count_ratios(
+    counts, labels, num_classes, alpha=1.0, min_df=1, dtype=np.float32
+):
+    """Per class ``k``, the NB log-count ratios of ``k`` against the rest.
+
+    Column ``k`` is :func:`log_count_ratios` of ``labels == k``.
+
+    Args:
+        counts: ``[reviews, features]`` counts, a SciPy sparse matrix or an array.
+        labels: int labels in ``0 .. num_classes - 1``, one per review.
+        num_classes: Int >= 2.
+        alpha, min_df, dtype: as in :func:`log_count_ratios`.
+
+    Returns:
+        ``[features, num_classes]`` array.
+    """
+    labels = check_labels(labels, num_classes)
+    columns = [
+        log_count_ratios(counts, (labels == k).astype(int), alpha, min_df, dtype)
+        for k in range(num_classes)
+    ]
+    return np.stack(columns, axis=1)
+
+
+def check_labels(labels, num_classes, name="labels"):
+    """``labels`` as an int array, checked to lie in ``0 .. num_classes - 1``."""
+    labels = np.asarray(labels)
+    if labels.size and (
+        not np.all(np.equal(np.mod(labels, 1), 0))
+        or labels.min() < 0
+        or labels.max() >= num_classes
+    ):
+        found = sorted(set(np.unique(labels).tolist()))
+        raise ValueError(
+            f"Expected {name} to be ints in 0..{num_classes - 1} ({num_classes} classes). "
+            f"Received: {name} with the values {found[:20]}"
+        )
+    return labels.astype(np.int64)
+
+
+def classes_of(labels, num_classes=None):
+    """``num_classes``, or, when ``None``, ``max(2, largest label + 1)``."""
+    if num_classes is not None:
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(
+                f"Expected num_classes to be an int >= 2. Received: num_classes={num_classes!r}"
+            )
+        return num_classes
+    labels = np.asarray(labels)
+    return max(2, int(labels.max()) + 1) if labels.size else 2
+
+
+def layer_features(counts, binary=False, reduction="sum"):
+    """The values ``NgramLogit`` multiplies its weights by, as a CSR matrix.
+
+    ``binary`` keeps one count per review; ``reduction`` divides a row by its
+    (kept) feature count (``"mean"``) or its square root (``"sqrt"``).
+    """
+    import scipy.sparse as sp
+
+    values = counts.copy()
+    if binary:
+        values.data[:] = 1.0
+    if reduction != "sum":
+        n = np.maximum(np.asarray(values.sum(axis=1)).ravel(), 1.0)
+        scale = 1.0 / (n if reduction == "mean" else np.sqrt(n))
+        values = sp.diags(scale.astype(np.float32)) @ values
+    return values.tocsr()
+
+
+def fit_nb_logistic(
+    counts,
+    labels,
+    *,
+    binary,
+    reduction,
+    alpha=1.0,
+    min_df=1,
+    C=0.1,
+    validation=None,
+    seed=0,
+    num_classes=None,
+):
+    """NB-weighted logistic regression on the channel's features.
+
+    Args:
+        counts, labels: training counts (:func:`ngram_counts`) and labels
+            (0/1, or ``0 .. num_classes - 1``).
+        binary, reduction: the layer's settings (see :func:`layer_features`).
+        alpha, min_df: as in :func:`log_count_ratios`.
+        C: inverse L2 strength, or a grid of them: with ``validation``, the
+            value with the best validation accuracy (ties → the smallest,
+            i.e. the most regularized) is kept. Defaults to `0.1`.
+        validation: optional ``(counts, labels)`` of the validation split.
+        seed: the solver's random state.
+        num_classes: Int >= 2; ``None`` (the default) reads it from the
+            labels (``max(2, largest + 1)``). Above 2, one-vs-rest (see the
+            module's docstring).
+
+    Returns:
+        ``(weights, intercept, info)``: float32 channel weights ``coef ⊙ r``
+        (``[features]``; ``[features, num_classes]`` above two classes), the
+        intercept (a float; a float array ``[num_classes]``), and a dict with
+        the chosen ``C``, ``alpha`` and the train / validation accuracies of
+        the channel alone.
+    """
+    import scipy.sparse as sp
+
+    labels = np.asarray(labels)
+    num_classes = classes_of(labels, num_classes)
+    if num_classes > 2:
+        return _fit_nb_logistic_one_vs_rest(
+            counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+        )
+    check_labels(labels, 2)
+    if len(np.unique(labels)) < 2:
+        raise ValueError(
+            "ngram.init='nblr' needs both labels in the training split. "
+            f"Received labels: {sorted(set(labels.tolist()))}"
+        )
+    ratios = log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
+    scale = sp.diags(ratios)
+    train_x = layer_features(counts, binary, reduction) @ scale
+    if validation is not None:
+        validation = (layer_features(validation[0], binary, reduction) @ scale, validation[1])
+    model, entry, selection = fit_logistic_grid(train_x, labels, C, validation, seed=seed)
+    weights = (model.coef_.ravel() * ratios).astype(np.float32)
+    info = {"init": "nblr", "alpha": alpha, "min_df": min_df, **entry}
+    if len(selection) > 1:
+        info["selection"] = selection
+    return weights, float(model.intercept_[0]), info
+
+
+def _fit_nb_logistic_one_vs_rest(
+    counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+):
+    """:func:`fit_nb_logistic` above two classes: one NB-LR a class against the rest."""
+    labels = check_labels(labels, num_classes)
+    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
+    if missing:
+        raise ValueError(
+            "ngram.init='nblr' needs every class in the training split. "
+            f"Received no training review of the classes {missing} (of {num_classes})."
+        )
+    ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
+    train_x = layer_features(counts, binary, reduction)
+    if validation is not None:
+        validation = (
+            layer_features(validation[0], binary, reduction),
+            check_labels(validation[1], num_classes, "validation labels"),
+        )
+
+    def fit(c):
+        fitted = _one_vs_rest_at(train_x, labels, ratios, c, seed)
+        return fitted, lambda x: predicted_classes(x @ fitted[0] + fitted[1])
+
+    (weights, intercept), entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    info = {"init": "nblr", "scheme": "one-vs-rest", "alpha": alpha, "min_df": min_df, **entry}
+    if len(selection) > 1:
+        info["selection"] = selection
+    return weights, intercept, info
+
+
+def _one_vs_rest_at(features, labels, ratios, c, seed):
+    """Columns ``coef_k ⊙ r_k`` and intercepts of the ``k``-against-the-rest NB-LRs at ``C=c``."""
+    import scipy.sparse as sp
+
+    weights = np.zeros(ratios.shape, np.float32)
+    intercept = np.zeros(ratios.shape[1], np.float64)
+    for k in range(ratios.shape[1]):
+        model = _logistic(c, seed).fit(features @ sp.diags(ratios[:, k]), (labels == k).astype(int))
+        weights[:, k] = model.coef_.ravel() * ratios[:, k]
+        intercept[k] = model.intercept_[0]
+    return weights, intercept
+
+
+def _logistic(c, seed):
+    """THE L2 logistic regression of the channel's fits (binary; ``liblinear``)."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000)
+
+
+def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=None):
+    """Logistic regressions over a grid of ``C``; the one with the best validation accuracy.
+
+    Args:
+        train_x, train_y: training features and labels.
+        C: inverse L2 strength, or a list of them. Several need ``validation``;
+            ties go to the first (list the most regularized first).
+        validation: optional ``(x, y)`` that chooses among the grid.
+        seed: the solver's random state (``liblinear``).
+        on_fit: optional callable, given each grid point's entry as it is fit.
+
+    Returns:
+        ``(model, entry, selection)``: the chosen fitted
+        ``sklearn.linear_model.LogisticRegression``, its entry (``C``,
+        ``train_accuracy``, ``validation_accuracy`` with a validation split,
+        ``seconds``), and every grid point's entry.
+    """
+
+    def fit(c):
+        model = _logistic(c, seed).fit(train_x, train_y)
+        return model, model.predict
+
+    return _grid_search(C, fit, train_x, train_y, validation, on_fit)
+
+
+def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None):
+    """``fit(c) -> (fitted, predict)`` over the grid ``C``; the best on validation accuracy.
+
+    Returns ``(fitted, entry, selection)`` as :func:`fit_logistic_grid` does.
+    """
+    grid = [float(c) for c in (C if isinstance(C, list | tuple) else [C])]
+    if not grid or any(not c > 0 for c in grid):
+        raise ValueError(f"Expected C to be a positive float or a list of them. Received: C={C!r}")
+    if len(grid) > 1 and validation is None:
+        raise ValueError(f"A grid of C needs a validation split to choose from. Received: C={C!r}")
+    train_y = np.asarray(train_y)
+    best, selection = None, []
+    for c in grid:
+        start = time.perf_counter()
+        fitted, predict = fit(c)
+        entry = {"C": c, "train_accuracy": float((predict(train_x) == train_y).mean())}
+        if validation is not None:
+            predicted = predict(validation[0])
+            entry["validation_accuracy"] = float((predicted == np.asarray(validation[1])).mean())
+        entry["seconds"] = round(time.perf_counter() - start, 2)
+        selection.append(entry)
+        if on_fit is not None:
+            on_fit(entry)
+        key = entry.get("validation_accuracy", 0.0)
+        if best is None or key > best[0]:
+            best = (key, fitted, entry)
+    _, fitted, entry = best
+    return fitted, entry, selection
+
+
+def predicted_classes(logits):
+    """Predicted labels: ``logit > 0`` for one logit a review, else the argmax."""
+    logits = np.asarray(logits)
+    return (logits > 0).astype(int) if logits.ndim == 1 else logits.argmax(axis=-1)
+
+
+def logit_accuracy(logits, labels):
+    """Accuracy of logits: ``[N]`` (one a review, ``> 0`` is class 1) or ``[N, C]``."""
+    return float((predicted_classes(logits) == np.asarray(labels)).mean())
+
+
+def logit_losses(logits, labels):
+    """Each review's cross-entropy under the logits (one a review: sigmoid; else softmax)."""
+    from scipy.special import log_softmax
+
+    logits, labels = np.asarray(logits, np.float64), np.asarray(labels)
+    if logits.ndim == 1:  # -log sigmoid(±z), stably
+        return np.logaddexp(0.0, -np.where(labels == 1, logits, -logits))
+    return -log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]
+
+
+def logit_log_loss(logits, labels):
+    """Mean cross-entropy of the labels under the logits (:func:`logit_losses`)."""
+    return float(np.mean(logit_losses(logits, labels)))
