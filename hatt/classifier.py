@@ -20,12 +20,16 @@ train FAMILY`` uses) or a family with settings, then ``fit`` on raw texts and la
 - ``evaluate`` is :func:`hatt.training.metrics.classification_metrics` (the
   figures of ``metrics.json``).
 
-**No test split inside fit.** ``fit`` trains on the documents it is given, less a
-validation split (carved out of them when ``validation_data`` is ``None``). The
-training loop evaluates a test split; ``fit`` hands it the validation split as a
-stand-in and keeps only the validation figures (``metrics`` and, with
-``run_dir``, ``metrics.json`` have no ``test_*`` figures). Measure held-out
-documents with :meth:`TextClassifier.evaluate`.
+**Test split.** ``fit(texts, labels)`` trains on the documents it is given, less
+a validation split (carved out of them when ``validation_data`` is ``None``), and
+keeps no test split: the training loop's test step gets the validation split as
+a stand-in and only the validation figures are kept (``metrics`` and, with
+``run_dir``, ``metrics.json`` have no ``test_*`` figures); measure held-out
+documents with :meth:`TextClassifier.evaluate`. ``fit`` on a
+:class:`hatt.data.TextCorpus` (``hatt.data.load_corpus``), or ``fit()`` with the
+data source in the settings (``data=``, ``test_data=``, as ``hatt train``'s
+flags), evaluates that corpus's test split as ``hatt train`` does: ``hatt train``
+is this ``fit``.
 
 Example:
 
@@ -38,7 +42,6 @@ Example:
 
 import contextlib
 import dataclasses
-import inspect
 import io
 import json
 import math
@@ -86,11 +89,12 @@ def settings_overrides(family, settings):
     ``batch_size``, ``ngram``, ``model_kwargs``, ...) or an argument of the
     family's builder (``dropout``, ``embedding_dim``, ...: it goes into
     ``model_kwargs``, over the preset's). Section values (dicts) are merged key by
-    key over the preset's by ``assemble_config``.
+    key over the preset's by ``assemble_config``. The data source settings
+    (``data``, ``test_data``, ``label_column``, ...: ``hatt train``'s flags) are
+    what :meth:`TextClassifier.fit` reads when it is given no documents.
 
     Raises:
-        ValueError: a key that is neither (listing both), or a key that names a
-            data source (``fit`` takes the documents).
+        ValueError: a key that is neither (listing both).
     """
     if family not in models.FAMILIES:
         raise ValueError(
@@ -100,12 +104,6 @@ def settings_overrides(family, settings):
     arguments = [a for a in models.builder_arguments(family) if a not in FILLED_ARGUMENTS]
     overrides = {}
     for key, value in settings.items():
-        if key in SOURCE_FIELDS:
-            raise ValueError(
-                f"Expected the documents to come through fit(x, y). Received: {key}={value!r} "
-                "(a data source setting of `hatt train`; read a corpus with "
-                "hatt.data.load_corpus and pass its texts and labels to fit)."
-            )
         if key in ("model", "preset"):
             raise ValueError(
                 f"Expected the family and preset as TextClassifier(family=...) or "
@@ -387,6 +385,7 @@ class TextClassifier:
         self.history = None
         self.metrics = None
         self._predictor = None
+        self._run_dir = None  # a kept run directory, loaded on first use
 
     @classmethod
     def from_preset(cls, name, **overrides):
@@ -403,6 +402,29 @@ class TextClassifier:
         return cls(preset_family(name), preset=name, **overrides)
 
     @classmethod
+    def from_config(cls, config):
+        """The classifier of an assembled :class:`hatt.training.TrainConfig` (``hatt train``'s).
+
+        Example:
+
+        >>> config = hatt.training.assemble_config("cnn", preset="cnn", overrides={"epochs": 2})
+        >>> clf = hatt.TextClassifier.from_config(config)
+        """
+        if not isinstance(config, config_lib.TrainConfig):
+            raise ValueError(
+                "Expected config to be a hatt.training.TrainConfig (from "
+                f"hatt.training.assemble_config). Received: {type(config).__name__}"
+            )
+        clf = cls.__new__(cls)
+        clf.config = config
+        clf.family = config.model
+        clf.history = None
+        clf.metrics = None
+        clf._predictor = None
+        clf._run_dir = None
+        return clf
+
+    @classmethod
     def from_predictor(cls, predictor):
         """A trained classifier over a loaded :class:`hatt.export.Predictor` (:func:`load`)."""
         clf = cls.__new__(cls)
@@ -411,6 +433,7 @@ class TextClassifier:
         clf.history = None
         clf.metrics = None
         clf._predictor = predictor
+        clf._run_dir = None
         return clf
 
     def __repr__(self):
@@ -422,11 +445,13 @@ class TextClassifier:
 
     @property
     def trained(self):
-        return self._predictor is not None
+        return self._predictor is not None or self._run_dir is not None
 
     @property
     def predictor(self):
         """The :class:`hatt.export.Predictor` (``hatt predict``'s path); raises before ``fit``."""
+        if self._predictor is None and self._run_dir is not None:
+            self._predictor = export.load(self._run_dir)  # fit(run_dir=...): loaded when used
         if self._predictor is None:
             raise ValueError(
                 "This TextClassifier is not trained yet: call fit(x, y) first (or hatt.load a "
@@ -446,20 +471,28 @@ class TextClassifier:
 
     def fit(
         self,
-        x,
+        x=None,
         y=None,
         validation_data=None,
         epochs=None,
         callbacks=None,
         run_dir=None,
         verbose="auto",
+        *,
+        restart=False,
+        command=None,
     ):
-        """Train on raw documents: ``hatt train``'s loop on a corpus held in memory.
+        """Train on raw documents: ``hatt train``'s loop (``hatt train`` calls this).
 
         Args:
             x: the documents: a list, NumPy array or pandas Series of ``str``, or
                 a ``tf.data.Dataset`` of ``(text, label)`` pairs (batched or not;
-                then ``y=None``).
+                then ``y=None``); or a :class:`hatt.data.TextCorpus`
+                (``hatt.data.load_corpus``: its train, validation and test
+                splits, the test split evaluated as ``hatt train`` does); or
+                ``None``: the corpus the settings name (``data=``,
+                ``test_data=``, ``label_column=``, ``prepared=``, ... as
+                ``hatt train``'s flags; IMDB when none is given).
             y: one label per document: class names or numbers (``3``, ``3.0``
                 and ``"3"`` are class ``"3"``). The class order is the CLI's:
                 sorted, numerically when every name is a number, or the
@@ -469,14 +502,16 @@ class TextClassifier:
                 ``validation_split``), as ``hatt train`` carves it. It chooses
                 the best epoch (early stopping) and fits the n-gram channel's mix.
             epochs: the most epochs (``None``: the settings' ``epochs``).
-            callbacks: Keras callbacks added to the loop's own (early stopping,
-                the per-epoch backup); needs a training loop that takes them.
+            callbacks: Keras callbacks, run after the loop's own (the NaN stop,
+                early stopping, the per-epoch backup).
             run_dir: where the run's files go (``config.json``, ``history.csv``,
                 ``metrics.json``, ``model.keras``, ...): an interrupted run
                 there of the same settings resumes. ``None``: a temporary
                 folder, removed once the model is loaded.
             verbose: Keras ``fit``'s verbosity; ``0`` also silences the
                 loop's printed steps and progress bars.
+            restart: remove an earlier run's files from ``run_dir`` first.
+            command: the command line ``metrics.json`` records (``hatt train``'s).
 
         Returns:
             ``self``, trained.
@@ -484,26 +519,62 @@ class TextClassifier:
         Raises:
             ValueError: bad documents or labels (a single string, no documents, an
                 item that is not a string, a missing label, one class, lengths
-                that differ), or settings that do not build a model: before any
-                training.
+                that differ), documents given beside a data source setting, or
+                settings that do not build a model: before any training.
         """
+        config = self._config_for(epochs)
+        texts = self._documents(config, x, y, validation_data)
+        loop.check_buildable(config)  # bad setting values fail before the corpus is built
+        with self._quiet(verbose):
+            if isinstance(texts, tuple):  # in memory: a corpus without a test split
+                texts = in_memory_corpus(texts[0], texts[1], config, texts[2])
+            train = dict(
+                texts=texts,
+                command=command,
+                verbose=verbose,
+                restart=restart,
+                callbacks=callbacks,
+                in_memory=isinstance(texts, TextCorpus) and texts.source == IN_MEMORY,
+            )
+            if run_dir is not None:
+                self._train(config, Path(run_dir), keep=True, **train)
+            else:
+                with tempfile.TemporaryDirectory(prefix="hatt-fit-") as folder:
+                    self._train(config, Path(folder) / "run", keep=False, **train)
+                # its files are gone with the folder
+                self.metrics.pop("validation_probabilities", None)
+                self.metrics.pop("test_probabilities", None)
+        return self
+
+    def _documents(self, config, x, y, validation_data):
+        """What fit trains on: a TextCorpus, ``None`` (the settings' source) or ``(texts,
+        names, validation)`` to assemble, checked before anything is built."""
+        defaults = config_lib.TrainConfig()
+        named = [f for f in SOURCE_FIELDS if getattr(config, f) != getattr(defaults, f)]
+        if x is None:
+            if y is not None or validation_data is not None:
+                raise ValueError(
+                    "Expected documents x with y or validation_data. Received: x=None (the "
+                    "settings' data source) with " + ("y" if y is not None else "validation_data")
+                )
+            return None
+        if named:
+            raise ValueError(
+                f"Expected either documents x or the data source setting {named[0]}=, not "
+                f"both. Received: x and {named[0]}={getattr(config, named[0])!r}"
+            )
+        if isinstance(x, TextCorpus):
+            if y is not None or validation_data is not None:
+                raise ValueError(
+                    "Expected y=None and validation_data=None with a hatt.data.TextCorpus x "
+                    "(it holds its labels and its validation split)."
+                )
+            return x
         texts, names = documents(x, y)
         validation = None
         if validation_data is not None:
             validation = self._validation(validation_data)
-        config = self._config_for(epochs)
-        extra = self._callbacks(callbacks)
-        loop.check_buildable(config)  # bad setting values fail before the corpus is built
-        with self._quiet(verbose):
-            corpus = in_memory_corpus(texts, names, config, validation)
-            if run_dir is not None:
-                self._train(config, corpus, Path(run_dir), verbose, extra)
-            else:
-                with tempfile.TemporaryDirectory(prefix="hatt-fit-") as folder:
-                    self._train(config, corpus, Path(folder) / "run", verbose, extra)
-                # its files are gone with the folder
-                self.metrics.pop("validation_probabilities", None)
-        return self
+        return texts, names, validation
 
     def _validation(self, validation_data):
         if _is_dataset(validation_data):
@@ -526,33 +597,24 @@ class TextClassifier:
         return dataclasses.replace(self.config, epochs=epochs)  # checked again
 
     @staticmethod
-    def _callbacks(callbacks):
-        if not callbacks:
-            return {}
-        if "callbacks" not in inspect.signature(loop.train).parameters:
-            raise ValueError(
-                "Expected callbacks=None: this version of hatt's training loop "
-                "(hatt.training.train) does not take extra Keras callbacks yet. "
-                f"Received: callbacks={callbacks!r}"
-            )
-        return {"callbacks": list(callbacks)}
-
-    @staticmethod
     def _quiet(verbose):
         """``verbose=0``: the loop's printed steps and progress bars go nowhere."""
         if verbose == 0:
             return contextlib.redirect_stdout(io.StringIO())
         return contextlib.nullcontext()
 
-    def _train(self, config, corpus, run_dir, verbose, extra):
-        command = "hatt.TextClassifier.fit " + shlex.quote(str(run_dir))
-        metrics = loop.train(
-            config, run_dir, imdb=corpus, command=command, verbose=verbose, **extra
-        )
-        self.metrics = validation_only(metrics)
-        _rewrite_metrics(run_dir, self.metrics)
+    def _train(self, config, run_dir, *, keep, in_memory, command, **train):
+        command = command or "hatt.TextClassifier.fit " + shlex.quote(str(run_dir))
+        metrics = loop.train(config, run_dir, command=command, **train)
+        if in_memory:  # its test split was the validation split's stand-in
+            metrics = validation_only(metrics)
+            _rewrite_metrics(run_dir, metrics)
+        self.metrics = metrics
         self.history = read_history(run_dir)
-        self._predictor = export.load(run_dir)
+        self._predictor = None
+        self._run_dir = run_dir if keep else None
+        if not keep:
+            self._predictor = export.load(run_dir)  # before the folder goes
 
     # --- using it ---------------------------------------------------------------------
 

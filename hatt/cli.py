@@ -209,8 +209,10 @@ def cmd_train(args):
     )
     # Quoted so that the recorded command can be pasted back into a shell.
     command = shlex.join(["hatt", *(sys.argv[1:] if args.argv is None else args.argv)])
-    metrics = training.train(config, run_dir, command=command, restart=args.restart)
-    print(training.summary(metrics, run_dir))
+    # The one object a Python user holds: the CLI only parses flags into its settings.
+    clf = hatt.TextClassifier.from_config(config)
+    clf.fit(run_dir=run_dir, command=command, restart=args.restart)
+    print(training.summary(clf.metrics, run_dir))
     if args.export_dir:
         from hatt import export
 

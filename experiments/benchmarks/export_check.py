@@ -78,7 +78,7 @@ def tiny_runs(root):
         config = training.TrainConfig(
             model=family, model_kwargs=small[family], epochs=1, min_count=1, batch_size=16
         )
-        training.train(config, root / family, imdb=imdb, command="export_check --tiny", verbose=0)
+        training.train(config, root / family, texts=imdb, command="export_check --tiny", verbose=0)
         runs.append(root / family)
     return runs, imdb.test.texts
 

@@ -80,12 +80,12 @@ def _split_dataset(config, vectorizer, name, ids, labels, *, epochs, initial_epo
     )
 
 
-def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0, replicas=1):
-    """Encode every split of ``imdb`` once; return its ids and its (bucketed) dataset.
+def create_datasets(config, texts, vectorizer, *, epochs=None, initial_epoch=0, replicas=1):
+    """Encode every split of ``texts`` once; return its ids and its (bucketed) dataset.
 
     Args:
         config: a :class:`hatt.training.TrainConfig`.
-        imdb: a :class:`hatt.data.Imdb`.
+        texts: a :class:`hatt.data.TextCorpus`.
         vectorizer: the fitted vectorizer.
         epochs, initial_epoch: the training dataset holds the batches of
             epochs ``initial_epoch..epochs-1``, epoch ``e`` shuffled by
@@ -102,7 +102,7 @@ def create_datasets(config, imdb, vectorizer, *, epochs=None, initial_epoch=0, r
     """
     out = {}
     for name in SPLITS:
-        split = getattr(imdb, name)
+        split = getattr(texts, name)
         ids = hatt.data.encode(split.texts, vectorizer, progress=True)
         out[name] = (
             ids,
@@ -253,12 +253,12 @@ class Corpus:
         return self.ids["train"] is not None
 
     @classmethod
-    def open(cls, config, imdb=None):
+    def open(cls, config, texts=None):
         """Load and check the corpus of ``config``; see the module docstring.
 
         Args:
             config: a :class:`hatt.training.TrainConfig`.
-            imdb: an already loaded corpus (:class:`hatt.data.TextCorpus`;
+            texts: an already read corpus (:class:`hatt.data.TextCorpus`;
                 else ``hatt.data.load_corpus`` with the config's settings);
                 not used with ``config.prepared``.
 
@@ -269,24 +269,24 @@ class Corpus:
         """
         if config.prepared:
             return cls._from_shards(config)
-        return cls._from_text(config, imdb)
+        return cls._from_text(config, texts)
 
     @classmethod
-    def _from_text(cls, config, imdb):
-        if imdb is None:
-            imdb = load_texts(config)
-        splits = {name: getattr(imdb, name) for name in SPLITS}
+    def _from_text(cls, config, texts):
+        if texts is None:
+            texts = load_texts(config)
+        splits = {name: getattr(texts, name) for name in SPLITS}
         corpus = cls(
             config,
             None,
             {n: len(s) for n, s in splits.items()},
-            imdb.source,
-            class_names=getattr(imdb, "class_names", BINARY_CLASSES),
+            texts.source,
+            class_names=getattr(texts, "class_names", BINARY_CLASSES),
             splits=splits,
         )
         corpus.check_classes()
-        print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
-        corpus.vectorizer = create_vectorizer(config).adapt(imdb.train.texts, progress=True)
+        print(f"Fitting the vocabulary on {len(texts.train)} training reviews")
+        corpus.vectorizer = create_vectorizer(config).adapt(texts.train.texts, progress=True)
         print("Tokenizing train / validation / test")
         corpus.ids = {
             name: hatt.data.encode(split.texts, corpus.vectorizer, progress=True)

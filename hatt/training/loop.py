@@ -236,6 +236,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         backup,
         keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
         timer,
+        *getattr(run, "callbacks", ()),
     ]
     model.fit(
         datasets["train"],
@@ -422,7 +423,9 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
 # === The page =========================================================================
 
 
-def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=False):
+def train(
+    config, run_dir, *, texts=None, command=None, verbose="auto", restart=False, callbacks=None
+):
     """Train ``config.model`` on its corpus and write the run directory.
 
     Everything that can be checked without data is checked first, and the run
@@ -434,11 +437,15 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     Args:
         config: a :class:`hatt.training.TrainConfig`.
         run_dir: the run directory (created).
-        imdb: an already loaded :class:`hatt.data.Imdb` (else ``load_imdb``,
-            or the shards of ``config.prepared``).
+        texts: an already read corpus, a :class:`hatt.data.TextCorpus` (its
+            train, validation and test splits and class names); ``None``: the
+            config's data source (``hatt.data.load_corpus``), or the shards of
+            ``config.prepared``.
         command: the command line recorded in ``metrics.json``.
         verbose: Keras ``fit`` verbosity.
         restart: remove an earlier run's files from ``run_dir`` first.
+        callbacks: Keras callbacks added after the loop's own (NaN stop,
+            early stopping, the per-epoch backup, TensorBoard).
 
     Returns:
         The metrics dict also written to ``metrics.json``.
@@ -454,7 +461,8 @@ def train(config, run_dir, *, imdb=None, command=None, verbose="auto", restart=F
     strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
     run = check_run(config, run_dir, strategy, restart=restart)
     set_seed(config)
-    corpus = Corpus.open(config, imdb)
+    run.callbacks = list(callbacks or ())
+    corpus = Corpus.open(config, texts)
     run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
     start_run_dir(run, corpus, restart=restart)
     steps = corpus.steps_per_epoch(run.replicas)

@@ -46,14 +46,14 @@ for name, model, kwargs, strategy in (
         learning_rate=1e-2, patience=3, strategy=strategy, packed=False,
     )
     run_dir = f"{sys.argv[1]}/{name}"
-    metrics = training.train(config, run_dir, imdb=imdb, command="test", verbose=0)
+    metrics = training.train(config, run_dir, texts=imdb, command="test", verbose=0)
     out[name] = {
         "metrics": metrics,
         "config": json.load(open(f"{run_dir}/config.json")),
         "history": training.read_history(run_dir),
     }
 try:
-    training.train(training.TrainConfig(model="han", strategy="mirrored"), f"{sys.argv[1]}/x", imdb=imdb)
+    training.train(training.TrainConfig(model="han", strategy="mirrored"), f"{sys.argv[1]}/x", texts=imdb)
 except ValueError as error:
     out["packed_error"] = str(error)
 print(json.dumps(out))

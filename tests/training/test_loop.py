@@ -36,7 +36,7 @@ def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwa
         learning_rate=1e-2,
         patience=4,
     )
-    metrics = training.train(config, tmp_path, imdb=planted, command="test", verbose=0)
+    metrics = training.train(config, tmp_path, texts=planted, command="test", verbose=0)
     assert set(training.METRIC_KEYS) <= set(metrics)
     assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
     assert json.loads((tmp_path / "config.json").read_text())["model"] == model
@@ -74,7 +74,7 @@ def test_early_stopping_restores_the_best_epoch(tmp_path, planted):
         patience=1,
         monitor="val_loss",
     )
-    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
     history = training.read_history(tmp_path)
     losses = [float(row["val_loss"]) for row in history]
     assert metrics["epochs"] < 30  # stopped early
@@ -123,7 +123,7 @@ def test_clr_optimizer_trains(tmp_path, planted):
         min_count=1,
         optimizer="clr",
     )
-    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
     assert np.isfinite(metrics["test_loss"])
 
 
@@ -139,7 +139,7 @@ def test_cosine_schedule_with_warmup_trains_and_ends_at_zero(tmp_path, planted):
         learning_rate_decay="cosine",
         warmup_epochs=0.5,
     )
-    metrics = training.train(config, tmp_path / "run", imdb=planted, verbose=0)
+    metrics = training.train(config, tmp_path / "run", texts=planted, verbose=0)
     assert metrics["test_accuracy"] > 0.9  # the planted words are found
     model = keras.saving.load_model(tmp_path / "run" / "model.keras")
     optimizer = model.optimizer
@@ -247,7 +247,7 @@ def test_one_hot_cnn_learns_the_planted_word_with_lazy_adam(tmp_path, planted):
         optimizer="lazy_adam",
         learning_rate=0.01,
     )
-    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
     assert metrics["test_accuracy"] >= 0.9
     model = keras.saving.load_model(tmp_path / "model.keras")
     assert isinstance(model.optimizer, training.LazyAdam)
@@ -272,7 +272,7 @@ def test_a_small_class_and_a_dropped_deep_part_are_warnings_at_the_top_of_metric
         min_count=1,
         class_weight="none",
     )
-    metrics = training.train(config, tmp_path, imdb=corpus, verbose=0)
+    metrics = training.train(config, tmp_path, texts=corpus, verbose=0)
     warnings = metrics["warnings"]
     assert any(w.startswith("The class 'negative' has 6 training document(s)") for w in warnings)
     mix = metrics["ngram_channel"]["mix"]

@@ -167,7 +167,7 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     shape = {"max_words": 16, "sentence_groups": [8, 16]} if model == "han" else {}
     cfg = config(model, fit="separate", epochs=1, **shape)
     cfg.ngram.refit = refit
-    metrics = training.train(cfg, tmp_path, imdb=planted, command="test", verbose=0)
+    metrics = training.train(cfg, tmp_path, texts=planted, command="test", verbose=0)
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
     assert channel["fit"] == "separate" and set(channel["mix"]) == {

@@ -210,7 +210,7 @@ def _interrupted_run(run_dir, planted, monkeypatch, after_epochs=1):
     with monkeypatch.context() as patch:
         patch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
         with pytest.raises(_Crash):
-            training.train(_config(), run_dir, imdb=planted, verbose=0)
+            training.train(_config(), run_dir, texts=planted, verbose=0)
 
 
 def test_a_corrupted_or_mismatched_backup_is_a_clear_error(tmp_path, planted, monkeypatch):
@@ -220,38 +220,38 @@ def test_a_corrupted_or_mismatched_backup_is_a_clear_error(tmp_path, planted, mo
     assert state["epoch"] == 1 and len(state["records"]) == 1
 
     with pytest.raises(resume.RunError, match="other settings.*learning_rate"):
-        training.train(_config(learning_rate=0.5), run_dir, imdb=planted, verbose=0)
+        training.train(_config(learning_rate=0.5), run_dir, texts=planted, verbose=0)
 
     weights = run_dir / resume.BACKUP_DIR / state["weights"]
     good = weights.read_bytes()
     weights.write_bytes(good[: len(good) // 2])  # a partial file
     with pytest.raises(resume.RunError, match="missing or corrupted.*--restart"):
-        training.train(_config(), run_dir, imdb=planted, verbose=0)
+        training.train(_config(), run_dir, texts=planted, verbose=0)
     weights.write_bytes(good)
 
     state_file = run_dir / resume.BACKUP_DIR / resume.STATE_FILE
     state_text = state_file.read_text()
     state_file.write_text(state_text[:40])
     with pytest.raises(resume.RunError, match="is corrupted"):
-        training.train(_config(), run_dir, imdb=planted, verbose=0)
+        training.train(_config(), run_dir, texts=planted, verbose=0)
     # the command line says the same, without a traceback
     argv = ["train", "cnn", "--preset", "none", "--run-dir", str(run_dir), "--export-dir", ""]
     assert cli.main(argv) == 2
 
     state_file.write_text(state_text)
-    metrics = training.train(_config(), run_dir, imdb=planted, verbose=0)
+    metrics = training.train(_config(), run_dir, texts=planted, verbose=0)
     assert metrics["resumed_from_epoch"] == 1 and metrics["epochs"] == 3
     assert [int(r["epoch"]) for r in training.read_history(run_dir)] == [0, 1, 2]
 
     # --restart starts over in the same directory
-    metrics = training.train(_config(), run_dir, imdb=planted, verbose=0, restart=True)
+    metrics = training.train(_config(), run_dir, texts=planted, verbose=0, restart=True)
     assert metrics["resumed_from_epoch"] == 0 and metrics["epochs"] == 3
 
 
 def test_resume_keeps_the_early_stopping_state(tmp_path, planted, monkeypatch):
     """Best weights and patience carry over: the resumed run stops and restores as one run."""
     config = _config(epochs=12, patience=1, monitor="val_loss", learning_rate=0.3)
-    whole = training.train(config, tmp_path / "whole", imdb=planted, verbose=0)
+    whole = training.train(config, tmp_path / "whole", texts=planted, verbose=0)
     assert whole["epochs"] < 12  # it stopped early
     run_dir = tmp_path / "split"
     save = resume.RunBackup.on_epoch_end
@@ -264,8 +264,8 @@ def test_resume_keeps_the_early_stopping_state(tmp_path, planted, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
         with pytest.raises(_Crash):
-            training.train(config, run_dir, imdb=planted, verbose=0)
-    resumed = training.train(config, run_dir, imdb=planted, verbose=0)
+            training.train(config, run_dir, texts=planted, verbose=0)
+    resumed = training.train(config, run_dir, texts=planted, verbose=0)
     assert resumed["resumed_from_epoch"] == whole["epochs"] - 1
     for key in ("epochs", "best_epoch", "validation_loss", "test_loss", "test_accuracy"):
         assert resumed[key] == pytest.approx(whole[key], rel=1e-5), key
@@ -276,7 +276,7 @@ def test_resume_keeps_the_early_stopping_state(tmp_path, planted, monkeypatch):
 def test_a_nan_loss_stops_the_run_with_a_clear_message(tmp_path, planted, capsys):
     run_dir = tmp_path / "run"
     with pytest.raises(resume.NaNLossError, match="became nan at epoch 1, batch 2"):
-        training.train(_config(learning_rate=float("nan")), run_dir, imdb=planted, verbose=0)
+        training.train(_config(learning_rate=float("nan")), run_dir, texts=planted, verbose=0)
     status = json.loads((run_dir / resume.STATUS_FILE).read_text())
     assert status["status"] == "nan_loss" and status["epoch"] == 1
     assert status["last_good_epoch"] == 0
@@ -301,7 +301,7 @@ def test_a_crash_after_the_last_epoch_only_writes_the_results(tmp_path, planted,
     _interrupted_run(run_dir, planted, monkeypatch, after_epochs=3)  # every epoch backed up
     state = resume.read_state(run_dir)
     assert state["epoch"] == 3 and state["training_done"]
-    metrics = training.train(_config(), run_dir, imdb=planted, verbose=0)
+    metrics = training.train(_config(), run_dir, texts=planted, verbose=0)
     assert metrics["resumed_from_epoch"] == 3 and metrics["epochs"] == 3
     assert metrics["best_epoch"] == state["early_stopping"]["best_epoch"] + 1
     assert [int(r["epoch"]) for r in training.read_history(run_dir)] == [0, 1, 2]

@@ -126,7 +126,7 @@ def test_bad_settings_fail_before_any_data(tmp_path):
     for values, message in cases:
         config = training.TrainConfig(**values)
         with pytest.raises(ValueError, match=message):
-            training.train(config, tmp_path / "run", imdb=None, verbose=0)
+            training.train(config, tmp_path / "run", texts=None, verbose=0)
         assert not (tmp_path / "run").exists()
 
 
@@ -144,7 +144,7 @@ def test_a_run_started_from_word2vec_learns_and_records_the_vectors(tmp_path):
         learning_rate=1e-2,
         patience=3,
     )
-    metrics = training.train(config, tmp_path, imdb=planted, verbose=0)
+    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
     assert metrics["test_accuracy"] >= 0.9
     recorded = json.loads((tmp_path / "word_vectors.json").read_text())
     assert metrics["word_vectors"] == recorded and recorded["source"] == "word2vec"
@@ -171,7 +171,7 @@ def test_frozen_vectors_stay_as_the_file_gave_them(tmp_path):
         batch_size=16,
         min_count=1,
     )
-    training.train(config, tmp_path / "run", imdb=planted, verbose=0)
+    training.train(config, tmp_path / "run", texts=planted, verbose=0)
     model = keras.saving.load_model(tmp_path / "run" / "model.keras")
     assert not model.get_layer("embedding").trainable
     rows = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
