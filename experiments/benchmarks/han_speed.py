@@ -45,7 +45,7 @@ import tensorflow as tf
 
 from hatt import export
 from hatt.data.pipeline import pack_sentences
-from hatt.models._layers import EncoderMask, LengthGroupedBidirectional
+from hatt.models.wiring import EncoderMask, LengthGroupedBidirectional
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "han_speed.json"
 

@@ -10,8 +10,8 @@ their attention as extra outputs; `family_of`, `score_kind`, `dense_twin` and
 """
 
 from hatt.models import (
-    _layers,  # noqa: F401  (registers the helper layers for .keras loading)
     head,
+    wiring,  # noqa: F401  (registers the helper layers for .keras loading)
 )
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han

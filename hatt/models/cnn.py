@@ -5,7 +5,7 @@ import keras
 from hatt.layers import ContextAttention, RegionSum
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import ApplyMask, MaxOverTime, PaddingMask
+from hatt.models.wiring import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
 WORDS = ("embedding", "one_hot")

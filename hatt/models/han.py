@@ -5,7 +5,8 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import (
+from hatt.models.rnn import CELLS, recurrent_layer
+from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
     FoldSentences,
@@ -13,7 +14,6 @@ from hatt.models._layers import (
     PaddingMask,
     UnfoldSentences,
 )
-from hatt.models.rnn import CELLS, recurrent_layer
 
 
 def build_han(
@@ -48,12 +48,12 @@ def build_han(
     get exactly zero attention weight, so the result does not change when
     a review gets extra padded words or sentences; an empty review gives a
     finite probability. Both RNNs run under a right-padded mask that always
-    keeps step 0 (see `hatt.models._layers.EncoderMask`), which cuDNN
+    keeps step 0 (see `hatt.models.wiring.EncoderMask`), which cuDNN
     accepts for empty sentences and reviews.
 
     Inference over dense ids skips the padding (on IMDB 85 % of the
     `[batch * S, W]` cells): the word encoder is a
-    `hatt.models._layers.LengthGroupedBidirectional` (rows in groups of
+    `hatt.models.wiring.LengthGroupedBidirectional` (rows in groups of
     similar length, each run to its longest row) and the word attention
     scores only the words (`ContextAttention(skip_masked=True)`). The
     outputs are those of the plain layers; training runs the plain ones.

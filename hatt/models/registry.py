@@ -13,11 +13,11 @@ import keras
 
 from hatt.layers import ContextAttention
 from hatt.models import head as head_lib
-from hatt.models._layers import GatherSentences, UnfoldSentences
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
 from hatt.models.rnn import build_rnn
 from hatt.models.transformer import build_transformer
+from hatt.models.wiring import GatherSentences, UnfoldSentences
 
 BUILDERS = {
     "cnn": build_cnn,

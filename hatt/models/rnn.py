@@ -5,7 +5,7 @@ import keras
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
-from hatt.models._layers import (
+from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
     LengthGroupedBidirectional,
@@ -54,7 +54,7 @@ def build_rnn(
     Masking: the attention gives padding (id 0) zero weight, so the result
     does not change when a review is padded further. The RNNs run under a
     right-padded mask that always keeps step 0 (see
-    `hatt.models._layers.EncoderMask`), which cuDNN accepts even for an
+    `hatt.models.wiring.EncoderMask`), which cuDNN accepts even for an
     empty review; such a review gives zero attention weights, a zero
     document vector and a finite probability.
 

@@ -6,7 +6,7 @@ from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models._layers import ApplyMask, ConcatPooling, PaddingMask
+from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask
 
 
 def build_transformer(

@@ -37,7 +37,7 @@ def test_max_pooling_ignores_padding():
     """Max-over-time equals the max over the real steps of the conv features."""
     model = build_small("cnn", kernel_sizes=[3])
     ids = np.array([[5, 6, 0, 0, 0]], dtype="int32")
-    features = hatt.models._layers.ApplyMask()(model.get_layer("embedding")(ids), mask=ids != 0)
+    features = hatt.models.wiring.ApplyMask()(model.get_layer("embedding")(ids), mask=ids != 0)
     conv = to_numpy(model.get_layer("conv_3")(features))
     pooled = to_numpy(model.get_layer("word_attention")(conv, mask=ids != 0))
     np.testing.assert_allclose(pooled, conv[:, :2].max(axis=1), atol=1e-6)

@@ -6,7 +6,7 @@ import pytest
 
 import hatt
 from hatt.data import pack_sentences
-from hatt.models._layers import FoldSentences, UnfoldSentences
+from hatt.models.wiring import FoldSentences, UnfoldSentences
 
 from ._model_test import (
     build_small,

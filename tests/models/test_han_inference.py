@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import hatt
 from hatt.layers import ContextAttention
-from hatt.models._layers import EncoderMask, LengthGroupedBidirectional
+from hatt.models.wiring import EncoderMask, LengthGroupedBidirectional
 
 from ._model_test import build_small, check_attention, nested_batch, nested_task, to_numpy
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.models._layers import EncoderMask, MaxOverTime, MeanOverTime
+from hatt.models.wiring import EncoderMask, MaxOverTime, MeanOverTime
 
 from ._model_test import batch_for, build_small, to_numpy
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.models import _layers
+from hatt.models import wiring
 
 from ._model_test import (
     assert_reload_in_fresh_process,
@@ -53,14 +53,14 @@ def test_build_passes_keyword_arguments_through():
 
 @pytest.mark.parametrize("name", HELPERS)
 def test_helper_layers_are_registered(name):
-    cls = getattr(_layers, name)
+    cls = getattr(wiring, name)
     assert keras.saving.get_registered_name(cls) == f"hatt>{name}"
     assert keras.saving.get_registered_object(f"hatt>{name}") is cls
 
 
 def test_all_lists_the_public_names():
     public = {n for n in dir(hatt.models) if not n.startswith("_")}
-    modules = {"cnn", "rnn", "transformer", "han", "registry"}
+    modules = {"cnn", "rnn", "transformer", "han", "registry", "wiring"}
     public -= {"head"} - set(hatt.models.__all__)
     assert set(hatt.models.__all__) == public - modules
 
