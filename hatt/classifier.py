@@ -44,8 +44,6 @@ import contextlib
 import dataclasses
 import io
 import json
-import math
-import numbers
 import shlex
 import tempfile
 from pathlib import Path
@@ -55,8 +53,15 @@ import numpy as np
 import hatt.inspect
 from hatt import export, models
 from hatt import run_dir as run_files
-from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
-from hatt.data.read_log import ReadLog
+from hatt.data.corpus import TextCorpus
+from hatt.data.documents import (
+    IN_MEMORY,
+    check_texts,
+    documents,
+    in_memory_corpus,
+    is_dataset,
+    label_names,
+)
 from hatt.training import config as config_lib
 from hatt.training import loop
 from hatt.training import metrics as metrics_lib
@@ -65,7 +70,6 @@ from hatt.training import metrics as metrics_lib
 SOURCE_FIELDS = ("data", "labels", "text_column", "label_column", "test_data", "prepared")
 # Builder arguments the training loop fills in itself.
 FILLED_ARGUMENTS = ("vocabulary_size", "num_classes", "ngram")
-IN_MEMORY = "in-memory documents"  # the corpus's source, as metrics.json records it
 # metrics.json keys of the test split: fit's test split is the validation split's stand-in.
 TEST_KEYS = (
     "test_accuracy",
@@ -124,179 +128,6 @@ def settings_overrides(family, settings):
 def preset_family(name):
     """The family of preset ``name`` (its ``"model"``; ``ValueError`` for an unknown preset)."""
     return config_lib.load_preset(name).get("model", name)
-
-
-# === Documents and labels ============================================================
-
-
-def _is_dataset(value):
-    return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec")
-
-
-def _as_list(values, argument):
-    """A list from a list, tuple, 1-D NumPy array or pandas Series (anything with ``tolist``)."""
-    if isinstance(values, str | bytes):
-        raise ValueError(
-            f"Expected {argument} to be a list of documents, not a single string. "
-            f"Received: {argument}={values[:60]!r}. Wrap it in a list."
-        )
-    if isinstance(values, np.ndarray) and values.ndim != 1:
-        raise ValueError(
-            f"Expected {argument} to be one-dimensional (one document a row). "
-            f"Received: {argument} of shape {values.shape}"
-        )
-    if hasattr(values, "tolist"):
-        return values.tolist()
-    try:
-        return list(values)
-    except TypeError:
-        raise ValueError(
-            f"Expected {argument} to be a list, a NumPy array or a pandas Series. "
-            f"Received: {argument} of type {type(values).__name__}"
-        ) from None
-
-
-def check_texts(texts, argument="x", allow_empty=False):
-    """``texts`` as a list of ``str`` (``bytes`` decoded as UTF-8).
-
-    Raises:
-        ValueError: a single string, an empty list (unless ``allow_empty``), or an
-            item that is not a string (its index and value named).
-    """
-    texts = _as_list(texts, argument)
-    if not texts and not allow_empty:
-        raise ValueError(f"Expected {argument} to hold documents. Received: an empty {argument}")
-    out = []
-    for i, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
-        if not isinstance(text, str):
-            raise ValueError(
-                f"Expected {argument} to hold strings. Received: {argument}[{i}]={text!r} "
-                f"({type(text).__name__})"
-            )
-        out.append(text)
-    return out
-
-
-def _is_missing(value):
-    if value is None:
-        return True
-    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
-        return math.isnan(float(value))
-    return value.__class__.__name__ in ("NAType", "NaTType")  # pandas' missing values
-
-
-def label_names(labels, argument="y"):
-    """The class name of each label (:func:`hatt.data.corpus.label_name`, as the CLI reads them).
-
-    ``3``, ``3.0`` and ``"3"`` are class ``"3"``.
-
-    Raises:
-        ValueError: a missing label (``None``, NaN) or an empty one, named by index.
-    """
-    labels = _as_list(labels, argument)
-    names = []
-    for i, value in enumerate(labels):
-        name = "" if _is_missing(value) else label_name(value)
-        if not name:
-            raise ValueError(
-                f"Expected {argument} to hold a class name or number for every document. "
-                f"Received: {argument}[{i}]={value!r}"
-            )
-        names.append(name)
-    return names
-
-
-def _from_dataset(dataset, argument):
-    """``(texts, labels)`` of a ``tf.data.Dataset`` of ``(text, label)``, batched or not."""
-    texts, labels = [], []
-    for element in dataset.as_numpy_iterator():
-        if not isinstance(element, tuple) or len(element) != 2:
-            raise ValueError(
-                f"Expected {argument} to yield (text, label) pairs. Received an element of "
-                f"{type(element).__name__}: {element!r}"[:300]
-            )
-        text, label = element
-        if np.ndim(text) == 0:
-            texts.append(text)
-            labels.append(label.item() if hasattr(label, "item") else label)
-        else:
-            texts.extend(np.asarray(text).reshape(-1).tolist())
-            labels.extend(np.asarray(label).reshape(-1).tolist())
-    labels = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in labels]
-    return texts, labels
-
-
-def documents(x, y, argument="x", label_argument="y"):
-    """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``)."""
-    if _is_dataset(x):
-        if y is not None:
-            raise ValueError(
-                f"Expected {label_argument}=None with a tf.data.Dataset {argument} (it yields "
-                f"(text, label) pairs). Received: {label_argument} of type {type(y).__name__}"
-            )
-        x, y = _from_dataset(x, argument)
-    elif y is None:
-        raise ValueError(f"Expected labels {label_argument} for the documents {argument}.")
-    texts = check_texts(x, argument)
-    names = label_names(y, label_argument)
-    if len(texts) != len(names):
-        raise ValueError(
-            f"Expected one label per document. Received: {len(texts)} documents in {argument} "
-            f"and {len(names)} labels in {label_argument}"
-        )
-    return texts, names
-
-
-def _split(texts, names, name):
-    ids = [f"{name}/{i}" for i in range(len(texts))]
-    return Split(list(texts), np.asarray(names, dtype=object), ids)
-
-
-class _InMemoryLog(ReadLog):
-    """:func:`assemble`'s log for documents given in memory.
-
-    They come without a test split by design (fit keeps none), so assemble's
-    warning that the (empty) test split lacks classes is dropped.
-    """
-
-    def warn(self, message):
-        if not message.startswith("the test split holds no documents"):
-            super().warn(message)
-
-
-def in_memory_corpus(texts, names, config, validation=None):
-    """The :class:`hatt.data.TextCorpus` fit trains on; its test split is the validation split.
-
-    Args:
-        texts, names: the training documents and their class names.
-        config: the :class:`hatt.training.TrainConfig` (``classes``,
-            ``validation_size``, ``validation_split``, ``seed``, ``limit``).
-        validation: ``(texts, names)`` of the validation split, or ``None`` to
-            carve it out of the documents (:func:`hatt.data.corpus.assemble`).
-    """
-    if validation is None:
-        empty = Split([], np.asarray([], dtype=object), [])
-        corpus = assemble(
-            RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY),
-            log=_InMemoryLog(),
-            classes=config.classes,
-            validation_size=config.validation_size,
-            validation_split=config.validation_split,
-            seed=config.seed,
-            limit=config.limit,
-        )
-        return dataclasses.replace(corpus, test=corpus.validation)
-    unknown = sorted(set(validation[1]) - set(names))
-    if unknown:
-        raise ValueError(
-            "Expected every label of validation_data to occur in the training labels. "
-            f"Received labels only in validation_data: {unknown}"
-        )
-    raw = RawCorpus(_split(texts, names, "train"), _split(*validation, "validation"), IN_MEMORY)
-    class_names, train, validation_split = encode_labels(raw, config.classes)
-    return TextCorpus(train, validation_split, validation_split, IN_MEMORY, class_names)
 
 
 # === Results =========================================================================
@@ -577,7 +408,7 @@ class TextClassifier:
         return texts, names, validation
 
     def _validation(self, validation_data):
-        if _is_dataset(validation_data):
+        if is_dataset(validation_data):
             return documents(validation_data, None, "validation_data", "validation_data")
         if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
             raise ValueError(

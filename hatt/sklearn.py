@@ -35,7 +35,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from hatt.classifier import TextClassifier, check_texts, label_names
+from hatt.classifier import TextClassifier
+from hatt.data.documents import check_texts, label_names
 
 
 class HattClassifier(ClassifierMixin, BaseEstimator):
