@@ -1,11 +1,13 @@
 """Loading a model from any place hatt writes one: THE loader (:func:`load`) and :func:`as_predictor`."""
 
+import json
 import os
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
+from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.vectorize import Vectorizer
 from hatt.export.facts import facts_beside, run_facts
@@ -65,12 +67,25 @@ def text_model_from_keras(path, family=None):
         raise ExportError(str(error)) from error
     if family is None and (path.parent / run_files.CONFIG).is_file():
         family = read_json(path.parent / run_files.CONFIG).get("model")
+    _check_family(path, loaded, family)
     try:
         return TextModel(
             loaded, vectorizer, family=family, class_names=read_class_names(path.parent)
         )
     except ValueError as error:
         raise ExportError(f"{str(path)!r}: {error}") from error
+
+
+def _check_family(path, model, family):
+    """The recorded family (config.json's ``model``) must be the one the weights are."""
+    built = models.family_of(model)
+    if family is not None and family != built:
+        raise ExportError(
+            f"{str(path.parent / run_files.CONFIG)!r} says model={family!r} but "
+            f'{str(path)!r} holds a {built!r} model. Put back "model": {json.dumps(built)} '
+            "in config.json (or retrain): hatt exports what the weights compute, never a "
+            "model that silently differs from its record."
+        )
 
 
 def _load_saved_model(path):

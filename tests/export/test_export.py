@@ -531,6 +531,19 @@ def test_reexport_takes_the_next_free_version(tiny, tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [".tmp-4-99"]
 
 
+def test_a_hand_edited_family_that_the_weights_are_not_is_refused(tiny, tmp_path, capsys):
+    """Issue 33, item 7: config.json's family must be the model's, or nothing is exported."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny["cnn"].run_dir, run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "model": "han"}))
+    out = tmp_path / "out"
+    assert cli.main(["export", str(run_dir), "--out", str(out)]) != 0
+    message = capsys.readouterr().err
+    assert "says model='han'" in message and "holds a 'cnn' model" in message
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_loader_errors_name_the_path(exported, tiny, tmp_path):
     with pytest.raises(export.ExportError, match="No model at .*missing"):
         export.load(tmp_path / "missing")
