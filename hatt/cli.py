@@ -301,10 +301,23 @@ def add_train_command(sub):
 # === hatt export ====================================================================
 
 
+def _model_name(name):
+    """``--name``: one folder name under saved_models/ (no path, not hidden)."""
+    if not name or name != name.strip() or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(
+            f"Expected --name to be a folder name such as reviews-cnn (no '/', not starting "
+            f"with '.'). Received: --name {name!r}"
+        )
+    return name
+
+
 def cmd_export(args):
+    from pathlib import Path
+
     from hatt import export
 
-    result = export.export(args.run_dir, args.out)
+    out = args.out or (Path("saved_models") / _model_name(args.name) if args.name else None)
+    result = export.export(args.run_dir, out)
     print(f"Exported {args.run_dir} ({result.family}, word scores: {result.score_kind})")
     print(f"  SavedModel   {result.saved_model}   (version {result.version})")
     print(f"  Keras        {result.keras_file}")
@@ -323,8 +336,15 @@ def add_export_command(sub):
         "saliency) and, for the HAN, sentence_attention.",
     )
     export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
-    export.add_argument(
+    where = export.add_mutually_exclusive_group()
+    where.add_argument(
         "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
+    )
+    where.add_argument(
+        "--name",
+        default=None,
+        help="export to saved_models/NAME: a model of its own, beside the others (a new "
+        "version of an existing NAME must answer the same classes)",
     )
     export.set_defaults(func=cmd_export)
 

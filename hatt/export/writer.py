@@ -118,6 +118,7 @@ def write_export(text_model, out, metadata=None):
     """
     start = time.perf_counter()
     out = Path(out)
+    check_same_task(out, text_model)  # before anything is written into out
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
     staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
@@ -137,6 +138,41 @@ def write_export(text_model, out, metadata=None):
         score_kind=text_model.score_kind,
         seconds=round(time.perf_counter() - start, 2),
     )
+
+
+def check_same_task(out, text_model):
+    """A new version of ``out`` must serve its versions' task: the same classes, in order.
+
+    TF Serving clients of ``out`` ask for "the latest version"; a model of other
+    classes there would switch them to another task silently, and would replace the
+    ``model.keras`` and ``vectorizer.json`` the older versions share.
+
+    Raises:
+        ExportError: ``out``'s newest version has other class names (the message
+            gives both and how to export under a new name).
+    """
+    numbers = version_numbers(out)
+    if not numbers:
+        return
+    newest = Path(out) / str(numbers[-1]) / VERSION_METADATA
+    try:
+        recorded = read_json(newest).get("class_names")
+    except ExportError:
+        return  # an older export without its facts: nothing to compare
+    wanted = list(text_model.class_names)
+    if recorded is not None and list(recorded) != wanted:
+        raise ExportError(
+            f"{str(out)!r} already serves another task: version {numbers[-1]} has "
+            f"{len(recorded)} classes {_shown(recorded)}, this model {len(wanted)} classes "
+            f"{_shown(wanted)}. A new version must answer the same task, so nothing was "
+            "written. Export it under its own name: `hatt export RUN_DIR --name NAME` "
+            "(saved_models/NAME) or `--out DIR`."
+        )
+
+
+def _shown(names, most=6):
+    shown = ", ".join(map(str, names[:most]))
+    return f"({shown}{', ...' if len(names) > most else ''})"
 
 
 def _export_facts(text_model, metadata):

@@ -544,6 +544,33 @@ def test_a_hand_edited_family_that_the_weights_are_not_is_refused(tiny, tmp_path
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_a_model_of_other_classes_never_becomes_a_new_version(tiny, tmp_path, capsys, monkeypatch):
+    """Issue 34, item 1: another task is refused before anything is written; --name gives it
+    a folder of its own."""
+    other = tmp_path / "other-run"
+    shutil.copytree(tiny["cnn"].run_dir, other)
+    (other / "classes.json").write_text(json.dumps({"class_names": ["ham", "spam"]}))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["export", str(tiny["cnn"].run_dir)]) == 0
+    out = tmp_path / "saved_models" / "cnn"
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    capsys.readouterr()
+    assert cli.main(["export", str(other)]) != 0
+    message = capsys.readouterr().err
+    assert "already serves another task" in message and "(ham, spam)" in message
+    assert "--name" in message
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    assert export.load(out).class_names == tiny_class_names(tiny)
+    assert cli.main(["export", str(other), "--name", "spam-cnn"]) == 0
+    assert export.load(tmp_path / "saved_models" / "spam-cnn").class_names == ("ham", "spam")
+    assert cli.main(["export", str(other), "--name", "../x"]) != 0
+    assert "--name" in capsys.readouterr().err
+
+
+def tiny_class_names(tiny):
+    return export.load(tiny["cnn"].run_dir).class_names
+
+
 def test_loader_errors_name_the_path(exported, tiny, tmp_path):
     with pytest.raises(export.ExportError, match="No model at .*missing"):
         export.load(tmp_path / "missing")
