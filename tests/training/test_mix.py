@@ -84,7 +84,9 @@ def test_a_deep_part_of_noise_is_dropped_and_an_informative_one_kept():
     weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
     assert fit_mix(weak, channel, y).deep > 0.2
     mix, warnings = choose_mix(weak, channel, y, 2)
-    assert mix.deep == 0.0 and mix.channel > 0 and not mix.held_out["keep_deep"]
+    # two classes: the channel as it was fit (weight 1, its own intercept set by the caller)
+    assert mix.deep == 0.0 and mix.channel == 1.0 and mix.own_intercept
+    assert not mix.held_out["keep_deep"] and mix.to_dict()["channel_as_fit"]
     assert warnings and warnings[0].startswith("The deep part is dropped")
     assert "5-fold cross-validation on 80 reviews" in warnings[0]
     assert mix.to_dict()["held_out"]["folds"] == 5
@@ -118,3 +120,13 @@ def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
     y[:] = np.where(np.arange(40) == 0, 2, y % 2)  # class 2 holds one review
     check = held_out_check(deep, channel, y, 3)
     assert check == {"folds": 0, "reviews": 40, "keep_deep": True}
+
+
+def test_above_two_classes_the_channel_alone_keeps_a_bias_a_class_fit_on_validation():
+    """One-vs-rest logits need the per-class bias to make one softmax: it stays."""
+    deep, channel, y = _classes(3, n=90, deep_strength=0.0)
+    mix, warnings = choose_mix(deep, channel, y, 3)
+    assert mix.deep == 0.0 and not mix.own_intercept and warnings
+    expected = fit_mix(deep, channel, y, use_deep=False)
+    assert mix.channel == pytest.approx(expected.channel)
+    np.testing.assert_allclose(mix.bias, expected.bias)

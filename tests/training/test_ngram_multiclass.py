@@ -365,16 +365,18 @@ def test_binary_fit_and_mix_keep_their_numbers():
     # the mix is fit under a, b >= 0 (issue 30): scikit-learn's fit where that is
     # non-negative; these made-up deep logits are noise, which the held-out check drops
     # (a = 0: the channel alone, scikit-learn's fit on the channel's logit only)
-    assert set(info["mix"]) == {"deep", "channel", "bias", "held_out"}
+    assert set(info["mix"]) - {"channel_as_fit"} == {"deep", "channel", "bias", "held_out"}
     a, b, c = (info["mix"][k] for k in ("deep", "channel", "bias"))
     assert a >= 0 and b >= 0
     kept = info["mix"]["held_out"]["keep_deep"]
-    features = np.stack([deep64, channel], 1) if kept else channel[:, None]
-    mixer = LogisticRegression(C=mix_lib.MIX_C, max_iter=1000, tol=1e-10)
-    mixer.fit(features, val_labels)
-    if np.all(mixer.coef_ >= 0):
-        expected = mixer.coef_[0] if kept else [0.0, mixer.coef_[0, 0]]
-        np.testing.assert_allclose([a, b], expected, rtol=1e-2, atol=1e-3)
+    if kept:
+        mixer = LogisticRegression(C=mix_lib.MIX_C, max_iter=1000, tol=1e-10)
+        mixer.fit(np.stack([deep64, channel], 1), val_labels)
+        if np.all(mixer.coef_ >= 0):
+            np.testing.assert_allclose([a, b], mixer.coef_[0], rtol=1e-2, atol=1e-3)
+    else:  # two classes: the channel alone as it was fit, its own intercept
+        assert (a, b) == (0.0, 1.0) and c == pytest.approx(chosen_intercept)
+        assert info["mix"]["channel_as_fit"] is True
     assert info["channel_intercept"] == chosen_intercept
     assert info["mixed_validation_accuracy"] == float(
         ((a * deep64 + b * channel + c > 0) == val_labels).mean()
