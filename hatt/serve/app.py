@@ -225,19 +225,45 @@ class Server:
             raise
         except Refused as refused:
             raise api.ApiError(refused.status, refused.message, refused.retry_after) from None
+        except asyncio.CancelledError:
+            if not self.draining:
+                raise  # the request itself was cancelled
+            raise self._stopping() from None
         except Exception as error:  # noqa: BLE001  (a model's failure is a 500, not a crash)
-            logger.exception("model %r failed on %d text(s)", model.name, count)
-            raise api.ApiError(
-                500,
-                f"Internal error while running model {model.name!r}: "
-                f"{type(error).__name__}: {str(error)[:300]}",
-            ) from error
+            if self.draining and isinstance(
+                error, RuntimeError | concurrent.futures.CancelledError
+            ):
+                # stopping: the lanes' threads were shut down under the queued work
+                raise self._stopping() from None
+            raise self._failure(model, count, error) from error
+
+    @staticmethod
+    def _stopping():
+        return api.ApiError(503, "The server is stopping: retry on another replica.", 1)
+
+    def _failure(self, model, count, error):
+        """A model's failure as a 500 (logged with its traceback)."""
+        logger.error("model %r failed on %d text(s)", model.name, count, exc_info=error)
+        return api.ApiError(
+            500,
+            f"Internal error while running model {model.name!r}: "
+            f"{type(error).__name__}: {str(error)[:300]}",
+        )
 
     async def warm_up(self):
-        """Run every model once in each lane (explain's graph is traced here); then ready."""
+        """Run every model in each lane (explain's graph is traced here); then ready.
+
+        ``predict`` runs once at every power-of-two batch size up to
+        ``max_batch_size``: the CNN's predict path is compiled by XLA once per
+        padded batch shape (:meth:`hatt.export.TextModel._compiled_classifier`),
+        and no request should pay for a compilation.
+        """
+        largest = self.settings.max_batch_size  # padded to the next power of two
+        sizes = [1 << k for k in range((largest - 1).bit_length())] + [largest]
         try:
             for model in self.models.values():
-                await self.predict(model, PREDICT, WARM_UP)
+                for size in sizes:
+                    await self.predict(model, PREDICT, WARM_UP * size)
                 await self.explain(model, WARM_UP)
         except Exception as error:  # noqa: BLE001  (reported by /readyz, not a crash)
             logger.exception("warm-up failed")

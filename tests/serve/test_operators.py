@@ -157,8 +157,11 @@ def test_metrics_count_requests_errors_latency_batches_queues_and_rejections():
     assert value("hatt_request_errors_total", model="-", endpoint="predict", code="404") == 1
     assert value("hatt_request_seconds_count", model="slow", endpoint="predict") == 4
     assert value("hatt_rejections_total", model="slow", endpoint="predict", reason="too_large") == 1
-    # warm-up: one predict call and one explain chunk; then 3 predicts, and 5 reviews in 2 chunks
-    assert value("hatt_batch_size_count", model="slow", lane="predict") == 4
+    # warm-up: predict at every power of two up to max_batch_size (64: 1, 2, ..., 64, the
+    # XLA path's padded shapes) and one explain chunk; then 3 predicts, 5 reviews in 2 chunks
+    assert settings.max_batch_size == 64
+    assert value("hatt_batch_size_count", model="slow", lane="predict") == 7 + 3
+    assert value("hatt_batch_size_sum", model="slow", lane="predict") == 127 + 3
     assert value("hatt_batch_size_count", model="slow", lane="explain") == 3
     assert value("hatt_batch_size_sum", model="slow", lane="explain") == 1 + 4 + 1
     assert value("hatt_queue_depth", model="all", lane="explain") == 0
@@ -322,3 +325,24 @@ def test_an_explain_whose_client_left_stops_running():
         _, later = app.state.server.explained["slow"]
         assert later == stopped_at < 1 + 40, (stopped_at, later)  # the warm-up's review + chunks
         assert app.state.server.explain_lane.running == 0
+
+
+@pytest.mark.parametrize("draining,status", [(False, 500), (True, 503)])
+def test_work_lost_to_a_shutdown_is_a_503_and_a_model_failure_a_500(draining, status):
+    """A lane shut down under queued work while stopping (RuntimeError from the executor)
+    answers 503 with Retry-After; the same error outside a shutdown is the model's 500."""
+    model = slow_model(seconds_per_chunk=0)
+    app = serve.create_app({"slow": model}, serve.Settings())
+    with TestClient(app) as client:
+        while client.get("/readyz").status_code != 200:
+            time.sleep(0.02)
+
+        def refused(signature, texts):
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        model.run = refused
+        app.state.server.draining = draining
+        response = client.post("/v1/models/slow:predict", json={"instances": ["a b"]})
+        app.state.server.draining = False
+    assert response.status_code == status
+    assert ("Retry-After" in response.headers) == draining
