@@ -338,6 +338,8 @@ def export(run_dir, out=None):
                 "epochs",
                 "parameters",
                 "command",
+                "data_source",
+                "train_size",
             )
             if k in metrics
         }

@@ -523,6 +523,11 @@ async def ui_imdb_review(request, server):
     return JSONResponse({"index": index, "text": test.texts[index], "label": label})
 
 
+async def favicon(request):
+    """No icon: 204, so a browser's request is neither a 404 in the logs nor an error count."""
+    return Response(status_code=204)
+
+
 async def index(request):
     return Response(page.PAGE_HTML, media_type="text/html; charset=utf-8", headers=page.HEADERS)
 
@@ -574,6 +579,7 @@ def create_app(models, settings=None):
         routes=[
             Route("/", index, methods=["GET"]),
             Route("/static/page.js", script, methods=["GET"]),
+            Route("/favicon.ico", favicon, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),

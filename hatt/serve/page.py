@@ -152,13 +152,26 @@ PAGE_JS = r""""use strict";
     status.classList.toggle("error", Boolean(isError));
   }
 
+  // The task first: two models of different classes must never look alike.
+  function modelLabel(m) {
+    const names = m.class_names;
+    const shown = names.length > 4 ? names.slice(0, 4).join(", ") + ", ..." : names.join(", ");
+    return m.name + ": " + names.length + " classes (" + shown + "), " + m.family +
+      ", v" + m.version;
+  }
+
   async function init() {
     const info = await getJSON("/ui/models");
     models = info.models;
     for (const column of COLUMNS) {
       const select = $("model-" + column);
-      const choices = models.map((m) =>
-        option(m.name, m.name + " (" + m.family + ", " + m.score_kind + ", v" + m.version + ")"));
+      const choices = models.map((m) => {
+        const element = option(m.name, modelLabel(m));
+        if (m.corpus) {
+          element.title = "trained on " + m.corpus;
+        }
+        return element;
+      });
       if (column === 1) {
         choices.unshift(option("", "none"));
       }

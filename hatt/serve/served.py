@@ -112,7 +112,15 @@ class ServedModel:
             "score_kind": self.score_kind,
             "methods": list(self.methods),
             "class_names": list(self.class_names),
+            "corpus": self.corpus,
         }
+
+    @property
+    def corpus(self):
+        """Where the model's training documents came from (its run's data source), or None."""
+        metrics = getattr(self.predictor, "metadata", {}).get("metrics") or {}
+        source = metrics.get("data_source")
+        return str(source) if source else None
 
 
 def _tensor_info(name, array, fixed=None):

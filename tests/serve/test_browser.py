@@ -113,6 +113,9 @@ def test_the_page_explains_a_review_in_chromium(served, tmp_path):
             raw = card.find_element(By.CSS_SELECTOR, "details div")
             assert raw.get_attribute("textContent") == REVIEW
         assert "alert" in column_words(driver, 0)  # the script's words are tokens like others
+        # the model menu names the task, so two models of other classes never look alike
+        labels = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "#model-0 option")]
+        assert "cnn: 2 classes (negative, positive), cnn, v1" in labels, labels
         injected = driver.execute_script(
             "return document.querySelectorAll('#results script, #results img').length"
         )

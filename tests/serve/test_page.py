@@ -62,6 +62,7 @@ def test_models_for_the_page(client, served):
         "score_kind": "attention",
         "methods": ["attention", "total", "gradient_x_input", "integrated_gradients", "ngram"],
         "class_names": ["negative", "positive"],
+        "corpus": None,  # the tiny runs record no data source
     }
     assert info["models"][2]["methods"] == ["saliency"]  # an export without `explain`
     assert info["imdb"] is False
@@ -119,3 +120,8 @@ def test_imdb_sample_only_when_data_is_given(client, served, tmp_path):
             review = with_data.get("/ui/imdb-review").json()
             assert review["text"] == test.texts[review["index"]]
             assert review["label"] == int(test.labels[review["index"]])
+
+
+def test_the_favicon_request_is_answered_without_an_error(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 204 and not response.content
