@@ -12,10 +12,29 @@ own: ``from hatt.sklearn import HattClassifier``).
 
 __version__ = "0.3.0"
 
-# Importing the subpackages registers their serializable classes with Keras.
-# (hatt.export registers TextModel, the end-to-end text → prediction model.)
-from hatt import data, export, inspect, layers, models  # noqa: E402
-from hatt.classifier import TextClassifier, load  # noqa: E402
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+
+from hatt import _startup  # noqa: E402
+
+_LIGHT, _QUIET = _startup.plan()  # the `hatt` command's --help: no TensorFlow at all
+
+if not _LIGHT:
+    # Importing the subpackages registers their serializable classes with Keras.
+    # (hatt.export registers TextModel, the end-to-end text → prediction model.)
+    with _startup.quiet_native_logs() if _QUIET else contextlib.nullcontext():
+        from hatt import data, export, inspect, layers, models
+        from hatt.classifier import TextClassifier, load
+
+
+def __getattr__(name):
+    """``hatt --help`` imported nothing heavy: a subpackage loads when first used."""
+    if name in ("data", "export", "inspect", "layers", "models"):
+        return importlib.import_module(f"hatt.{name}")
+    if name in ("TextClassifier", "load"):
+        return getattr(importlib.import_module("hatt.classifier"), name)
+    raise AttributeError(f"module 'hatt' has no attribute {name!r}")
+
 
 __all__ = [
     "TextClassifier",

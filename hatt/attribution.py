@@ -31,7 +31,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-METHODS = ("attention", "total", "gradient_x_input", "integrated_gradients", "ngram")
+from hatt import names
+
+METHODS = names.METHODS
 SIGNED_METHODS = METHODS[1:]  # their scores argue for (+) or against (-) the class
 
 # Gauss-Legendre nodes on [0, 1]. The completeness error of integrated gradients stays

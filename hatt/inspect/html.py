@@ -37,6 +37,7 @@ import html
 from pathlib import Path
 
 import hatt
+from hatt import names
 from hatt.attribution import METHODS
 from hatt.inspect.explanation import ALL, is_signed, method_label
 
@@ -286,7 +287,7 @@ _DECOMPOSITION_HELP = (
     "embedding at zero and no channel)"
 )
 
-MAX_REVIEWS = 100  # reviews a page of write_html (100 IMDB reviews, 4 methods: about 6 MB)
+MAX_REVIEWS = names.MAX_REVIEWS
 
 
 def page_methods(explanations):

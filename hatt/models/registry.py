@@ -11,6 +11,7 @@ import dataclasses
 
 import keras
 
+from hatt import names
 from hatt.layers import ContextAttention
 from hatt.models import head as head_lib
 from hatt.models.cnn import build_cnn
@@ -25,7 +26,8 @@ BUILDERS = {
     "transformer": build_transformer,
     "han": build_han,
 }
-FAMILIES = tuple(BUILDERS)
+FAMILIES = names.FAMILIES
+assert tuple(BUILDERS) == FAMILIES, "hatt.names.FAMILIES lists the builders in order"
 
 
 def build(name, /, num_classes=2, ngram=None, **kwargs):

@@ -19,10 +19,9 @@ import dataclasses
 import json
 import types
 import typing
-from importlib import resources
-from pathlib import Path
 
 from hatt import models
+from hatt import presets as presets_package
 from hatt.data.files import read_json_object
 from hatt.models.head import NgramChannel
 from hatt.training import scale
@@ -547,15 +546,8 @@ def merge_config(base, overrides):
 # === Presets =========================================================================
 
 
-def _preset_files():
-    return {
-        Path(entry.name).stem: entry
-        for entry in resources.files(PRESET_PACKAGE).iterdir()
-        if entry.name.endswith(".json")
-    }
-
-
-PRESETS = tuple(sorted(_preset_files()))
+_preset_files = presets_package.preset_files
+PRESETS = presets_package.PRESETS
 
 
 def load_preset(name):

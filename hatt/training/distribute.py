@@ -28,8 +28,10 @@ from pathlib import Path
 
 import keras
 
+from hatt import names
+
 # `hatt train --strategy`: tf.distribute strategies (see create_strategy).
-STRATEGIES = ("default", "mirrored", "multiworker")
+STRATEGIES = names.STRATEGIES
 
 
 def create_strategy(name="default"):

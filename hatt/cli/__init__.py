@@ -1,0 +1,83 @@
+"""The ``hatt`` command: a thin shell over the library, one small function per subcommand.
+
+Subcommands: ``hatt data`` describes a corpus (classes, split sizes and length
+statistics), ``hatt train`` trains and exports a family (its preset unless
+told otherwise), ``hatt export`` exports a run directory, ``hatt predict``
+classifies reviews, ``hatt prepare`` tokenizes IMDB into shards, ``hatt
+inspect`` shows what a prediction rests on.
+
+Errors a user can fix — a bad setting, missing data, a path that cannot be
+read or written — are one line on standard error and exit status 2.
+"""
+
+import argparse
+import sys
+
+import hatt
+from hatt._startup import VERBOSE_FLAG
+from hatt.cli.args import _config_data_options, _read_file, data_options  # noqa: F401
+from hatt.cli.corpus import add_data_command, add_prepare_command
+from hatt.cli.predict import add_inspect_command, add_predict_command, print_model_warnings
+from hatt.cli.train import add_export_command, add_train_command
+from hatt.serve.cli import add_serve_command  # cheap: Starlette loads on first use
+
+__all__ = ["build_parser", "data_options", "error_line", "main", "print_model_warnings"]
+
+
+# === The command ====================================================================
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="hatt",
+        description="Attention-based document classifiers for Keras 3: train, export, "
+        "inspect and serve them.",
+    )
+    parser.add_argument("--version", action="version", version=f"hatt {hatt.__version__}")
+    parser.add_argument(
+        VERBOSE_FLAG,
+        action="store_true",
+        help="show TensorFlow's start-up messages (hidden by default; the flag may come "
+        "anywhere on the line)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (
+        add_data_command,
+        add_train_command,
+        add_export_command,
+        add_predict_command,
+        add_prepare_command,
+        add_inspect_command,
+        add_serve_command,
+    ):
+        add(sub)
+    return parser
+
+
+def error_line(error):
+    """One line for a user's error: an OS error names its path and the reason."""
+    if isinstance(error, OSError) and error.filename is not None:
+        reason = error.strerror or type(error).__name__
+        return f"{reason}: {str(error.filename)!r}"
+    text = str(error)
+    if isinstance(error, hatt.data.DataNotFoundError):
+        return text  # its lines say how to provide the data
+    return " ".join(text.split("\n"))
+
+
+def main(argv=None):
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    # --verbose anywhere (it was read at start-up, before TensorFlow was imported)
+    verbose = VERBOSE_FLAG in given
+    args = parser.parse_args([a for a in given if a != VERBOSE_FLAG])
+    args.verbose = verbose
+    args.argv = argv
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as error:
+        print(f"hatt {args.command}: error: {error_line(error)}", file=sys.stderr)
+        return 2

@@ -1,0 +1,263 @@
+"""``hatt predict`` (labels and probabilities) and ``hatt inspect`` (what predictions rest on)."""
+
+import json
+import sys
+
+import hatt
+from hatt.cli.args import (
+    MODEL_HELP,
+    _add_data,
+    _add_quiet,
+    _add_seed,
+    _add_text_file,
+    _read_file,
+    data_options,
+)
+from hatt.names import MAX_REVIEWS, METHODS
+
+# === hatt predict ===================================================================
+
+
+def _chunks(items, size):
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def print_model_warnings(command, predictor):
+    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
+    for warning in getattr(predictor, "warnings", ()):
+        print(f"hatt {command}: warning: {warning}", file=sys.stderr)
+
+
+def cmd_predict(args):
+    from hatt import export
+
+    if bool(args.texts) == bool(args.file):
+        raise ValueError("Give the reviews either as TEXT arguments or with --file F (not both).")
+    if args.batch_size < 1:
+        raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
+    if not 0.0 <= args.threshold <= 1.0:
+        raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
+    reviews = _read_file(args.file).lines if args.file else list(enumerate(args.texts))
+    predictor = export.load(args.model)
+    if predictor.num_classes > 2 and args.threshold != 0.5:
+        raise ValueError(
+            f"--threshold is for two-class models; this one has {predictor.num_classes} classes "
+            "(the label is the most probable one)."
+        )
+    print_model_warnings("predict", predictor)
+    for chunk in _chunks(reviews, args.batch_size):
+        out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
+        for i, (text_id, _) in enumerate(chunk):
+            print(json.dumps(_prediction_row(predictor, out, i, text_id, args.threshold)))
+        sys.stdout.flush()
+    return 0
+
+
+def _prediction_row(predictor, out, i, text_id, threshold):
+    """One review's JSON line: text_id, label, its probability, every class's probability."""
+    probabilities = [round(float(p), 6) for p in out["probabilities"][i]]
+    names = predictor.class_names
+    if predictor.num_classes == 2:  # the threshold decides between the two
+        index = int(probabilities[1] >= threshold)
+    else:
+        index = max(range(len(probabilities)), key=probabilities.__getitem__)
+    row = {
+        "text_id": text_id,
+        "label": names[index],
+        "label_probability": probabilities[index],
+        "probabilities": dict(zip(names, probabilities, strict=True)),
+    }
+    if predictor.num_classes == 2:
+        row["probability"] = probabilities[1]  # of the second class, as before 0.3
+    return row
+
+
+def add_predict_command(sub):
+    predict = sub.add_parser(
+        "predict",
+        help="classify reviews; prints JSON lines {text_id, label, label_probability, ...}",
+        description="Classify reviews with a trained model. Prints one JSON line per review: "
+        '{"text_id", "label", "label_probability", "probabilities": {class: p}}, and for '
+        'two-class models "probability" (of the second class, e.g. positive). The label is the '
+        "most probable class; with two classes, the second one when its probability is >= 0.5 "
+        "(--threshold). text_id is the index of the "
+        "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
+        "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
+        "refused). What the model's run recorded against its parts (a deep part with a "
+        "negative weight in the mix, or below the n-gram channel alone) is warned about "
+        "once on stderr.",
+    )
+    predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
+    _add_text_file(predict, "a text file, one review per line ('-': stdin)")
+    predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
+    predict.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="two-class models: probability of the second class from which it is the label",
+    )
+    predict.set_defaults(func=cmd_predict)
+
+
+# === hatt inspect ===================================================================
+
+
+def _inspect_texts(args):
+    """The reviews (and true labels, for --imdb-test) that `hatt inspect` explains."""
+    if args.text is not None:
+        return list(args.text), None
+    if args.file is not None:
+        texts = _read_file(args.file).texts
+        if not texts:
+            raise ValueError(
+                f"Expected --file to hold at least one review. Received: {args.file!r}"
+            )
+        return texts, None
+    from hatt.inspect.explain import balanced_sample
+
+    if args.imdb_test < 1:
+        raise ValueError(f"Expected --imdb-test to be >= 1. Received: --imdb-test={args.imdb_test}")
+    corpus = hatt.data.load_corpus(**data_options(args), validation_size=0, progress=False)
+    test = corpus.test
+    chosen = balanced_sample(test.labels, args.imdb_test, seed=args.seed)
+    return [test.texts[i] for i in chosen], [int(test.labels[i]) for i in chosen]
+
+
+def _inspect_method(args, predictor):
+    """--method checked against the model's methods before anything runs."""
+    views = tuple(getattr(predictor, "methods", None) or ()) or (predictor.score_kind,)
+    if args.method not in (None, "all") and args.method not in views:
+        raise ValueError(
+            f"Expected --method to be one of this model's methods {views} or 'all'. "
+            f"Received: --method {args.method}"
+        )
+    return args.method
+
+
+def _write_inspect_outputs(args, explanations, method):
+    """The --html pages, --png images and --json file asked for; their paths."""
+    from pathlib import Path
+
+    from hatt import inspect as hatt_inspect
+
+    written = []
+    if args.html:
+        from hatt.inspect.html import page_paths
+
+        per_page = args.html_per_page or None
+        pages = 1 if per_page is None else max(1, -(-len(explanations) // per_page))
+        hatt_inspect.write_html(explanations, args.html, max_reviews=per_page, method=method)
+        written.extend(page_paths(args.html, pages))
+    if args.png:
+        written.extend(hatt_inspect.write_pngs(explanations, args.png, method=method))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([e.to_dict() for e in explanations], indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        written.append(args.json)
+    return written
+
+
+def cmd_inspect(args):
+    from hatt import inspect as hatt_inspect
+
+    if args.html_per_page < 0:
+        raise ValueError(
+            f"Expected --html-per-page to be >= 0. Received: --html-per-page {args.html_per_page}"
+        )
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"Expected --steps to be >= 1. Received: --steps {args.steps}")
+    texts, labels = _inspect_texts(args)
+    predictor = hatt.export.as_predictor(args.model)
+    method = _inspect_method(args, predictor)  # before the model runs
+    explanations = hatt_inspect.explain(
+        predictor, texts, labels=labels, progress=not args.quiet, steps=args.steps
+    )
+    if not args.quiet:
+        hatt_inspect.to_terminal(
+            explanations, color=False if args.no_color else None, method=method
+        )
+    written = _write_inspect_outputs(args, explanations, method)
+    views = ", ".join(explanations[0].views) if explanations else "?"
+    shown = method or (explanations[0].default_method() if explanations else "?")
+    print(
+        f"{len(explanations)} review(s) explained with {views} scores (shown: {shown})",
+        file=sys.stderr,
+    )
+    for path in written:
+        print(f"  wrote {path}", file=sys.stderr)
+    print_model_warnings("inspect", predictor)
+    return 0
+
+
+def add_inspect_command(sub):
+
+    inspect = sub.add_parser(
+        "inspect",
+        help="show which words and sentences a trained model's predictions rest on",
+        description="Explain MODEL's predictions per sentence and word with every method "
+        "it has: the total (shown first: each word's contribution to the whole logit of the "
+        "predicted class, the deep part's integrated gradients plus the n-gram channel's "
+        "exact share), attention (unsigned, class-agnostic), gradient × input and integrated "
+        "gradients of the deep part alone, and the n-gram channel's share alone, with the "
+        "logit split into deep part, n-gram channel and bias; in the terminal, as one HTML "
+        "page (with a method switch) and as PNG heat maps. Colours are relative to each "
+        "review. A model whose deep part has a negative weight in the mix, or scores below "
+        "the channel alone, is warned about on stderr and in the HTML.",
+    )
+    inspect.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    source = inspect.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", action="append", metavar="T", help="a review (repeatable)")
+    _add_text_file(source, "a UTF-8 text file, one review per line ('-': stdin)")
+    source.add_argument(
+        "--imdb-test",
+        type=int,
+        metavar="N",
+        help="N test reviews (balanced, seeded sample) with their true labels",
+    )
+    _add_data(inspect)
+    _add_seed(inspect, "seed of the --imdb-test sample", default=1337)
+    inspect.add_argument(
+        "--html", metavar="OUT.html", help="write the reviews as HTML (OUT.html, OUT-2.html, ...)"
+    )
+    inspect.add_argument(
+        "--html-per-page",
+        type=int,
+        default=MAX_REVIEWS,
+        metavar="N",
+        help="reviews per HTML page, the pages linked to each other (0: all on one page)",
+    )
+    inspect.add_argument(
+        "--png", metavar="OUT.png", help="write a heat map (several reviews: OUT_1.png, ...)"
+    )
+    inspect.add_argument(
+        "--method",
+        choices=(*METHODS, "all"),
+        help="the scores the terminal, the PNGs and the HTML page (which holds them all) show "
+        "first; 'all': every method, side by side (default: total, each word's contribution "
+        "to the whole prediction; an export without the explain signature: its own scores)",
+    )
+    inspect.add_argument(
+        "--steps",
+        type=int,
+        metavar="N",
+        help="integrated gradients' steps (default: the model's, hatt.attribution.DEFAULT_STEPS)",
+    )
+    inspect.add_argument(
+        "--json",
+        metavar="OUT.json",
+        help="write the explanations as JSON (every method, the logit decomposition and "
+        "integrated gradients' completeness error)",
+    )
+    inspect.add_argument("--no-color", action="store_true", help="plain terminal output")
+    _add_quiet(inspect, "no terminal view")
+    inspect.set_defaults(func=cmd_inspect)

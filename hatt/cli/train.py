@@ -1,0 +1,172 @@
+"""``hatt train`` (TextClassifier.fit from flags) and ``hatt export`` (a run as a SavedModel)."""
+
+import shlex
+import sys
+
+import hatt
+from hatt.cli.args import (
+    _add_data,
+    _add_limit,
+    _add_seed,
+    _add_set,
+    _config_data_options,
+)
+from hatt.names import FAMILIES, STRATEGIES
+
+# === hatt train =====================================================================
+
+
+def cmd_train(args):
+    import time
+    from pathlib import Path
+
+    from hatt import training
+
+    config = training.assemble_config(
+        args.model,
+        preset=args.preset,
+        config_file=args.config,
+        overrides=args.set,
+        **_config_data_options(args),
+        class_weight=args.class_weight,
+        epochs=args.epochs,
+        seed=args.seed,
+        limit=args.limit,
+        strategy=args.strategy,
+        prepared=args.prepared,
+        # a seed asked for on the command line: a reproducible run
+        deterministic=True if args.seed is not None else None,
+    )
+    run_dir = Path(
+        args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    # Quoted so that the recorded command can be pasted back into a shell.
+    command = shlex.join(["hatt", *(sys.argv[1:] if args.argv is None else args.argv)])
+    # The one object a Python user holds: the CLI only parses flags into its settings.
+    clf = hatt.TextClassifier.from_config(config)
+    clf.fit(run_dir=run_dir, command=command, restart=args.restart)
+    print(training.summary(clf.metrics, run_dir))
+    if args.export_dir:
+        from hatt import export
+
+        result = export.export(run_dir, Path(args.export_dir) / config.model)
+        print(
+            f"  exported to           {result.saved_model} (SavedModel, version "
+            f"{result.version}) and {result.keras_file}"
+        )
+    return 0
+
+
+def add_train_command(sub):
+    from hatt.presets import PRESETS
+
+    train = sub.add_parser(
+        "train",
+        help="train a model family on IMDB, evaluate on the test split, export it",
+        description="Train MODEL on IMDB: vocabulary from the training split, early stopping "
+        "on the validation split (best epoch restored), one evaluation on the test split. "
+        "Settings: the family's preset (hatt/presets/MODEL.json), then --config, then --set.",
+    )
+    train.add_argument("model", choices=FAMILIES)
+    _add_data(train)
+    train.add_argument(
+        "--class-weight",
+        choices=("auto", "balanced", "none"),
+        default=None,
+        help="balanced: weigh each class by 1 / its share of the training split; auto (the "
+        "default): balanced when the largest class has over 1.5x the smallest's documents; "
+        "none: every class weighs 1",
+    )
+    train.add_argument(
+        "--preset",
+        default="default",
+        metavar="NAME",
+        help=f"settings to start from: default (the family's own), none (bare defaults), "
+        f"or one of {', '.join(PRESETS)}",
+    )
+    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
+    _add_set(
+        train,
+        "override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32 "
+        "--set ngram.C=0.1 (values are JSON; a bare word for a text setting)",
+    )
+    train.add_argument("--epochs", type=int, default=None)
+    _add_seed(train, "seed Python, NumPy and Keras and turn on op determinism (reproducible run)")
+    _add_limit(train)
+    train.add_argument(
+        "--run-dir",
+        default=None,
+        help="default: runs/MODEL-TIMESTAMP; the same command with the same --run-dir resumes "
+        "an interrupted run",
+    )
+    train.add_argument(
+        "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
+    )
+    train.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=None,
+        help="tf.distribute strategy: default (one device), mirrored (the machine's GPUs or "
+        "logical CPUs), multiworker (reads TF_CONFIG); batch_size is the global batch",
+    )
+    train.add_argument(
+        "--prepared", metavar="DIR", default=None, help="train from `hatt prepare` shards"
+    )
+    train.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard an interrupted or finished run in --run-dir and train from the start "
+        "(without it, the same command resumes an interrupted run)",
+    )
+    train.set_defaults(func=cmd_train)
+
+
+# === hatt export ====================================================================
+
+
+def _model_name(name):
+    """``--name``: one folder name under saved_models/ (no path, not hidden)."""
+    if not name or name != name.strip() or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(
+            f"Expected --name to be a folder name such as reviews-cnn (no '/', not starting "
+            f"with '.'). Received: --name {name!r}"
+        )
+    return name
+
+
+def cmd_export(args):
+    from pathlib import Path
+
+    from hatt import export
+
+    out = args.out or (Path("saved_models") / _model_name(args.name) if args.name else None)
+    result = export.export(args.run_dir, out)
+    print(f"Exported {args.run_dir} ({result.family}, word scores: {result.score_kind})")
+    print(f"  SavedModel   {result.saved_model}   (version {result.version})")
+    print(f"  Keras        {result.keras_file}")
+    print(f"  metadata     {result.path / export.EXPORT_FILE}")
+    print(f"  took         {result.seconds:.1f} s")
+    return 0
+
+
+def add_export_command(sub):
+    export = sub.add_parser(
+        "export",
+        help="export a run directory as a SavedModel (raw text in) and a .keras file",
+        description="Write OUT/VERSION/ (a SavedModel in TF Serving's layout, the next free "
+        "version) and OUT/model.keras. The serving_default signature takes `text` (tf.string, "
+        "[None]) and returns probability, tokens, word_attention (the CNN: gradient x input "
+        "saliency) and, for the HAN, sentence_attention.",
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
+    where = export.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
+    )
+    where.add_argument(
+        "--name",
+        default=None,
+        help="export to saved_models/NAME: a model of its own, beside the others (a new "
+        "version of an existing NAME must answer the same classes)",
+    )
+    export.set_defaults(func=cmd_export)
