@@ -10,3 +10,4 @@ STRATEGIES = ("default", "mirrored", "multiworker")  # hatt.training's tf.distri
 # The explanation methods, in the order pages and the explain signature show them.
 METHODS = ("attention", "total", "gradient_x_input", "integrated_gradients", "ngram")
 MAX_REVIEWS = 100  # reviews a page of write_html (100 IMDB reviews, 4 methods: about 6 MB)
+SPLIT_CHOICES = ("auto", "test", "train", "all")  # what hatt evaluate reads of a source

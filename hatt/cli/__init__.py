@@ -17,7 +17,12 @@ import hatt
 from hatt._startup import VERBOSE_FLAG
 from hatt.cli.args import _config_data_options, _read_file, data_options  # noqa: F401
 from hatt.cli.corpus import add_data_command, add_prepare_command
-from hatt.cli.predict import add_inspect_command, add_predict_command, print_model_warnings
+from hatt.cli.predict import (
+    add_evaluate_command,
+    add_inspect_command,
+    add_predict_command,
+    print_model_warnings,
+)
 from hatt.cli.train import add_export_command, add_train_command
 from hatt.serve.cli import add_serve_command  # cheap: Starlette loads on first use
 
@@ -46,6 +51,7 @@ def build_parser():
         add_train_command,
         add_export_command,
         add_predict_command,
+        add_evaluate_command,
         add_prepare_command,
         add_inspect_command,
         add_serve_command,

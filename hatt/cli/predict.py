@@ -44,7 +44,7 @@ def cmd_predict(args):
         raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
     if not 0.0 <= args.threshold <= 1.0:
         raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
-    reviews = _read_file(args.file).lines if args.file else list(enumerate(args.texts))
+    reviews = _reviews(args)
     predictor = export.load(args.model)
     if predictor.num_classes > 2 and args.threshold != 0.5:
         raise ValueError(
@@ -58,6 +58,39 @@ def cmd_predict(args):
             print(json.dumps(_prediction_row(predictor, out, i, text_id, args.threshold)))
         sys.stdout.flush()
     return 0
+
+
+PREDICT_FORMATS = ("lines", "csv", "tsv", "jsonl")
+
+
+def _reviews(args):
+    """``[(text_id, text)]``: TEXT arguments (ids 0, 1, ...), a file's lines (their
+    0-based numbers), or a table's text column (ids ``line17``: where the record starts,
+    so a review with line breaks stays one review)."""
+    from hatt.data.read_log import ReadLog
+    from hatt.data.readers.table import read_table, table_format
+
+    if not args.file:
+        if args.format not in (None, "lines") or args.text_column:
+            raise ValueError("--format and --text-column read a --file F table.")
+        return list(enumerate(args.texts))
+    kind = args.format or ("lines" if args.file == "-" else table_format(args.file) or "lines")
+    if kind == "lines":
+        if args.text_column:
+            raise ValueError(
+                f"Expected --text-column with a table (--format csv, tsv or jsonl). Received: "
+                f"--file {args.file!r} read as one review a line"
+            )
+        return _read_file(args.file).lines
+    if args.file == "-":
+        raise ValueError(f"Expected a table file for --format {kind}. Received: --file -")
+    log = ReadLog()
+    table = read_table(
+        args.file, text_column=args.text_column or "text", label_column=None, log=log, kind=kind
+    )
+    for line in log.summary_lines():  # skipped rows are counted, never dropped silently
+        print(f"hatt predict: {line}", file=sys.stderr)
+    return [(i.split("/", 1)[1], t) for i, t in zip(table.ids, table.texts, strict=True)]
 
 
 def _prediction_row(predictor, out, i, text_id, threshold):
@@ -96,7 +129,21 @@ def add_predict_command(sub):
     )
     predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
-    _add_text_file(predict, "a text file, one review per line ('-': stdin)")
+    _add_text_file(
+        predict,
+        "a text file, one review per line ('-': stdin), or a .csv / .tsv / .jsonl table "
+        "(its --text-column; text_id is then the line its record starts on)",
+    )
+    predict.add_argument(
+        "--format",
+        choices=PREDICT_FORMATS,
+        default=None,
+        help="how to read --file (default: from its name: .csv, .tsv, .jsonl[.gz] are "
+        "tables, anything else one review a line)",
+    )
+    predict.add_argument(
+        "--text-column", default=None, metavar="NAME", help="a table's text column (default: text)"
+    )
     predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
     predict.add_argument(
         "--threshold",
@@ -105,6 +152,70 @@ def add_predict_command(sub):
         help="two-class models: probability of the second class from which it is the label",
     )
     predict.set_defaults(func=cmd_predict)
+
+
+# === hatt evaluate ==================================================================
+
+
+def cmd_evaluate(args):
+    from pathlib import Path
+
+    from hatt.training.metrics import format_metrics
+
+    if args.classes is not None:
+        raise ValueError(
+            "Expected no --classes: hatt evaluate matches the labels to the model's own "
+            f"classes by name. Received: --classes {args.classes!r}"
+        )
+    options = data_options(args)
+    documents, report = hatt.data.read_documents(**options, split=args.split, progress=False)
+    predictor = hatt.export.load(args.model)
+    print_model_warnings("evaluate", predictor)
+    clf = hatt.TextClassifier.from_predictor(predictor)
+    figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
+    source = args.data or "IMDB"
+    print(f"{args.model} on {source}: {len(documents):,} documents (--split {args.split})")
+    print(format_metrics(figures))
+    if args.output:
+        result = {
+            "model": str(args.model),
+            "data": str(source),
+            "split": args.split,
+            "class_names": list(clf.class_names),
+            "read": report,
+            **figures,
+        }
+        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def add_evaluate_command(sub):
+    from hatt.names import SPLIT_CHOICES
+
+    evaluate = sub.add_parser(
+        "evaluate",
+        help="score a trained model on a labelled file or folder (accuracy, macro-F1, ...)",
+        description="Read the labelled documents of --data with the readers of `hatt train` "
+        "(a folder of class folders, a CSV/TSV/JSONL table with --text-column and "
+        "--label-column, an aclImdb folder, ...), predict them with MODEL and print the "
+        "figures of metrics.json: accuracy, macro-F1, per-class precision / recall / F1, the "
+        "confusion matrix, and the mean absolute error for numeric classes (ratings). "
+        "Labels are matched to the model's classes by name; a label the model does not know "
+        "is an error that lists them.",
+    )
+    evaluate.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    _add_data(evaluate)
+    evaluate.add_argument(
+        "--split",
+        choices=SPLIT_CHOICES,
+        default="auto",
+        help="auto: the source's own test split when it has one (IMDB, DIR/test, --test), "
+        "else every document",
+    )
+    evaluate.add_argument("--batch-size", type=int, default=64, help="documents per model call")
+    evaluate.add_argument("--output", metavar="FILE.json", help="write the figures as JSON")
+    evaluate.set_defaults(func=cmd_evaluate)
 
 
 # === hatt inspect ===================================================================

@@ -7,7 +7,7 @@ This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 from hatt.data.corpus import DataNotFoundError, Split, TextCorpus
 from hatt.data.files import TextFile, read_texts
 from hatt.data.imdb import Imdb, load_imdb
-from hatt.data.load import load_corpus
+from hatt.data.load import load_corpus, read_documents
 from hatt.data.pipeline import (
     encode,
     make_dataset,
@@ -31,6 +31,7 @@ __all__ = [
     "encode",
     "format_statistics",
     "load_corpus",
+    "read_documents",
     "load_imdb",
     "make_dataset",
     "pack_sentences",

@@ -25,10 +25,14 @@ repaired is counted (:class:`ReadLog`), printed on standard error and kept in
 
 from pathlib import Path
 
+import numpy as np
+
+from hatt import names
 from hatt.data import imdb
 from hatt.data.corpus import (
     DataNotFoundError,
     RawCorpus,
+    Split,
     TextCorpus,
     assemble,
     check_options,
@@ -228,3 +232,71 @@ def load_corpus(
         limit=limit,
         corpus_class=corpus_class,
     )
+
+
+SPLIT_CHOICES = names.SPLIT_CHOICES
+
+
+def read_documents(
+    source=None,
+    *,
+    labels=None,
+    text_column="text",
+    label_column="label",
+    test=None,
+    split="auto",
+    progress=True,
+):
+    """Every labelled document of a source, as read: for evaluating a trained model.
+
+    The same readers as :func:`load_corpus` (and so ``hatt train --data``), without
+    carving anything: a table or a folder of class folders gives all of its
+    documents; a source with its own test split (IMDB, ``DIR/train`` and
+    ``DIR/test``, ``test=``) gives that test split unless ``split`` says otherwise.
+
+    Args:
+        source, labels, text_column, label_column, test: as :func:`load_corpus`.
+        split: ``"auto"`` (the test split when the source has one, else every
+            document), ``"test"``, ``"train"`` or ``"all"`` (both).
+        progress: progress bars and "Reading ..." lines.
+
+    Returns:
+        ``(split, report)``: a :class:`Split` whose ``labels`` are the class
+        names as read (str; ``3``, ``3.0`` and ``"3"`` are ``"3"``), and what
+        reading skipped or repaired (``ReadLog`` counts, also printed).
+
+    Raises:
+        DataNotFoundError, ValueError: as :func:`load_corpus`; ``split="test"``
+            for a source without a test split; no documents.
+    """
+    if split not in SPLIT_CHOICES:
+        raise ValueError(f"Expected split to be one of {SPLIT_CHOICES}. Received: split={split!r}")
+    log = ReadLog()
+    raw, _ = _read_source(
+        source,
+        labels=labels,
+        text_column=text_column,
+        label_column=label_column,
+        test=test,
+        progress=progress,
+        log=log,
+    )
+    has_test = raw.test is not None and len(raw.test) > 0
+    if split == "test" and not has_test:
+        raise ValueError(
+            f"{raw.source} has no test split of its own (no test/ folder, no --test): "
+            "evaluate every document with --split all."
+        )
+    if split == "auto":
+        split = "test" if has_test else "all"
+    parts = {"test": [raw.test], "train": [raw.train], "all": [raw.train, raw.test]}[split]
+    parts = [part for part in parts if part is not None and len(part)]
+    if not parts:
+        raise ValueError(f"{raw.source} holds no labelled documents to evaluate.")
+    documents = Split(
+        [t for part in parts for t in part.texts],
+        np.concatenate([np.asarray(part.labels, dtype=object) for part in parts]),
+        [i for part in parts for i in part.ids],
+    )
+    log.print_summary()
+    return documents, log.as_dict()

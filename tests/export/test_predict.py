@@ -98,3 +98,45 @@ def test_predict_warns_once_about_a_model_whose_deep_part_weighs_negatively(
         assert lines[2].endswith(RECORDED_WARNING)
     assert cli.main(["predict", str(exported["cnn"].path), *texts]) == 0
     assert capsys.readouterr().err == ""  # a model with nothing to warn about
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_predict_reads_a_tables_text_column_with_line_breaks(exported, tmp_path, capsys, kind):
+    """Issue 34, item 3: reviews with line breaks stay one review; text_id is the line the
+    record starts on; an empty text is skipped and counted."""
+    import csv
+
+    reviews = ["A wonderful film.\nI loved it.", "", "Dull.\n\nAvoid it."]
+    path = tmp_path / f"reviews.{kind}"
+    if kind == "csv":
+        with open(path, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["id", "review"])
+            writer.writerows([[k, r] for k, r in enumerate(reviews)])
+        ids = ["line2", "line5"]  # a header, a 2-line record, an empty one, then line 5
+    else:
+        path.write_text("".join(json.dumps({"review": r}) + "\n" for r in reviews))
+        ids = ["line1", "line3"]
+    model = str(exported["cnn"].path)
+    argv = ["predict", model, "--file", str(path), "--text-column", "review"]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    rows = _lines(captured.out)
+    assert [r["text_id"] for r in rows] == ids
+    expected = export.load(model).predict([reviews[0], reviews[2]])["probabilities"]
+    np.testing.assert_allclose(
+        [list(r["probabilities"].values()) for r in rows], expected, atol=1e-5
+    )
+    assert "Skipped 1 document(s) with an empty text" in captured.err
+
+
+def test_predict_format_flags_are_checked(exported, tmp_path, capsys):
+    text = tmp_path / "reviews.txt"
+    text.write_text("A fine film.\n")
+    model = str(exported["cnn"].path)
+    assert cli.main(["predict", model, "--file", str(text), "--text-column", "review"]) == 2
+    assert "--text-column with a table" in capsys.readouterr().err
+    assert cli.main(["predict", model, "Fine.", "--format", "csv"]) == 2
+    assert "--file" in capsys.readouterr().err
+    assert cli.main(["predict", model, "--file", str(text), "--format", "csv"]) == 2
+    assert "text_column" in capsys.readouterr().err  # a header without the text column

@@ -113,9 +113,12 @@ def _csv_records(text, delimiter, text_column, label_column, name, log):
     if not rows:
         raise ValueError(f"Expected a header row in {name!r}. Received: an empty table.")
     columns = [_repair(c.strip())[0] for c in rows[0][1]]
-    _check_unique_columns(columns, (text_column, label_column), name)
+    _check_unique_columns(columns, (c for c in (text_column, label_column) if c), name)
     text_index = _column(columns, text_column, "text_column", name)
-    label_index = _column(columns, label_column, "label_column", name)
+    label_index = None  # an unlabelled table (hatt predict): the text column only
+    if label_column is not None:
+        label_index = _column(columns, label_column, "label_column", name)
+    needed = max(text_index, -1 if label_index is None else label_index)
     records = []
     for line, fields in rows[1:]:
         if len(fields) > len(columns) and any(f.strip() for f in fields[len(columns) :]):
@@ -124,10 +127,11 @@ def _csv_records(text, delimiter, text_column, label_column, name, log):
                 f"Received: {len(fields)} fields on line {line}; quote a field that holds "
                 "the delimiter."
             )
-        if len(fields) <= max(text_index, label_index):
+        if len(fields) <= needed:
             log.skip(SHORT_ROW, f"{name} line {line}")
             continue
-        records.append((line, fields[text_index], fields[label_index]))
+        label = None if label_index is None else fields[label_index]
+        records.append((line, fields[text_index], label))
     return records
 
 
@@ -150,12 +154,13 @@ def _jsonl_records(text, text_column, label_column, name):
                 f"a {type(record).__name__}."
             )
         keys.update(record)
-        text_value, label_value = record.get(text_column), record.get(label_column)
+        text_value = record.get(text_column)
+        label_value = None if label_column is None else record.get(label_column)
         _check_json_types(text_value, label_value, text_column, label_column, name, line)
         records.append((line, text_value, label_value))
     columns = sorted(keys)
     for wanted, argument in ((text_column, "text_column"), (label_column, "label_column")):
-        if records and wanted not in keys:
+        if records and wanted is not None and wanted not in keys:
             raise ValueError(
                 f"Expected {argument}={wanted!r} to name a key of the objects in {name!r}. "
                 f"Received keys: {columns}"
@@ -193,13 +198,26 @@ def _text_value(value):
     return value if isinstance(value, str) else str(value)
 
 
-def _records_split(records, prefix, name, log):
-    """A :class:`Split` of ``(line, text, label)`` records; empty texts or labels skipped."""
+def _records_split(records, prefix, name, log, labelled=True):
+    """A :class:`Split` of ``(line, text, label)`` records; empty texts or labels skipped.
+
+    ``labelled=False`` (a table read for prediction): labels are ``None``.
+    """
     texts, labels, ids = [], [], []
     spellings = {}  # class name -> the label values read as it
     for line, text, label in records:
         where = f"{name} line {line}"
         text, replaced = _repair(_text_value(text))
+        if not labelled:
+            if not text.strip():
+                log.skip(EMPTY_TEXT, where)
+                continue
+            if replaced:
+                log.repair(where)
+            texts.append(text)
+            labels.append(None)
+            ids.append(f"{prefix}/line{line}")
+            continue
         written, label = label, _repair(label_name(label))[0]
         spellings.setdefault(label, set()).add(str(written).strip())
         if not text.strip():
@@ -214,7 +232,8 @@ def _records_split(records, prefix, name, log):
         labels.append(label)
         ids.append(f"{prefix}/line{line}")
     if not texts:
-        raise ValueError(f"Expected documents in {name!r}. Received: none with a text and a label.")
+        wanted = "a text and a label" if labelled else "a text"
+        raise ValueError(f"Expected documents in {name!r}. Received: none with {wanted}.")
     for label, written in sorted(spellings.items()):
         if label and len(written) > 1:
             shown = ", ".join(repr(w) for w in sorted(written)[:5])
@@ -222,14 +241,16 @@ def _records_split(records, prefix, name, log):
     return Split(texts, np.array(labels, dtype=object), ids)
 
 
-def read_table(path, *, text_column="text", label_column="label", prefix="train", log):
+def read_table(path, *, text_column="text", label_column="label", prefix="train", log, kind=None):
     """The documents of a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``).
 
     Ids are ``prefix`` and the line the record starts on (``"train/line17"``;
-    line 1 is a CSV's header).
+    line 1 is a CSV's header). ``label_column=None`` reads the texts only (labels
+    ``None``: documents to predict); ``kind`` (``"csv"``, ``"tsv"``, ``"jsonl"``)
+    overrides the format the file name gives.
     """
     path = Path(path)
-    kind, name = table_format(path), path.name
+    kind, name = kind or table_format(path), path.name
     if text_column == label_column:
         raise ValueError(
             "Expected text_column and label_column (--text-column, --label-column) to name "
@@ -241,4 +262,4 @@ def read_table(path, *, text_column="text", label_column="label", prefix="train"
     else:
         delimiter = "\t" if kind == "tsv" else ","
         records = _csv_records(text, delimiter, text_column, label_column, name, log)
-    return _records_split(records, prefix, name, log)
+    return _records_split(records, prefix, name, log, labelled=label_column is not None)
