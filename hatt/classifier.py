@@ -62,6 +62,7 @@ from hatt.data.documents import (
     is_dataset,
     label_names,
 )
+from hatt.models._checks import unknown_keys_error
 from hatt.training import config as config_lib
 from hatt.training import loop
 from hatt.training import metrics as metrics_lib
@@ -118,9 +119,10 @@ def settings_overrides(family, settings):
         elif key in arguments:
             overrides.setdefault("model_kwargs", {})[key] = value
         else:
-            raise ValueError(
-                f"Unknown setting {key!r} for {family!r}. Known: the training settings "
-                f"{sorted(fields)} and the {family} builder's arguments {sorted(arguments)}."
+            raise unknown_keys_error(
+                f"setting for {family!r} (a training setting or a {family} builder argument)",
+                [key],
+                [*fields, *arguments],
             )
     return overrides
 
@@ -355,7 +357,8 @@ class TextClassifier:
         """
         config = self._config_for(epochs)
         texts = self._documents(config, x, y, validation_data)
-        loop.check_buildable(config)  # bad setting values fail before the corpus is built
+        if config.strategy == "default":  # a multi-worker strategy must precede any op:
+            loop.check_buildable(config)  # then the loop's first step checks the settings
         with self._quiet(verbose):
             if isinstance(texts, tuple):  # in memory: a corpus without a test split
                 texts = in_memory_corpus(texts[0], texts[1], config, texts[2])

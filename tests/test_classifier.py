@@ -314,7 +314,7 @@ def test_bad_documents_are_refused_before_training(no_training, x, y, message):
         (lambda: hatt.TextClassifier.from_preset("nope"), "preset"),
         (
             lambda: hatt.TextClassifier.from_preset("han", word_unit=8),
-            "Unknown setting 'word_unit'",
+            r"Unknown setting for 'han'.*'word_unit' \(did you mean 'word_units'\?\)",
         ),
         (lambda: hatt.TextClassifier("cnn", batch_size="big"), "batch_size"),
         (lambda: hatt.TextClassifier("cnn", ngram={"bucket": 8}), "Unknown ngram settings"),

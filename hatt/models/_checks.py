@@ -52,3 +52,25 @@ def check_num_classes(value):
     """Raise unless `value` is an int >= 2 (the number of classes of a classifier)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 2:
         raise ValueError(f"Expected num_classes to be an int >= 2. Received: num_classes={value!r}")
+
+
+def unknown_keys_error(what, unknown, known):
+    """A ``ValueError`` for settings that do not exist, with "did you mean" for typos.
+
+    Args:
+        what: what the keys are, e.g. ``"ngram settings"`` or ``"model_kwargs for cnn"``.
+        unknown: the keys given that are not known (sorted in the message).
+        known: every known key.
+
+    Example:
+
+    >>> str(unknown_keys_error("ngram settings", ["bukets"], ["buckets", "order"]))
+    "Unknown ngram settings: 'bukets' (did you mean 'buckets'?). Known: ['buckets', 'order']"
+    """
+    import difflib
+
+    shown = []
+    for key in sorted(unknown, key=str):
+        close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
+        shown.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    return ValueError(f"Unknown {what}: {', '.join(shown)}. Known: {sorted(known)}")

@@ -68,8 +68,9 @@ class NgramChannel:
     def from_value(cls, value):
         """`None` → `None`; a dict (or an `NgramChannel`) → a checked `NgramChannel`.
 
-        A dict may hold more keys than the layer's (a training configuration's
-        `ngram` section also says how the channel is fit); only `KEYS` are read.
+        A dict holds `KEYS` only: a misspelt key is refused with the key it
+        resembles (a training configuration's `ngram` section, which also says
+        how the channel is fit, passes its `channel()`).
         """
         if value is None or isinstance(value, cls):
             return value
@@ -77,7 +78,10 @@ class NgramChannel:
             raise ValueError(
                 f"Expected ngram to be None or a dict of channel settings. Received: ngram={value!r}"
             )
-        return cls(**{key: value[key] for key in cls.KEYS if key in value})
+        unknown = set(value) - set(cls.KEYS)
+        if unknown:
+            raise _checks.unknown_keys_error("ngram settings", unknown, cls.KEYS)
+        return cls(**value)
 
     @classmethod
     def of_layer(cls, layer):

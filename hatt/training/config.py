@@ -17,12 +17,14 @@ by :func:`translate_legacy`, so old config files and run directories load.
 
 import dataclasses
 import json
+import os
 import types
 import typing
 
 from hatt import models
 from hatt import presets as presets_package
 from hatt.data.files import read_json_object
+from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
 from hatt.training import scale
 from hatt.training.distribute import STRATEGIES
@@ -143,6 +145,50 @@ def _check_choice(name, value, choices):
         raise ValueError(f"Expected {name} to be one of {choices}. Received: {name}={value!r}")
 
 
+# Early stopping's quantity (Keras' validation logs): a misspelt one would turn it off.
+MONITORS = ("val_loss", "val_accuracy")
+# Floats a review holds at least at once in training: its tokens x the widest layer's
+# units, for the forward values and their gradients (a lower bound: real use is higher).
+WIDTH_ARGUMENTS = ("embedding_dim", "filters", "units", "word_units", "sentence_units")
+
+
+def check_batch_memory(config, memory_bytes=None):
+    """Refuse a ``batch_size`` whose activations alone exceed the machine's memory.
+
+    A lower bound, so no feasible setting is refused: ``batch_size x tokens a review x
+    the widest layer x 4 bytes x 2`` (values and gradients), against the physical
+    memory. ``--set batch_size=1000000000`` fails here, before any data is read,
+    instead of minutes later inside TensorFlow.
+    """
+    memory_bytes = memory_bytes or _physical_memory()
+    if not memory_bytes:
+        return
+    tokens = config.sequence_length
+    if config.model == "han":
+        tokens = config.max_sentences * config.max_words
+    kwargs = config.model_kwargs or {}
+    widths = [kwargs.get(name) for name in WIDTH_ARGUMENTS]
+    width = max([w for w in widths if isinstance(w, int) and not isinstance(w, bool)] + [1])
+    per_review = tokens * width * 4 * 2
+    needed = config.batch_size * per_review
+    if needed > memory_bytes:
+        largest = max(1, memory_bytes // (4 * per_review))
+        suggestion = 1 << (largest.bit_length() - 1)
+        raise ValueError(
+            f"Expected a batch_size whose activations fit in memory. Received: "
+            f"batch_size={config.batch_size}: {tokens} tokens x {width} units a review need "
+            f"at least {needed / 2**30:,.1f} GiB, the machine has {memory_bytes / 2**30:.1f} "
+            f"GiB. Try --set batch_size={suggestion} or less."
+        )
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 # === The n-gram channel's section ===================================================
 
 
@@ -248,7 +294,7 @@ class NgramSettings:
         known = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(f"Unknown ngram settings: {unknown}. Known: {known}")
+            raise unknown_keys_error("ngram settings", unknown, known)
         return cls(**value)
 
     def channel(self):
@@ -356,11 +402,6 @@ class TrainConfig:
             self.model_kwargs, self.ngram = moved["model_kwargs"], moved["ngram"]
         self.ngram = NgramSettings.from_value(self.ngram)
         _check_fields(self)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
-        check_learning_rate_decay(self)
-        _check_choice("strategy", self.strategy, STRATEGIES)
-        _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         for name in (
             "epochs",
             "batch_size",
@@ -368,8 +409,19 @@ class TrainConfig:
             "shuffle_buffer",
             "num_buckets",
             "word_vectors_epochs",
-        ):
+        ):  # first: a warm-up's check below reads epochs
             _check_positive_int(name, getattr(self, name))
+        for name in ("learning_rate", "clr_min_learning_rate", "clr_max_learning_rate"):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"Expected {name} to be a number > 0. Received: {name}={getattr(self, name)!r}"
+                )
+        _check_choice("monitor", self.monitor, MONITORS)
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
+        check_learning_rate_decay(self)
+        _check_choice("strategy", self.strategy, STRATEGIES)
+        _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)
         if self.labels is not None:
@@ -408,7 +460,7 @@ class TrainConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
-            raise ValueError(f"Unknown configuration keys: {unknown}. Known keys: {sorted(fields)}")
+            raise unknown_keys_error("configuration keys", unknown, fields)
         return cls(**values)
 
     def to_dict(self):
@@ -466,7 +518,7 @@ def check_model_kwargs(family, model_kwargs):
     known = [k for k in models.builder_arguments(family)]
     unknown = sorted(set(model_kwargs) - set(known))
     if unknown:
-        raise ValueError(f"Unknown model_kwargs for {family}: {unknown}. Known: {known}")
+        raise unknown_keys_error(f"model_kwargs for {family}", unknown, known)
 
 
 # === Overrides and layering ==========================================================

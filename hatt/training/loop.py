@@ -28,7 +28,7 @@ from hatt import run_dir as run_files
 from hatt.models import head as head_lib
 from hatt.training import distribute, mix, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
-from hatt.training.config import TrainConfig
+from hatt.training.config import TrainConfig, check_batch_memory
 from hatt.training.corpus import Corpus, packed, sentence_groups
 from hatt.training.optimizers import create_optimizer
 
@@ -90,8 +90,10 @@ def check_buildable(config):
     """Build the model once on a tiny vocabulary: bad argument values fail before any data.
 
     Raises:
-        ValueError: the family's builder (or the head) refuses a setting.
+        ValueError: the family's builder (or the head) refuses a setting, or a
+            batch's activations cannot fit in memory (:func:`check_batch_memory`).
     """
+    check_batch_memory(config)
     try:
         model = models.build(config.model, **model_arguments(config, TRIAL_VOCABULARY))
     except (TypeError, ValueError) as error:

@@ -1,11 +1,13 @@
 """hatt.training.config: the ngram section, legacy translation, presets, strict --set, checks."""
 
 import json
+import re
 
 import pytest
 
 from hatt import training
 from hatt.training import config as config_lib
+from hatt.training import loop
 
 # A config.json written before the ngram section existed (as in a run directory of
 # `hatt train cnn --config experiments/configs/cnn.json`).
@@ -163,7 +165,10 @@ def test_set_values_must_be_json_except_words_for_text_settings():
         ({"model_kwargs": []}, "model_kwargs to be a dict"),
         ({"ngram": {"buckets": "many"}}, "ngram.buckets to be an int"),
         ({"ngram": {"C": [0.1, -1]}}, "ngram.C"),
-        ({"ngram": {"bucket": 8}}, r"Unknown ngram settings: \['bucket'\]"),
+        (
+            {"ngram": {"bucket": 8}},
+            r"Unknown ngram settings: 'bucket' \(did you mean 'buckets'\?\)",
+        ),
     ],
 )
 def test_every_field_is_type_checked(values, match):
@@ -172,7 +177,10 @@ def test_every_field_is_type_checked(values, match):
 
 
 def test_unknown_model_kwargs_name_the_family_and_the_known_ones():
-    with pytest.raises(ValueError, match=r"Unknown model_kwargs for cnn: \['filterz'\]. Known: "):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown model_kwargs for cnn: 'filterz' \(did you mean 'filters'\?\). Known: ",
+    ):
         training.assemble_config("cnn", overrides=["model_kwargs.filterz=3"])
     with pytest.raises(ValueError, match="word_units"):
         training.TrainConfig(model="rnn", model_kwargs={"word_units": 3})
@@ -202,3 +210,47 @@ def test_nblr_with_the_mean_reduction_needs_its_own_C():
         "cnn", preset=None, overrides=["ngram.reduction=mean", "ngram.init=nblr", "ngram.C=1e4"]
     )
     assert config.ngram.C == 1e4
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            {"learning_rate": -1.0},
+            r"Expected learning_rate to be a number > 0. Received: learning_rate=-1.0",
+        ),
+        ({"learning_rate": 0.0}, "learning_rate to be a number > 0"),
+        ({"monitor": "bogus"}, r"Expected monitor to be one of \('val_loss', 'val_accuracy'\)"),
+        ({"epochs": -1}, r"Expected epochs to be an int >= 1. Received: epochs=-1"),
+        ({"bach_size": 3}, r"'bach_size' \(did you mean 'batch_size'\?\)"),
+    ],
+)
+def test_silent_wrong_settings_are_refused_at_the_door(overrides, message):
+    """Issue 33, item 1: checked before any data is read, naming the setting."""
+    with pytest.raises(ValueError, match=message):
+        training.assemble_config("cnn", preset="cnn", overrides=overrides)
+
+
+def test_the_batch_memory_bound_never_refuses_a_preset_and_suggests_a_power_of_two():
+    from hatt.training.config import check_batch_memory
+
+    for name in training.PRESETS:
+        config = training.assemble_config(training.load_preset(name)["model"], preset=name)
+        check_batch_memory(config, memory_bytes=2 * 2**30)  # a 2 GiB machine takes them all
+    config = training.assemble_config("cnn", preset="cnn", overrides={"batch_size": 10**9})
+    with pytest.raises(ValueError, match=r"activations fit in memory.*Try --set batch_size="):
+        loop.check_buildable(config)  # before any data is read, on this machine's memory
+    config.batch_size = 10**6
+    with pytest.raises(ValueError, match=r"Try --set batch_size=(\d+) or less") as caught:
+        check_batch_memory(config, memory_bytes=2**30)
+    suggested = int(re.search(r"batch_size=(\d+) or less", str(caught.value)).group(1))
+    assert suggested & (suggested - 1) == 0
+    config.batch_size = suggested
+    check_batch_memory(config, memory_bytes=2**30)
+
+
+def test_build_refuses_a_misspelt_channel_setting():
+    import hatt
+
+    with pytest.raises(ValueError, match=r"'bukets' \(did you mean 'buckets'\?\)"):
+        hatt.models.build("cnn", vocabulary_size=100, ngram={"bukets": 10})

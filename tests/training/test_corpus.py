@@ -99,7 +99,10 @@ def test_bad_settings_fail_before_any_data_is_read(tmp_path, capsys, monkeypatch
 def test_unknown_model_kwargs_message(tmp_path, capsys):
     argv = ["train", "cnn", "--set", "model_kwargs.filterz=3", "--run-dir", str(tmp_path / "r")]
     assert cli.main(argv) == 2
-    assert "Unknown model_kwargs for cnn: ['filterz']. Known: [" in capsys.readouterr().err
+    assert (
+        "Unknown model_kwargs for cnn: 'filterz' (did you mean 'filters'?). Known: ["
+        in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("kind", ["file", "under_a_file"])

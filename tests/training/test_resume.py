@@ -4,6 +4,7 @@ The CLI runs are subprocesses on a planted corpus (tests/_planted.py) with a
 tiny CNN; they are shared by the tests of this module.
 """
 
+import copy
 import csv
 import json
 import os
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from hatt import cli, training
-from hatt.training import resume
+from hatt.training import loop, resume
 from tests._planted import write_planted_imdb
 
 MODEL_ARGS = ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]
@@ -275,8 +276,10 @@ def test_resume_keeps_the_early_stopping_state(tmp_path, planted, monkeypatch):
 
 def test_a_nan_loss_stops_the_run_with_a_clear_message(tmp_path, planted, capsys):
     run_dir = tmp_path / "run"
+    config = _config()
+    config.learning_rate = float("nan")  # past the config's own check (it refuses NaN)
     with pytest.raises(resume.NaNLossError, match="became nan at epoch 1, batch 2"):
-        training.train(_config(learning_rate=float("nan")), run_dir, texts=planted, verbose=0)
+        training.train(config, run_dir, texts=planted, verbose=0)
     status = json.loads((run_dir / resume.STATUS_FILE).read_text())
     assert status["status"] == "nan_loss" and status["epoch"] == 1
     assert status["last_good_epoch"] == 0
@@ -288,7 +291,15 @@ def test_the_cli_reports_a_nan_loss_without_a_traceback(tmp_path, capsys, monkey
     root = write_planted_imdb(tmp_path / "corpus", n_train=80, n_test=20)
     argv = ["train", "cnn", "--preset", "none", "--data", str(root), "--epochs", "2"]
     argv += ["--set", "min_count=1"]
-    argv += ["--set", "validation_size=20", "--set", "learning_rate=NaN", *MODEL_ARGS]
+    argv += ["--set", "validation_size=20", *MODEL_ARGS]
+    real = loop.create_optimizer
+
+    def diverging(config, *args, **kwargs):  # a NaN learning rate past the config's check
+        config = copy.copy(config)
+        config.learning_rate = float("nan")
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "create_optimizer", diverging)
     argv += ["--run-dir", str(tmp_path / "run"), "--export-dir", ""]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
