@@ -20,15 +20,15 @@ VERBOSE_FLAG = "--verbose"
 def command_arguments():
     """The arguments of the ``hatt`` command when this process is one, else ``None``.
 
-    The ``hatt`` console script (``sys.argv[0]`` named ``hatt``) or ``python -m
-    hatt.cli``.
+    The ``hatt`` console script (``sys.argv[0]`` named ``hatt``), ``python -m
+    hatt`` or ``python -m hatt.cli``.
     """
     if os.path.basename(sys.argv[0] or "") == "hatt":
         return sys.argv[1:]
     original = getattr(sys, "orig_argv", [])
     if "-m" in original:
         at = original.index("-m")
-        if original[at + 1 : at + 2] == ["hatt.cli"]:
+        if original[at + 1 : at + 2] in (["hatt"], ["hatt.cli"]):
             return original[at + 2 :]
     return None
 

@@ -107,3 +107,53 @@ def test_train_choices_come_from_the_library():
     assert tuple(options["model"].choices) == hatt.models.FAMILIES
     assert tuple(options["strategy"].choices) == training.STRATEGIES
     assert options["preset"].default == "default"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["train", "cnn", "--epochs", "-1"], "Expected --epochs >= 1. Received: --epochs -1"),
+        (["train", "cnn", "--epochs", "0"], "Expected --epochs >= 1. Received: --epochs 0"),
+        (["data", "--limit", "0"], "Expected --limit >= 1. Received: --limit 0"),
+        (["data", "--seed", "-3"], "Expected --seed >= 0. Received: --seed -3"),
+    ],
+)
+def test_out_of_range_flags_are_named_as_typed(argv, expected, capsys):
+    """Issue 33, item 12: the flag the user typed, not an internal field."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+
+
+def test_an_argument_that_is_not_utf8_is_refused_naming_it(capsys):
+    """Issue 33, item 9."""
+    bad = b"caf\xe9".decode("utf-8", "surrogateescape")
+    assert cli.main(["predict", "model", "--file", bad]) == 2
+    err = capsys.readouterr().err
+    assert "--file's value" in err and "b'caf\\xe9'" in err
+
+
+def test_terminal_escapes_in_model_text_are_shown_escaped_not_acted_on(capsys):
+    """Issue 33, item 6."""
+    from hatt.inspect.terminal import printable
+
+    hostile = "pos\x1b[2J\u202eitive\r\n"
+    assert printable(hostile) == "pos\\x1b[2J\\u202eitive\\r\\n"
+    assert printable("a\tplain café") == "a\tplain café"
+
+    class Predictor:
+        warnings = (f"class {hostile} is odd",)
+
+    cli.print_model_warnings("predict", Predictor())
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err and "\\x1b[2J" in err
+
+
+def test_the_training_summary_shows_macro_f1_for_two_classes_and_names_the_median():
+    """Issue 34, items 5 and 6."""
+    from hatt.training.loop import _class_lines
+
+    binary = {"num_classes": 2, "class_names": ["neg", "pos"], "test_macro_f1": 0.4762}
+    assert "test macro-F1        0.4762   (2 classes: neg, pos)" in _class_lines(binary)[0]
+    rating = {**binary, "class_names": ["1", "2", "3"], "test_mae": 0.7, "test_mae_median": 0.59}
+    assert "0.590 when the model answers the median of its own" in _class_lines(rating)[1]

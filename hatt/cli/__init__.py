@@ -71,9 +71,44 @@ def error_line(error):
     return " ".join(text.split("\n"))
 
 
+def check_utf8(argv):
+    """Refuse an argument that is not valid UTF-8 (Python holds its bytes as surrogates)."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            previous = argv[i - 1] if i else ""
+            name = f"{previous}'s value" if previous.startswith("-") else f"argument {i + 1}"
+            raw = arg.encode("utf-8", "surrogateescape")
+            raise ValueError(
+                f"Expected {name} to be valid UTF-8 text. Received the bytes {raw!r}"
+            ) from None
+
+
+# Flags whose values the command checks itself: (smallest value, the flag as typed).
+FLAG_MINIMUMS = {"epochs": (1, "--epochs"), "limit": (1, "--limit"), "seed": (0, "--seed")}
+SEED_LIMIT = 2**32  # NumPy's seeds
+
+
+def check_flags(args):
+    """--epochs, --limit and --seed in range, named as typed (before any setting is built)."""
+    for dest, (minimum, flag) in FLAG_MINIMUMS.items():
+        value = getattr(args, dest, None)
+        if value is not None and value < minimum:
+            raise ValueError(f"Expected {flag} >= {minimum}. Received: {flag} {value}")
+    seed = getattr(args, "seed", None)
+    if seed is not None and seed >= SEED_LIMIT:
+        raise ValueError(f"Expected --seed < 2**32. Received: --seed {seed}")
+
+
 def main(argv=None):
     parser = build_parser()
     given = sys.argv[1:] if argv is None else list(argv)
+    try:
+        check_utf8(given)
+    except ValueError as error:
+        print(f"hatt: error: {error}", file=sys.stderr)
+        return 2
     # --verbose anywhere (it was read at start-up, before TensorFlow was imported)
     verbose = VERBOSE_FLAG in given
     args = parser.parse_args([a for a in given if a != VERBOSE_FLAG])
@@ -83,6 +118,7 @@ def main(argv=None):
         parser.print_help()
         return 0
     try:
+        check_flags(args)
         return args.func(args)
     except (ValueError, OSError) as error:
         print(f"hatt {args.command}: error: {error_line(error)}", file=sys.stderr)

@@ -31,8 +31,10 @@ def _chunks(items, size):
 
 def print_model_warnings(command, predictor):
     """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
+    from hatt.inspect.terminal import printable
+
     for warning in getattr(predictor, "warnings", ()):
-        print(f"hatt {command}: warning: {warning}", file=sys.stderr)
+        print(f"hatt {command}: warning: {printable(warning)}", file=sys.stderr)
 
 
 def cmd_predict(args):
@@ -174,8 +176,12 @@ def cmd_evaluate(args):
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
     source = args.data or "IMDB"
-    print(f"{args.model} on {source}: {len(documents):,} documents (--split {args.split})")
-    print(format_metrics(figures))
+    from hatt.inspect.terminal import printable  # class names as text, never escapes
+
+    print(
+        printable(f"{args.model} on {source}: {len(documents):,} documents (--split {args.split})")
+    )
+    print("\n".join(printable(line) for line in format_metrics(figures).splitlines()))
     if args.output:
         result = {
             "model": str(args.model),

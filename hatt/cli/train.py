@@ -41,10 +41,16 @@ def cmd_train(args):
         args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     # Quoted so that the recorded command can be pasted back into a shell.
-    command = shlex.join(["hatt", *(sys.argv[1:] if args.argv is None else args.argv)])
+    argv = list(sys.argv[1:] if args.argv is None else args.argv)
+    # Quoted so that the recorded command can be pasted back into a shell.
+    command = shlex.join(["hatt", *argv])
     # The one object a Python user holds: the CLI only parses flags into its settings.
     clf = hatt.TextClassifier.from_config(config)
-    clf.fit(run_dir=run_dir, command=command, restart=args.restart)
+    try:
+        clf.fit(run_dir=run_dir, command=command, restart=args.restart, verbose=_verbosity())
+    except KeyboardInterrupt:
+        print(_interrupted_line(run_dir, config.epochs, argv, args), file=sys.stderr)
+        return 130
     print(training.summary(clf.metrics, run_dir))
     if args.export_dir:
         from hatt import export
@@ -55,6 +61,29 @@ def cmd_train(args):
             f"{result.version}) and {result.keras_file}"
         )
     return 0
+
+
+def _verbosity():
+    """Keras' ``verbose``: progress bars on a terminal, one plain line an epoch otherwise
+    (a redirected log holds no escape codes)."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+def _interrupted_line(run_dir, epochs, argv, args):
+    """Where a Ctrl-C stopped `hatt train`, and the command that resumes the run."""
+    from hatt.training.resume import read_state
+
+    try:
+        state = read_state(run_dir)
+    except (OSError, ValueError):
+        state = None
+    done = int(state["epoch"]) if state else 0
+    resume = [a for a in argv if a != "--restart"]
+    if args.run_dir is None:
+        resume += ["--run-dir", str(run_dir)]
+    where = f"after epoch {done} of {epochs}" if done else "before its first epoch finished"
+    command = shlex.join(["hatt", *resume])
+    return f"hatt train: interrupted {where} (run directory {run_dir}); resume with: {command}"
 
 
 def add_train_command(sub):

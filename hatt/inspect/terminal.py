@@ -76,6 +76,25 @@ def legend(explanations, method=None):
     return "\n".join(lines)
 
 
+# Characters a terminal acts on (C0 / C1 controls such as ESC, bidirectional overrides):
+# shown escaped, so that a review or a class name cannot move the cursor or recolour.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text):
+    """``text`` with control characters and bidi overrides escaped (``\\x1b``, ``\\u202e``).
+
+    Tabs are kept; every other control character (newlines included) is escaped.
+    """
+    text = str(text)
+    if text.isprintable() and not _BIDI_CONTROLS.intersection(text):
+        return text
+    return "".join(
+        c if c == "\t" or (c.isprintable() and c not in _BIDI_CONTROLS) else ascii(c)[1:-1]
+        for c in text
+    )
+
+
 def _mark(word, value, signed):
     """Without colour: `*word*` (unsigned) or `[+word]` / `[-word]` (signed) from half the top."""
     if abs(value) < 0.5:
@@ -116,6 +135,7 @@ def _table(e, method, plain):
         line = Text()
         for word, value in zip(words, shading[s], strict=True):
             style = _signed_style(value) if signed else _word_style(value)
+            word = printable(word)
             line.append(_mark(word, value, signed) if plain else word, style=style)
             line.append(" ")
         table.add_row(f"{values[s]:+.3f}" if signed else f"{values[s]:.3f}", bar, line)
@@ -140,16 +160,17 @@ def render(explanations, console, method=None):
     for number, e in enumerate(explanations, 1):
         console.print()
         shown = e.methods_to_show(method)
-        console.print(Text(f"Review {number} · {e.headline(method)}", style="bold"))
+        headline = printable(e.headline(method))
+        console.print(Text(f"Review {number} · {headline}", style="bold"))
         for line in (e.decomposition_line(), e.total_line()):
             if line is not None:
-                console.print(Text("  " + line))
+                console.print(Text("  " + printable(line)))
         if not e.sentences:
             console.print("  (no words: the review is empty for the model)")
             continue
         for m in shown:
             if len(methods) > 1 or method == ALL:
-                console.print(Text(f"  {e.method_note(m)}", style="italic"))
+                console.print(Text(f"  {printable(e.method_note(m))}", style="italic"))
             console.print(_table(e, m, plain))
 
 

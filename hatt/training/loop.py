@@ -543,17 +543,18 @@ def _evaluated(metrics):
 
 
 def _class_lines(metrics):
-    """The summary's lines for more than two classes: macro-F1 and, for ordered ones, MAE."""
-    if metrics.get("num_classes", 2) == 2 or "test_macro_f1" not in metrics:
+    """The summary's macro-F1 line (two classes too: a majority-class model shows in it)
+    and, for ordered classes, the MAE."""
+    if "test_macro_f1" not in metrics:
         return []
-    lines = [
-        f"  test macro-F1        {metrics['test_macro_f1']:.4f}   "
-        f"({metrics['num_classes']} classes: {', '.join(metrics['class_names'])})"
-    ]
+    names = metrics.get("class_names") or ()
+    classes = f"{len(names)} classes: {', '.join(names)}" if names else "every class weighs 1"
+    lines = [f"  test macro-F1        {metrics['test_macro_f1']:.4f}   ({classes})"]
     if "test_mae" in metrics:
         lines.append(
             f"  test MAE             {metrics['test_mae']:.3f}   (in label units; "
-            f"{metrics['test_mae_median']:.3f} predicting the distribution's median)"
+            f"{metrics['test_mae_median']:.3f} when the model answers the median of its "
+            "own predicted distribution)"
         )
     return lines
 

@@ -1,0 +1,51 @@
+"""Ctrl-C during ``hatt train``: one line with the epoch reached and the command that resumes."""
+
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hatt.training import resume
+from tests.training.test_resume import _env, hatt_train, run_hatt
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from tests._planted import write_planted_imdb
+
+    return write_planted_imdb(tmp_path_factory.mktemp("planted"), n_train=600, n_test=100)
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(corpus, tmp_path):
+    run_dir = tmp_path / "run"
+    argv = hatt_train(corpus, run_dir)
+    state_file = run_dir / resume.BACKUP_DIR / resume.STATE_FILE
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if json.loads(state_file.read_text())["epoch"] >= 1:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    done = json.loads(state_file.read_text())["epoch"]
+    line = next(line for line in stderr.splitlines() if "interrupted" in line)
+    assert f"interrupted after epoch {done} of 3" in line
+    command = shlex.split(line.split("resume with: ", 1)[1])
+    assert command[0] == "hatt" and command[command.index("--run-dir") + 1] == str(run_dir)
+
+    result = run_hatt([sys.executable, "-m", "hatt", *command[1:]])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Resuming {run_dir} after epoch {done} of 3" in result.stdout
