@@ -81,7 +81,7 @@ def test_without_mask_and_sparsity(name):
 def test_entmax_threshold_equation():
     z, mask = case(seed=3, shape=(6, 9))
     p = to_numpy(entmax15(z, mask))
-    for row, keep in zip(range(1, 6), mask[1:]):
+    for row, keep in zip(range(1, 6), mask[1:], strict=True):
         np.testing.assert_allclose(p[row][keep].sum(), 1, atol=1e-5)
         support = p[row] > 0
         # on the support (z - tau)/2 = sqrt(p): one tau for all its positions
