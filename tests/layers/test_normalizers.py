@@ -105,7 +105,7 @@ def test_gradients_finite_and_match_finite_differences(name):
     weight = np.random.default_rng(1).normal(size=z.shape).astype("float32")
 
     def loss(x):
-        return keras.ops.sum(fn(x, mask) * weight)
+        return keras.ops.sum(keras.ops.multiply(fn(x, mask), keras.ops.convert_to_tensor(weight)))
 
     (grad,) = gradients(loss, z, [])
     assert np.all(np.isfinite(grad))
