@@ -4,8 +4,10 @@ import keras
 from keras import ops
 
 from hatt.layers._masking import masked_softmax, to_bool_mask
+from hatt.layers.normalizers import check_normalizer, normalize
 
 SCORES = ("dot", "scaled_dot", "general", "additive")
+HARD = (None, "gumbel")
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -77,6 +79,40 @@ class ContextAttention(keras.layers.Layer):
             HAN's words). The gathered shapes depend on the mask, so it
             suits TensorFlow graphs and eager code, not a JAX `jit`.
             Defaults to `False`.
+        normalizer: One of `"softmax"`, `"sparsemax"`, `"entmax15"` (see
+            `hatt.layers.normalizers`): the map from scores to weights.
+            Sparse normalizers give exactly zero weight to low-scoring steps.
+            Defaults to `"softmax"`.
+        local_p: Bool, predictive local attention (Luong et al. 2015,
+            "local-p", as a soft window on the pooled sequence). Per row and
+            head the layer predicts a centre
+            `p = L * sigmoid(v_p^T tanh(W_p h_mean))`, where `h_mean` is the
+            mean of the unmasked steps, `L` the number of unmasked steps,
+            `W_p` `[d, units]` and `v_p` `[units, heads]` new weights. Step
+            `t` has position `s_t` = the number of unmasked steps before it
+            (so pre- and post-padding agree), and the weights become
+            `a_t = w_t g_t / sum_j w_j g_j` with
+            `g_t = exp(-(s_t - p)^2 / (2 sigma^2))`, `sigma = window / 2`
+            and `w` the normalizer's weights (masked steps stay 0, a row
+            whose product underflows to 0 gets zeros, never NaN). Defaults to
+            `False`.
+        window: Positive number `D`, the half-width of the local-p window
+            (`sigma = D / 2`). Required when `local_p=True`. Defaults to
+            `None`.
+        hard: `None` or `"gumbel"`: hard attention. In training the weights
+            are Gumbel-softmax straight-through samples (forward: the one-hot
+            of `argmax_t (e_t + g_t)` with Gumbel noise `g_t`, over the
+            unmasked steps; backward: the gradient of
+            `softmax((e + g) / temperature)`). At inference they are
+            deterministic: `1/k` on the `k = hard_k` highest-scoring
+            unmasked steps (all unmasked steps when a row has fewer; tied
+            scores at the k-th place share the weight). Uses the scores
+            directly, so it needs `normalizer="softmax"` and
+            `local_p=False`. Defaults to `None`.
+        temperature: Positive float, Gumbel-softmax temperature. Defaults to
+            `1.0`.
+        hard_k: Positive int, the `k` of the inference top-k. Defaults to
+            `1`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -143,6 +179,12 @@ class ContextAttention(keras.layers.Layer):
         score_constraint=None,
         seed=None,
         skip_masked=False,
+        normalizer="softmax",
+        local_p=False,
+        window=None,
+        hard=None,
+        temperature=1.0,
+        hard_k=1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -166,6 +208,14 @@ class ContextAttention(keras.layers.Layer):
             raise ValueError(
                 f"Expected dropout to be a float in [0, 1). Received: dropout={dropout!r}"
             )
+        _check_options(normalizer, local_p, window, hard, temperature, hard_k)
+        self.normalizer = normalizer
+        self.local_p = bool(local_p)
+        self.window = window
+        self.hard = hard
+        self.temperature = float(temperature)
+        self.hard_k = hard_k
+        self.noise_generator = keras.random.SeedGenerator(seed) if hard else None
         self.units = units
         self.score = score
         self.heads = heads
@@ -224,6 +274,9 @@ class ContextAttention(keras.layers.Layer):
             self.score_kernel = weight("score_kernel", (units, units), "score")
             self.score_context_kernel = weight("score_context_kernel", (units, units), "score")
             self.score_vector = weight("score_vector", (units, self.heads), "score")
+        if self.local_p:
+            self.position_kernel = weight("position_kernel", (feature_dim, units), "score")
+            self.position_vector = weight("position_vector", (units, self.heads), "score")
 
     def _project(self, inputs):
         """`tanh(W h_t + b)` of every step."""
@@ -267,7 +320,7 @@ class ContextAttention(keras.layers.Layer):
         else:  # the kept steps' scores in place, 0 elsewhere (the softmax masks them)
             scores = kept.scatter(self._scores(self._project(kept.steps[None]))[0])
         scores = ops.transpose(scores, (0, 2, 1))  # [batch, heads, T]
-        weights = masked_softmax(scores, None if mask is None else mask[:, None, :])
+        weights = self._weights(scores, inputs, mask, training)
 
         if self.penalty > 0 and self.heads > 1:
             self.add_loss(self._redundancy_penalty(weights))
@@ -287,6 +340,50 @@ class ContextAttention(keras.layers.Layer):
         if self.heads == 1:
             weights = ops.squeeze(weights, axis=1)
         return outputs, weights
+
+    def _weights(self, scores, inputs, mask, training):
+        """Attention weights `[batch, heads, T]` from the scores, per the options."""
+        head_mask = None if mask is None else mask[:, None, :]
+        if self.hard == "gumbel":
+            if training:
+                return self._gumbel_straight_through(scores, head_mask)
+            return _top_k_uniform(scores, head_mask, self.hard_k)
+        if self.normalizer == "softmax":
+            weights = masked_softmax(scores, head_mask)
+        else:
+            weights = normalize(scores, head_mask, self.normalizer)
+        if self.local_p:
+            weights = self._local_p_window(weights, inputs, mask)
+        return weights
+
+    def _gumbel_straight_through(self, scores, mask):
+        """Forward: one-hot argmax of `scores + Gumbel`; backward: its tempered softmax."""
+        uniform = keras.random.uniform(
+            ops.shape(scores), minval=1e-6, maxval=1.0 - 1e-6, seed=self.noise_generator
+        )
+        noisy = scores + ops.cast(-ops.log(-ops.log(uniform)), scores.dtype)
+        soft = masked_softmax(noisy / self.temperature, mask)
+        hard = _top_k_uniform(noisy, mask, 1)
+        return hard + soft - ops.stop_gradient(soft)
+
+    def _local_p_window(self, weights, inputs, mask):
+        """Multiply the Gaussian local-p window into `weights` and renormalize."""
+        if mask is None:
+            mask = ops.ones(ops.shape(inputs)[:2], dtype="bool")
+        kept = ops.cast(mask, inputs.dtype)  # [batch, T]
+        length = ops.sum(kept, axis=1)[:, None]  # [batch, 1]
+        zeroed = ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
+        mean = ops.sum(zeroed, axis=1) / ops.maximum(length, 1.0)  # [batch, d]
+        hidden = ops.tanh(ops.matmul(mean, self.position_kernel))
+        centre = length * ops.sigmoid(ops.matmul(hidden, self.position_vector))  # [b, heads]
+        positions = ops.cumsum(kept, axis=1) - kept  # unmasked steps before t
+        sigma = self.window / 2.0
+        window = ops.exp(-ops.square(positions[:, None, :] - centre[:, :, None]) / (2 * sigma**2))
+        weighted = weights * ops.cast(window, weights.dtype)
+        total = ops.sum(weighted, axis=-1, keepdims=True)
+        half = keras.backend.standardize_dtype(weights.dtype) == "float16"
+        tiny = ops.cast(1e-7 if half else 1e-30, weights.dtype)
+        return weighted / ops.maximum(total, tiny)
 
     def _redundancy_penalty(self, weights):
         """`penalty * mean over the batch of ||A A^T - I||_F^2` (Lin et al.)."""
@@ -336,6 +433,12 @@ class ContextAttention(keras.layers.Layer):
                 "score_constraint": keras.constraints.serialize(self.score_constraint),
                 "seed": self.seed,
                 "skip_masked": self.skip_masked,
+                "normalizer": self.normalizer,
+                "local_p": self.local_p,
+                "window": self.window,
+                "hard": self.hard,
+                "temperature": self.temperature,
+                "hard_k": self.hard_k,
             }
         )
         return config
@@ -367,6 +470,51 @@ class _Kept:
         products = kept[:, :, None] * self.steps[:, None, :]  # [K, heads, d]
         rows = self.index // self.length
         return ops.segment_sum(products, rows, num_segments=self.batch)
+
+
+def _top_k_uniform(scores, mask, k):
+    """`1/k` on the `k` highest unmasked scores of each row (fewer if fewer kept), 0 elsewhere."""
+    if mask is None:
+        mask = ops.ones_like(scores, dtype="bool")
+    mask = ops.broadcast_to(mask, ops.shape(scores))
+    if scores.shape[-1] == 0:
+        return ops.zeros_like(scores)
+    lowest = ops.min(ops.where(mask, scores, ops.zeros_like(scores)), axis=-1, keepdims=True)
+    filled = ops.stop_gradient(ops.where(mask, scores, lowest - 1.0))
+    ranked = -ops.sort(-filled, axis=-1)
+    valid = ops.sum(ops.cast(mask, "int32"), axis=-1, keepdims=True)
+    place = ops.maximum(ops.minimum(valid, k), 1) - 1
+    threshold = ops.take_along_axis(ranked, place, axis=-1)
+    chosen = ops.cast(ops.logical_and(mask, filled >= threshold), scores.dtype)
+    return chosen / ops.maximum(ops.sum(chosen, axis=-1, keepdims=True), 1.0)
+
+
+def _check_options(normalizer, local_p, window, hard, temperature, hard_k):
+    """Validate the normalizer, local-p and hard-attention arguments."""
+    check_normalizer(normalizer)
+    if hard not in HARD:
+        raise ValueError(f"Expected hard to be one of {HARD}. Received: hard={hard!r}")
+    if not _is_number(temperature) or not temperature > 0:
+        raise ValueError(
+            f"Expected temperature to be a float > 0. Received: temperature={temperature!r}"
+        )
+    if not _is_positive_int(hard_k):
+        raise ValueError(f"Expected hard_k to be an int >= 1. Received: hard_k={hard_k!r}")
+    if window is not None and (not _is_number(window) or not window > 0):
+        raise ValueError(f"Expected window to be a number > 0. Received: window={window!r}")
+    if local_p and window is None:
+        raise ValueError(
+            f"Expected window (the local-p half-width D) when local_p=True. Received: window={window!r}"
+        )
+    if hard and (normalizer != "softmax" or local_p):
+        raise ValueError(
+            "hard attention uses the scores directly: it needs normalizer='softmax' and "
+            f"local_p=False. Received: hard={hard!r}, normalizer={normalizer!r}, local_p={local_p!r}"
+        )
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_positive_int(value):

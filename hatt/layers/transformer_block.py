@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from hatt.layers._masking import to_bool_mask
+from hatt.layers.normalizers import check_normalizer, normalize
 
 ACTIVATIONS = ("relu", "gelu")
 
@@ -43,6 +44,16 @@ class TransformerBlock(keras.layers.Layer):
             normalizations. Defaults to `1e-5`.
         kernel_initializer: Initializer of the dense kernels.
         bias_initializer: Initializer of the dense biases.
+        normalizer: One of `"softmax"`, `"sparsemax"`, `"entmax15"` (see
+            `hatt.layers.normalizers`), the map from attention logits to
+            weights. With a sparse normalizer the weights are always
+            computed explicitly (no fused kernel) and fully masked query rows
+            get exactly zero weights. Defaults to `"softmax"`.
+        window: Int `m >= 0` or `None`, local attention ("local-m"): query
+            `i` attends only to keys `j` with `|i - j| <= m` (positions are
+            the raw time indices), intersected with the padding mask.
+            `window >= T` is the same as no window. Defaults to `None`
+            (global attention).
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -86,6 +97,8 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-5,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        normalizer="softmax",
+        window=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -115,6 +128,15 @@ class TransformerBlock(keras.layers.Layer):
                 "Expected layer_norm_epsilon to be a positive float. "
                 f"Received: layer_norm_epsilon={layer_norm_epsilon!r}"
             )
+        check_normalizer(normalizer)
+        if window is not None and (
+            not isinstance(window, int) or isinstance(window, bool) or window < 0
+        ):
+            raise ValueError(
+                f"Expected window to be an int >= 0 or None. Received: window={window!r}"
+            )
+        self.normalizer = normalizer
+        self.window = window
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = float(dropout)
@@ -165,7 +187,12 @@ class TransformerBlock(keras.layers.Layer):
             )
 
         # === Self-attention sublayer ===
-        self.attention = keras.layers.MultiHeadAttention(
+        attention_class = keras.layers.MultiHeadAttention
+        extra = {}
+        if self.normalizer != "softmax":
+            attention_class, extra = _NormalizedAttention, {"normalizer": self.normalizer}
+        self.attention = attention_class(
+            **extra,
             num_heads=self.num_heads,
             key_dim=key_dim,
             dropout=self.dropout,
@@ -211,6 +238,9 @@ class TransformerBlock(keras.layers.Layer):
             # and 0 x NaN is NaN: zero padded steps with `where` before anything
             # reads them, so a NaN or inf there reaches no output and no gradient.
             inputs = ops.where(mask[:, :, None], inputs, ops.zeros_like(inputs))
+        if self.window is not None:
+            band = _band(inputs, self.window)
+            attention_mask = band if attention_mask is None else attention_mask & band
 
         residual = inputs
         x = self.attention_norm(inputs) if self.norm_first else inputs
@@ -265,9 +295,57 @@ class TransformerBlock(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "normalizer": self.normalizer,
+                "window": self.window,
             }
         )
         return config
+
+
+def _band(inputs, window):
+    """`[batch, T, T]` bool: `|i - j| <= window` (broadcast over the batch)."""
+    positions = ops.cumsum(ops.ones_like(inputs[:, :, 0], dtype="int32"), axis=1)
+    distance = ops.abs(positions[:, :, None] - positions[:, None, :])
+    return distance <= window
+
+
+class _NormalizedAttention(keras.layers.MultiHeadAttention):
+    """`MultiHeadAttention` whose weights come from `hatt.layers.normalizers.normalize`."""
+
+    def __init__(self, normalizer, **kwargs):
+        super().__init__(**kwargs)
+        self.normalizer = normalizer
+
+    def _compute_attention(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+    ):
+        # Always the explicit path: the fused kernels only know softmax.
+        return super()._compute_attention(
+            query,
+            key,
+            value,
+            attention_mask=attention_mask,
+            training=training,
+            return_attention_scores=True,
+            use_causal_mask=use_causal_mask,
+        )
+
+    def _masked_softmax(self, attention_scores, attention_mask=None):
+        if attention_mask is not None:
+            while len(attention_mask.shape) < len(attention_scores.shape):
+                attention_mask = ops.expand_dims(attention_mask, axis=-3)
+            attention_mask = ops.cast(attention_mask, "bool")
+        return normalize(attention_scores, attention_mask, self.normalizer)
+
+    def get_config(self):
+        return {**super().get_config(), "normalizer": self.normalizer}
 
 
 def _is_positive_int(value):
