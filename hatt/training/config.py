@@ -16,14 +16,20 @@ by :func:`translate_legacy`, so old config files and run directories load.
 """
 
 import dataclasses
+import difflib
+import inspect
 import json
+import math
+import os
 import types
 import typing
 from importlib import resources
 from pathlib import Path
 
 from hatt import models
+from hatt.data.corpus import VALIDATION_SPLITS
 from hatt.data.files import read_json_object
+from hatt.data.vectorize import TRUNCATIONS
 from hatt.models.head import NgramChannel
 from hatt.training import scale
 from hatt.training.distribute import STRATEGIES
@@ -82,6 +88,27 @@ LEGACY_FIELDS = {
     "ngram_init_scale": "init_scale",
     "ngram_trainable": "trainable",
 }
+# What early stopping and the best epoch can watch (Keras' history keys: the model
+# is compiled with the "accuracy" metric; hatt.training.loop).
+MONITORS = ("val_accuracy", "val_loss", "accuracy", "loss")
+POSITIVE_INTS = (
+    "epochs",
+    "batch_size",
+    "patience",
+    "shuffle_buffer",
+    "num_buckets",
+    "word_vectors_epochs",
+    "min_count",
+    "sequence_length",
+    "max_sentences",
+    "max_words",
+)
+POSITIVE_FLOATS = (
+    "learning_rate",
+    "clr_min_learning_rate",
+    "clr_max_learning_rate",
+    "clr_step_epochs",
+)
 PRESET_PACKAGE = "hatt.presets"
 DEFAULT_PRESET = "default"  # assemble_config: the family's own preset, when it has one
 
@@ -142,6 +169,39 @@ def _check_share(name, value):
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"Expected {name} to be one of {choices}. Received: {name}={value!r}")
+
+
+def _check_rate(name, value):
+    if not 0 <= value < 1:
+        raise ValueError(f"Expected {name} to be a float in [0, 1). Received: {name}={value!r}")
+
+
+def _check_positive_float(name, value):
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"Expected {name} to be a finite float > 0. Received: {name}={value!r}")
+
+
+def check_known(where, given, known, label):
+    """Raise on keys of ``given`` not in ``known``, with a "did you mean" for each typo.
+
+    ``where`` is the section's dotted path as the user writes it (``""`` for the
+    top level, ``"ngram"``, ``"model_kwargs"``), so the suggestion is the key to
+    type (``--set ngram.buckets=10`` for ``ngram.bukets``); ``label`` names the
+    section in the message (``"ngram settings"``).
+    """
+    unknown = sorted(str(k) for k in set(given) - set(known))
+    if not unknown:
+        return
+    prefix = f"{where}." if where else ""
+    names = sorted(str(k) for k in known)
+    close = {key: difflib.get_close_matches(key, names, n=1) for key in unknown}
+    hints = [(f"{prefix}{m[0]}", f"{prefix}{key}") for key, m in close.items() if m]
+    message = f"Unknown {label}: {unknown}. Known: {names}."
+    if len(unknown) == 1 and hints:
+        message += f" Did you mean {hints[0][0]}?"
+    elif hints:
+        message += " Did you mean " + ", ".join(f"{a} for {b}" for a, b in hints) + "?"
+    raise ValueError(message)
 
 
 # === The n-gram channel's section ===================================================
@@ -246,10 +306,7 @@ class NgramSettings:
             raise ValueError(
                 f"Expected ngram to be None or a dict of settings. Received: ngram={value!r}"
             )
-        known = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(value) - set(known))
-        if unknown:
-            raise ValueError(f"Unknown ngram settings: {unknown}. Known: {known}")
+        check_known("ngram", value, [f.name for f in dataclasses.fields(cls)], "ngram settings")
         return cls(**value)
 
     def channel(self):
@@ -359,18 +416,20 @@ class TrainConfig:
         _check_fields(self)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         _check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
-        check_learning_rate_decay(self)
+        _check_choice("monitor", self.monitor, MONITORS)
         _check_choice("strategy", self.strategy, STRATEGIES)
         _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
-        for name in (
-            "epochs",
-            "batch_size",
-            "patience",
-            "shuffle_buffer",
-            "num_buckets",
-            "word_vectors_epochs",
-        ):
+        _check_choice("validation_split", self.validation_split, VALIDATION_SPLITS)
+        _check_choice("truncation", self.truncation, TRUNCATIONS)
+        for name in POSITIVE_INTS:
             _check_positive_int(name, getattr(self, name))
+        _check_positive_int("max_tokens", self.max_tokens, minimum=2)
+        for name in POSITIVE_FLOATS:
+            _check_positive_float(name, getattr(self, name))
+        for name in ("clr_min_momentum", "clr_max_momentum"):
+            _check_rate(name, getattr(self, name))
+        self._check_clr_ranges()
+        check_learning_rate_decay(self)  # after epochs, which it compares warmup_epochs with
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)
         if self.labels is not None:
@@ -396,6 +455,17 @@ class TrainConfig:
             )
         check_model_kwargs(self.model, self.model_kwargs)
 
+    def _check_clr_ranges(self):
+        for low, high in (
+            ("clr_min_learning_rate", "clr_max_learning_rate"),
+            ("clr_min_momentum", "clr_max_momentum"),
+        ):
+            if getattr(self, low) > getattr(self, high):
+                raise ValueError(
+                    f"Expected {low} <= {high}. Received: {low}={getattr(self, low)!r}, "
+                    f"{high}={getattr(self, high)!r}"
+                )
+
     @classmethod
     def from_dict(cls, values):
         """A config from a dict (``config.json``), old flat n-gram keys translated.
@@ -406,10 +476,7 @@ class TrainConfig:
         (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
         """
         values = scale.unscale(translate_legacy(values, complete=True))
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - fields)
-        if unknown:
-            raise ValueError(f"Unknown configuration keys: {unknown}. Known keys: {sorted(fields)}")
+        check_known("", values, [f.name for f in dataclasses.fields(cls)], "configuration keys")
         return cls(**values)
 
     def to_dict(self):
@@ -465,9 +532,31 @@ def translate_legacy(values, complete=False):
 def check_model_kwargs(family, model_kwargs):
     """Raise unless every key of ``model_kwargs`` is an argument of ``family``'s builder."""
     known = [k for k in models.builder_arguments(family)]
-    unknown = sorted(set(model_kwargs) - set(known))
-    if unknown:
-        raise ValueError(f"Unknown model_kwargs for {family}: {unknown}. Known: {known}")
+    check_known("model_kwargs", model_kwargs, known, f"model_kwargs for {family}")
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(
+            models.registry.BUILDERS[family]
+        ).parameters.items()
+    }
+    for key, value in model_kwargs.items():
+        _check_model_value(f"model_kwargs.{key}", value, defaults.get(key))
+
+
+def _check_model_value(name, value, default):
+    """A builder argument checked against the kind of its default (ints >= 1, rates in [0, 1))."""
+    if value is None or default is None or isinstance(default, tuple | list | dict):
+        return
+    kind = type(default)
+    check_type(name, value, kind)
+    if kind is bool or kind is str:
+        return
+    if not math.isfinite(value):
+        raise ValueError(f"Expected {name} to be a finite number. Received: {name}={value!r}")
+    if name.endswith("dropout"):
+        _check_rate(name, value)
+    elif kind is int and default >= 1:
+        _check_positive_int(name, value)
 
 
 # === Overrides and layering ==========================================================
@@ -648,4 +737,60 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
         config["scale"] = _preset_scaled_keys(settings, config, overrides, config_file)
     if config.get("prepared"):  # the corpus fixes the data and vocabulary settings
         config = merge_config(config, prepared_settings(config["prepared"]))
-    return TrainConfig.from_dict(config)
+    config = TrainConfig.from_dict(config)
+    check_batch_memory(config)
+    return config
+
+
+def _machine_memory():
+    """Bytes of physical memory (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def example_bytes(config):
+    """A low estimate of the bytes one example of a batch holds while training.
+
+    The ids of a document (``sequence_length`` tokens; HAN: ``max_sentences x
+    max_words``) each become an embedding row and a row of the widest layer
+    (``filters`` per kernel size, ``units``, ...), in float32, held for the
+    forward and the backward pass. Low on purpose: it refuses only batches that
+    cannot fit, never one that might.
+    """
+    kwargs = config.model_kwargs
+    tokens = config.sequence_length
+    if config.model == "han":
+        tokens = config.max_sentences * config.max_words
+    widths = [
+        v for k, v in kwargs.items() if _is(v, int) and k.endswith(("_dim", "units", "filters"))
+    ]
+    defaults = [
+        v for v in inspect.signature(models.registry.BUILDERS[config.model]).parameters.values()
+    ]
+    widths += [p.default for p in defaults if p.name == "embedding_dim" and _is(p.default, int)]
+    return 4 * 2 * tokens * max(widths or [1])
+
+
+def check_batch_memory(config, memory=None):
+    """Refuse a ``batch_size`` whose examples alone outgrow the machine's memory, before any data.
+
+    Suggests the largest power of two that fits in half of it.
+    """
+    memory = _machine_memory() if memory is None else memory
+    per_example = example_bytes(config)
+    if not memory or config.batch_size * per_example <= memory:
+        return
+    fits = max(1, memory // 2 // per_example)
+    suggested = 2 ** (fits.bit_length() - 1)
+    raise ValueError(
+        f"batch_size={config.batch_size} needs at least {_size(config.batch_size * per_example)} "
+        f"for its activations (about {_size(per_example)} an example at "
+        f"sequence_length={config.sequence_length}), over this machine's {_size(memory)} of "
+        f"memory. Try --set batch_size={suggested}."
+    )
+
+
+def _size(n):
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.2f} MiB"
