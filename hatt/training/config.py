@@ -475,6 +475,7 @@ class TrainConfig:
         ``class_weight="auto"``), which the same split resolves the same way
         (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
         """
+        _check_scaled(values.get("scaled"))
         values = scale.unscale(translate_legacy(values, complete=True))
         check_known("", values, [f.name for f in dataclasses.fields(cls)], "configuration keys")
         return cls(**values)
@@ -489,6 +490,19 @@ class TrainConfig:
         ``class_weight="auto"`` are resolved; ``scaled`` records what changed.
         """
         return scale.fit_to_corpus(self, counts)
+
+
+def _check_scaled(scaled):
+    """``scaled`` (what a run changed, in its config.json) is undone only when it is well formed."""
+    if scaled is None:
+        return
+    check_type("scaled", scaled, dict | None)
+    check_known("scaled", scaled, ("train_documents", "class_weight", *SCALED_KEYS), "scaled keys")
+    for key, change in scaled.items():
+        if key != "train_documents" and not (isinstance(change, list | tuple) and len(change) == 2):
+            raise ValueError(
+                f"Expected scaled.{key} to be [from, to]. Received: scaled.{key}={change!r}"
+            )
 
 
 def translate_legacy(values, complete=False):

@@ -111,3 +111,11 @@ def test_the_batch_check_follows_the_estimate_and_the_memory():
 def test_ordinary_presets_still_assemble():
     for family in ("cnn", "rnn", "han", "transformer"):
         assert assemble_config(family).model == family
+
+
+def test_a_malformed_scaled_record_is_a_clear_error():
+    # found by tests/properties/test_config_properties.py: an AttributeError on main
+    for scaled, fragment in [(True, "scaled to be a dict"), ({"ngram.buckets": 5}, "[from, to]")]:
+        with pytest.raises(ValueError, match="scaled") as caught:
+            TrainConfig.from_dict({"model": "cnn", "scaled": scaled})
+        assert fragment in str(caught.value)
