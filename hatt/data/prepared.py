@@ -32,6 +32,7 @@ from hatt.data import pipeline
 from hatt.data.corpus import BINARY_CLASSES, count_classes
 from hatt.data.files import read_json_object
 from hatt.data.vectorize import Vectorizer
+from hatt.lock import hold
 
 FORMAT = "hatt.prepared/1"
 MANIFEST = "prepared.json"
@@ -143,7 +144,8 @@ def prepare(
         vectorizer: a :class:`hatt.data.Vectorizer`; adapted on ``imdb.train``
             here when it has no vocabulary yet.
         out_dir: the output folder (created; it must not hold another
-            prepared corpus's shards).
+            prepared corpus's shards, nor be written by another live process:
+            :class:`hatt.lock.DirectoryInUse`).
         model: the model family the layout is meant for (recorded).
         shard_size: reviews per shard.
         settings: extra settings to record (the data settings of
@@ -158,40 +160,40 @@ def prepare(
     if not isinstance(shard_size, int) or isinstance(shard_size, bool) or shard_size < 1:
         raise ValueError(f"Expected shard_size to be a positive int. Received: {shard_size!r}")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if any(out_dir.glob("*.tfrecord")) or (out_dir / MANIFEST).exists():
-        raise PreparedDataError(
-            f"The folder {str(out_dir)!r} already holds a prepared corpus. Choose an empty --out."
-        )
-    if not vectorizer.is_adapted:
-        print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
-        vectorizer.adapt(imdb.train.texts, progress=progress)
-    vectorizer.save(out_dir / VECTORIZER)
-    total = sum(len(getattr(imdb, name)) for name in SPLITS)
-    print(f"Writing {total} tokenized reviews to {out_dir} ({shard_size} per shard)")
-    bar = keras.utils.Progbar(total, unit_name="review") if progress else None
-    class_names = list(getattr(imdb, "class_names", BINARY_CLASSES))
-    splits, done = {}, 0
-    for name in SPLITS:
-        splits[name], done = _write_split(
-            out_dir, name, getattr(imdb, name), class_names, vectorizer, shard_size, bar, done
-        )
-    manifest = {
-        "format": FORMAT,
-        "layout": vectorizer.output_mode,
-        "model": model,
-        "vocabulary_size": vectorizer.vocabulary_size,
-        "vectorizer": VECTORIZER,
-        "source": imdb.source,
-        "class_names": class_names,
-        "settings": dict(settings or {}),
-        "splits": splits,
-        "hatt_version": hatt.__version__,
-    }
-    temporary = out_dir / f".{MANIFEST}.tmp"
-    temporary.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(temporary, out_dir / MANIFEST)
-    return manifest
+    with hold(out_dir, what="folder"):  # one writer a folder (hatt.lock)
+        if any(out_dir.glob("*.tfrecord")) or (out_dir / MANIFEST).exists():
+            raise PreparedDataError(
+                f"The folder {str(out_dir)!r} already holds a prepared corpus. Choose an empty --out."
+            )
+        if not vectorizer.is_adapted:
+            print(f"Fitting the vocabulary on {len(imdb.train)} training reviews")
+            vectorizer.adapt(imdb.train.texts, progress=progress)
+        vectorizer.save(out_dir / VECTORIZER)
+        total = sum(len(getattr(imdb, name)) for name in SPLITS)
+        print(f"Writing {total} tokenized reviews to {out_dir} ({shard_size} per shard)")
+        bar = keras.utils.Progbar(total, unit_name="review") if progress else None
+        class_names = list(getattr(imdb, "class_names", BINARY_CLASSES))
+        splits, done = {}, 0
+        for name in SPLITS:
+            splits[name], done = _write_split(
+                out_dir, name, getattr(imdb, name), class_names, vectorizer, shard_size, bar, done
+            )
+        manifest = {
+            "format": FORMAT,
+            "layout": vectorizer.output_mode,
+            "model": model,
+            "vocabulary_size": vectorizer.vocabulary_size,
+            "vectorizer": VECTORIZER,
+            "source": imdb.source,
+            "class_names": class_names,
+            "settings": dict(settings or {}),
+            "splits": splits,
+            "hatt_version": hatt.__version__,
+        }
+        temporary = out_dir / f".{MANIFEST}.tmp"
+        temporary.write_text(json.dumps(manifest, indent=2) + "\n")
+        os.replace(temporary, out_dir / MANIFEST)
+        return manifest
 
 
 # === Reading ========================================================================

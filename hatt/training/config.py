@@ -456,6 +456,7 @@ class TrainConfig:
         ``class_weight="auto"``), which the same split resolves the same way
         (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
         """
+        _check_scaled(values.get("scaled"))
         values = scale.unscale(translate_legacy(values, complete=True))
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
@@ -473,6 +474,22 @@ class TrainConfig:
         ``class_weight="auto"`` are resolved; ``scaled`` records what changed.
         """
         return scale.fit_to_corpus(self, counts)
+
+
+def _check_scaled(scaled):
+    """``scaled`` (what a run changed, in its config.json) is undone only when well formed."""
+    if scaled is None:
+        return
+    check_type("scaled", scaled, dict | None)
+    known = ("train_documents", "class_weight", *SCALED_KEYS)
+    unknown = set(scaled) - set(known)
+    if unknown:
+        raise unknown_keys_error("scaled keys", unknown, known)
+    for key, change in scaled.items():
+        if key != "train_documents" and not (isinstance(change, list | tuple) and len(change) == 2):
+            raise ValueError(
+                f"Expected scaled.{key} to be [from, to]. Received: scaled.{key}={change!r}"
+            )
 
 
 def translate_legacy(values, complete=False):

@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 import hatt
+from hatt import lock as run_lock
 from hatt import models
 from hatt import run_dir as run_files
 from hatt.models import head as head_lib
@@ -455,33 +456,36 @@ def train(
     Raises:
         ValueError: a setting, the corpus (e.g. a split without every class)
             or the run directory does not fit.
+        hatt.lock.DirectoryInUse: another live process trains into ``run_dir``.
         hatt.training.resume.RunError: ``run_dir`` holds a finished run, a
             backup of other settings or a corrupted backup.
         hatt.training.resume.NaNLossError: the loss became NaN (``status.json``
             says where).
     """
     strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
-    run = check_run(config, run_dir, strategy, restart=restart)
-    set_seed(config)
-    run.callbacks = list(callbacks or ())
-    corpus = Corpus.open(config, texts)
-    run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
-    start_run_dir(run, corpus, restart=restart)
-    steps = corpus.steps_per_epoch(run.replicas)
-    datasets = corpus.datasets(
-        epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
-    )
-    datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
-    model = build_model(run, corpus, steps)
-    start_channel(run, model, corpus)
-    start_word_vectors(run, model, corpus)
-    run.class_weight = class_weights(config, corpus)
-    history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
-    channel_logits = mix_channel(run, model, corpus)
-    scores = evaluate(run, model, datasets)
-    probabilities = save_predictions(run, model, corpus, channel_logits)
-    scores.update(classification_scores(corpus, probabilities))
-    return write_metrics(run, model, corpus, scores, history, train_seconds, command)
+    # one writer a run directory, held to the end (hatt.lock; released by the OS on a crash)
+    with run_lock.hold(distribute.worker_run_dir(run_dir, strategy)):
+        run = check_run(config, run_dir, strategy, restart=restart)
+        set_seed(config)
+        run.callbacks = list(callbacks or ())
+        corpus = Corpus.open(config, texts)
+        run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
+        start_run_dir(run, corpus, restart=restart)
+        steps = corpus.steps_per_epoch(run.replicas)
+        datasets = corpus.datasets(
+            epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
+        )
+        datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
+        model = build_model(run, corpus, steps)
+        start_channel(run, model, corpus)
+        start_word_vectors(run, model, corpus)
+        run.class_weight = class_weights(config, corpus)
+        history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
+        channel_logits = mix_channel(run, model, corpus)
+        scores = evaluate(run, model, datasets)
+        probabilities = save_predictions(run, model, corpus, channel_logits)
+        scores.update(classification_scores(corpus, probabilities))
+        return write_metrics(run, model, corpus, scores, history, train_seconds, command)
 
 
 # === Helpers ==========================================================================

@@ -254,3 +254,10 @@ def test_build_refuses_a_misspelt_channel_setting():
 
     with pytest.raises(ValueError, match=r"'bukets' \(did you mean 'buckets'\?\)"):
         hatt.models.build("cnn", vocabulary_size=100, ngram={"bukets": 10})
+
+
+@pytest.mark.parametrize("scaled", [True, {"bogus": [1, 2]}, {"num_buckets": 3}])
+def test_a_malformed_scaled_record_is_a_clear_error(scaled):
+    """Found by the config property test: scaled=True crashed inside scale.unscale."""
+    with pytest.raises(ValueError, match="scaled"):
+        training.TrainConfig.from_dict({"model": "cnn", "scaled": scaled})
