@@ -4,6 +4,7 @@ import keras
 
 from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
+from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
 from hatt.models.rnn import CELLS, recurrent_layer
 from hatt.models.wiring import (
@@ -27,6 +28,7 @@ def build_han(
     dropout=0.3,
     word_pooling=("attention",),
     packed_groups=None,
+    attention_normalizer="softmax",
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -70,6 +72,9 @@ def build_han(
         attention_units: Positive int or `None`, `units` of both
             attentions. Defaults to `None` (the RNN output size).
         attention_score: Both attentions' `score`. Defaults to `"dot"`.
+        attention_normalizer: Both attentions' `normalizer`: `"softmax"`,
+            `"sparsemax"` or `"entmax15"` (exact zeros for low-scoring words
+            and sentences). Defaults to `"softmax"`.
         dropout: Float in `[0, 1)`, dropout on the word embeddings, the
             sentence vectors and the document vector. Defaults to `0.3`.
         word_pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
@@ -109,6 +114,7 @@ def build_han(
     _checks.check_choice("cell", cell, CELLS)
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
@@ -131,6 +137,7 @@ def build_han(
             units=attention_units,
             score=attention_score,
             skip_masked=packed_groups is None,  # at inference, the words only
+            normalizer=attention_normalizer,
             name="word_attention",
         ),
         prefix="word_",
@@ -140,7 +147,10 @@ def build_han(
     sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
     sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
     sentence_attention = ContextAttention(
-        units=attention_units, score=attention_score, name="sentence_attention"
+        units=attention_units,
+        score=attention_score,
+        normalizer=attention_normalizer,
+        name="sentence_attention",
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
