@@ -26,6 +26,8 @@ unlabeled ids: :func:`hatt.training.word_vectors.init_word_vectors` with
 
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
+      python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
+      test review, and the read time: OUT/unsup_vs_test.json)
 """
 
 import argparse
@@ -64,6 +66,7 @@ def parse_args(argv=None):
     parser.add_argument("--runs", default=str(RUNS))
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--count-test-duplicates", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("UNLABELED", "HATT_ARGS_JSON"))
     return parser.parse_args(argv)
 
@@ -161,6 +164,26 @@ def run_row(args, pools, test_tokens, draw, method):
     print(f"{method} draw {draw}: test accuracy {row['test_accuracy']:.4f}", flush=True)
 
 
+def count_test_duplicates(args, repeats=3):
+    """How many unlabeled texts equal an IMDB test review, and the read time (median)."""
+    import statistics
+
+    from hatt.data.imdb import read_imdb
+    from hatt.data.unlabeled import read_unlabeled, summary
+
+    test = list(read_imdb(args.data, progress=False).test.texts)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        _, report = read_unlabeled(args.unlabeled, exclude=test)
+        seconds.append(round(time.perf_counter() - start, 2))
+    report.update(test_texts=len(test), read_seconds=seconds, median=statistics.median(seconds))
+    print(summary(report))
+    path = Path(args.out) / "unsup_vs_test.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+
+
 # === Report ===========================================================================
 
 
@@ -192,6 +215,8 @@ def main(argv=None):
     args = parse_args(argv)
     if args.child:
         return child(args.child[0], json.loads(args.child[1]))
+    if args.count_test_duplicates:
+        return count_test_duplicates(args)
     if not args.table_only:
         if not args.data:
             raise ValueError(f"Expected --data or ${sc.ENV_VAR}: the IMDB folder. Received: none")
