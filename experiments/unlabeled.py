@@ -44,7 +44,15 @@ import small_corpora as sc  # noqa: E402  (the draws, tables and baseline cells,
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "unlabeled"
 RUNS = ROOT / "runs" / "unlabeled"
-UNSUP = ROOT.parent / "shared" / "data" / "aclImdb_v1_unsup.tar.gz"
+UNSUP_NAME = "aclImdb_v1_unsup.tar.gz"  # ../shared/data/ beside the checkout (or a worktree's)
+UNSUP = next(
+    (
+        folder / "shared" / "data" / UNSUP_NAME
+        for folder in ROOT.parents
+        if (folder / "shared" / "data" / UNSUP_NAME).is_file()
+    ),
+    ROOT.parent / "shared" / "data" / UNSUP_NAME,
+)
 METHODS = ("nb_lr", "tfidf_lr", "rnn", "rnn_unsup")
 LABELS = {
     "nb_lr": "NB-LR",
