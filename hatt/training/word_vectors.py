@@ -27,6 +27,7 @@ Models without a word embedding (the one-hot CNN) refuse the option when the
 run is checked, before any data is read.
 """
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
 SCALES = ("match", "none")
+CACHE_FILE = "word_vectors.npz"  # beside word_vectors.json in the run directory
 
 
 def embedding_layer(model):
@@ -201,6 +203,52 @@ def token_counts(ids, vocabulary_size):
     return np.bincount(kept_words(ids).flat_values.numpy(), minlength=vocabulary_size)
 
 
+def encode_unlabeled(texts, vectorizer):
+    """Unlabeled ``texts`` as the model reads them: ragged ids of its own vectorizer."""
+    from hatt.data.pipeline import encode
+
+    return encode(texts, vectorizer)
+
+
+def _cache_key(vocabulary_size, dim, seed, epochs, counts):
+    """What the vectors depend on: a changed corpus or setting never reuses a cache."""
+    digest = hashlib.sha256()
+    digest.update(np.asarray([vocabulary_size, dim, seed, epochs], np.int64).tobytes())
+    for count in counts:
+        digest.update(np.asarray(count, np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def cached_word2vec(
+    ids, vocabulary_size, dim, *, seed, epochs, unlabeled_ids=None, cache_path=None
+):
+    """:func:`train_word2vec` on the training ``ids`` (and ``unlabeled_ids``), cached.
+
+    Returns:
+        ``(vectors, found, info)``; ``info`` says whether the cache was used and
+        how many unlabeled documents and tokens went in.
+    """
+    parts = [ids] if unlabeled_ids is None else [ids, unlabeled_ids]
+    counts = [token_counts(part, vocabulary_size) for part in parts]
+    key = _cache_key(vocabulary_size, dim, seed, epochs, counts)
+    info = {
+        "unlabeled_documents": 0 if unlabeled_ids is None else int(unlabeled_ids.nrows()),
+        "unlabeled_tokens": int(counts[1].sum()) if unlabeled_ids is not None else 0,
+    }
+    cache_path = None if cache_path is None else Path(cache_path)
+    if cache_path is not None and cache_path.is_file():
+        with np.load(cache_path) as saved:
+            if str(saved["key"]) == key:
+                return saved["vectors"], saved["found"], {**info, "cached": True}
+    sentences = [s for part in parts for s in sentences_of(part)]
+    vectors, found = train_word2vec(sentences, vocabulary_size, dim, seed=seed, epochs=epochs)
+    if cache_path is not None:
+        partial = cache_path.with_name(cache_path.name + ".partial.npz")
+        np.savez(partial, key=np.asarray(key), vectors=vectors, found=found)
+        partial.replace(cache_path)  # never a half-written cache
+    return vectors, found, {**info, "cached": False}
+
+
 # === Into the model =====================================================================
 
 
@@ -213,7 +261,7 @@ def scaled(vectors, found, start, scale="match"):
     return vectors * (target / spread) if spread > 0 else vectors
 
 
-def init_word_vectors(model, config, ids, vocabulary):
+def init_word_vectors(model, config, ids, vocabulary, *, unlabeled_ids=None, cache_path=None):
     """Set ``model``'s embedding rows from ``config.word_vectors``; returns what was found.
 
     Args:
@@ -222,6 +270,10 @@ def init_word_vectors(model, config, ids, vocabulary):
         ids: the training split's encoded reviews (``tf.RaggedTensor``, flat
             or nested) for word2vec and for the token coverage.
         vocabulary: the vectorizer's words, index = id.
+        unlabeled_ids: unlabeled documents encoded by the same vectorizer
+            (:func:`encode_unlabeled`), added to word2vec's corpus; ``None``: none.
+        cache_path: where to keep the trained vectors (the run directory's
+            :data:`CACHE_FILE`); a later call with the same inputs reads them.
 
     Returns:
         ``None`` without ``word_vectors``; else a dict for ``word_vectors.json``.
@@ -234,15 +286,27 @@ def init_word_vectors(model, config, ids, vocabulary):
     start = keras.ops.convert_to_numpy(layer.embeddings)
     dim = start.shape[1]
     if source == WORD2VEC:
-        print(f"Training word2vec ({dim} dimensions) on the training split")
-        vectors, found = train_word2vec(
-            sentences_of(ids),
+        extra = (
+            ""
+            if unlabeled_ids is None
+            else f" and {int(unlabeled_ids.nrows())} unlabeled documents"
+        )
+        print(f"Training word2vec ({dim} dimensions) on the training split{extra}")
+        vectors, found, trained = cached_word2vec(
+            ids,
             len(vocabulary),
             dim,
             seed=config.seed,
             epochs=config.word_vectors_epochs,
+            unlabeled_ids=unlabeled_ids,
+            cache_path=cache_path,
         )
-        info = {"source": WORD2VEC, "epochs": config.word_vectors_epochs}
+        info = {"source": WORD2VEC, "epochs": config.word_vectors_epochs, **trained}
+    elif unlabeled_ids is not None:
+        raise ValueError(
+            "Expected word_vectors='word2vec' to learn from unlabeled text. Received: "
+            f"word_vectors={source!r} (a file of vectors is read as it is)."
+        )
     else:
         vectors, found, counts = read_vectors(source, vocabulary, dim)
         info = {"source": str(source), **counts}

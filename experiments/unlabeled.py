@@ -1,0 +1,242 @@
+"""Few labels + unlabeled text: word2vec on the labeled draw alone vs draw + IMDB's unsup split.
+
+Issue 36, item 2's cheap baseline on item 4's setting. On the small-corpora
+benchmark's draws (``experiments/small_corpora.py``'s :func:`draw_indices`, the
+same tables), at ``--size`` labels (1,000 by default), each draw gets:
+
+- ``rnn``: ``hatt train rnn`` as a user types it (its preset starts the
+  embedding from word2vec trained on the draw's training split only);
+- ``rnn_unsup``: the same, with word2vec also trained on the unlabeled reviews
+  of ``--unlabeled`` (``aclImdb_v1_unsup.tar.gz``), read by
+  :func:`hatt.data.unlabeled.read_unlabeled` with every text equal to a
+  validation or test review removed (counted in the row);
+- ``nb_lr`` and ``tfidf_lr``: the linear baselines of ``experiments/baselines.py``
+  (``small_corpora.baseline_cell``, unchanged).
+
+Every row is evaluated on the FULL IMDB test split (25,000 reviews). Each row's
+JSON ``OUT/nSIZE-dDRAW-METHOD.json`` is written when it finishes and skipped when
+present (``--force`` redoes it); ``OUT/rows.json`` and ``OUT/unlabeled.md`` are
+regenerated after every row.
+
+Until ``hatt train --unlabeled PATH`` exists (the CLI is not this script's), the
+``rnn_unsup`` row runs ``hatt.cli.main`` in a child process of this script
+(``--child``) with the training loop's word-vector step wrapped to pass the
+unlabeled ids: :func:`hatt.training.word_vectors.init_word_vectors` with
+``unlabeled_ids`` and ``cache_path`` (the run directory's ``word_vectors.npz``).
+
+Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]
+      [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
+      python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
+      test review, and the read time: OUT/unsup_vs_test.json)
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import small_corpora as sc  # noqa: E402  (the draws, tables and baseline cells, reused)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results" / "unlabeled"
+RUNS = ROOT / "runs" / "unlabeled"
+UNSUP_NAME = "aclImdb_v1_unsup.tar.gz"  # ../shared/data/ beside the checkout (or a worktree's)
+UNSUP = next(
+    (
+        folder / "shared" / "data" / UNSUP_NAME
+        for folder in ROOT.parents
+        if (folder / "shared" / "data" / UNSUP_NAME).is_file()
+    ),
+    ROOT.parent / "shared" / "data" / UNSUP_NAME,
+)
+METHODS = ("nb_lr", "tfidf_lr", "rnn", "rnn_unsup")
+LABELS = {
+    "nb_lr": "NB-LR",
+    "tfidf_lr": "TF-IDF + LR",
+    "rnn": "rnn, word2vec on the labeled draw",
+    "rnn_unsup": "rnn, word2vec on the draw + unsup",
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--unlabeled", default=str(UNSUP), help="the unlabeled reviews")
+    parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--runs", default=str(RUNS))
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--count-test-duplicates", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("UNLABELED", "HATT_ARGS_JSON"))
+    return parser.parse_args(argv)
+
+
+# === The rnn_unsup child: hatt train with unlabeled ids for word2vec ===================
+
+
+def child(unlabeled, hatt_args):
+    """``hatt train ...`` with word2vec also trained on ``unlabeled`` (a child process)."""
+    from hatt import cli
+    from hatt.data.unlabeled import read_unlabeled, summary
+    from hatt.training import loop, word_vectors
+
+    def start_word_vectors(run, model, corpus):
+        if run.state or run.config.word_vectors is None:
+            return
+        splits = corpus._splits  # raw texts; no public accessor yet (see the report)
+        exclude = [*splits["validation"].texts, *splits["test"].texts]
+        texts, report = read_unlabeled(unlabeled, exclude=exclude)
+        print(summary(report))
+        run.write_json("unlabeled.json", report)
+        ids = word_vectors.encode_unlabeled(texts, corpus.vectorizer)
+        train_ids, _ = corpus.in_memory_split("train")
+        info = word_vectors.init_word_vectors(
+            model,
+            run.config,
+            train_ids,
+            corpus.vectorizer.get_vocabulary(),
+            unlabeled_ids=ids,
+            cache_path=run.run_dir / word_vectors.CACHE_FILE,
+        )
+        run.write_json("word_vectors.json", info)
+
+    loop.start_word_vectors = start_word_vectors
+    return cli.main(hatt_args)
+
+
+# === Rows =============================================================================
+
+
+def hatt_row(method, tables, place, unlabeled, force):
+    """``rnn`` or ``rnn_unsup`` on one draw (small_corpora's hatt cell, or its child)."""
+    if method == "rnn":
+        return sc.hatt_cell("rnn", tables, place, force)
+    run_dir, export_dir = place / method, place / f"{method}-export"
+    command = sc.hatt_command("rnn", tables["train"], tables["test"], run_dir, export_dir, force)
+    start = time.perf_counter()
+    if force or not (run_dir / "metrics.json").exists():
+        child_args = ["--child", str(unlabeled), json.dumps(command[1:])]
+        with open(place / f"{method}.log", "a", encoding="utf-8") as log:
+            done = subprocess.run(
+                [sys.executable, __file__, *child_args], stdout=log, stderr=subprocess.STDOUT
+            )
+        if done.returncode != 0:
+            raise RuntimeError(f"{method} failed ({done.returncode}); see {place / method}.log")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    return {
+        "test_accuracy": metrics["test"]["accuracy"],
+        "test_macro_f1": metrics["test"]["macro_f1"],
+        "test_size": metrics["test_size"],
+        "train_size": metrics["train_size"],
+        "fit_seconds": metrics["train_seconds"],
+        "wall_seconds": round(time.perf_counter() - start, 2),
+        "word_vectors": metrics.get("word_vectors"),
+        "unlabeled": json.loads((run_dir / "unlabeled.json").read_text()),
+        "command": f"python experiments/unlabeled.py --methods {method} (child: hatt "
+        + " ".join(command[1:])
+        + f" + word2vec on {unlabeled})",
+    }
+
+
+def run_row(args, pools, test_tokens, draw, method):
+    path = Path(args.out) / f"n{args.size:05d}-d{draw}-{method}.json"
+    if path.exists() and not args.force:
+        return
+    tables = sc.draw_tables(pools, "polarity", args.size, draw, args.seed, args.runs)
+    place = Path(args.runs) / "polarity" / f"n{args.size:05d}-d{draw}"
+    place.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if method in sc.BASELINES:
+        row = sc.baseline_cell(method, tables, test_tokens, args.seed)
+    else:
+        row = hatt_row(method, tables, place, args.unlabeled, args.force)
+    row.update(
+        method=method,
+        size=args.size,
+        draw=draw,
+        row_wall_seconds=round(time.perf_counter() - start, 2),
+        commit=sc.commit(),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(row, indent=2) + "\n")
+    partial.replace(path)
+    print(f"{method} draw {draw}: test accuracy {row['test_accuracy']:.4f}", flush=True)
+
+
+def count_test_duplicates(args, repeats=3):
+    """How many unlabeled texts equal an IMDB test review, and the read time (median)."""
+    import statistics
+
+    from hatt.data.imdb import read_imdb
+    from hatt.data.unlabeled import read_unlabeled, summary
+
+    test = list(read_imdb(args.data, progress=False).test.texts)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        _, report = read_unlabeled(args.unlabeled, exclude=test)
+        seconds.append(round(time.perf_counter() - start, 2))
+    report.update(test_texts=len(test), read_seconds=seconds, median=statistics.median(seconds))
+    print(summary(report))
+    path = Path(args.out) / "unsup_vs_test.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+# === Report ===========================================================================
+
+
+def write_reports(out):
+    out = Path(out)
+    rows = [json.loads(p.read_text()) for p in sorted(out.glob("n*-d*-*.json"))]
+    (out / "rows.json").write_text(json.dumps(rows, indent=2) + "\n")
+    lines = [
+        "# Few labels + IMDB's unlabeled reviews (issue 36)",
+        "",
+        "Generated by `experiments/unlabeled.py`; full IMDB test split (25,000 reviews).",
+        "",
+        "| labels | draw | method | test accuracy | macro-F1 | unlabeled kept (removed as test/val) "
+        "| row wall s |",
+        "|---:|---:|---|---:|---:|---|---:|",
+    ]
+    for row in rows:
+        unlabeled = row.get("unlabeled")
+        kept = f"{unlabeled['kept']} ({unlabeled['excluded']})" if unlabeled else ""
+        lines.append(
+            f"| {row['size']} | {row['draw']} | {LABELS[row['method']]} "
+            f"| {100 * row['test_accuracy']:.2f} % | {100 * row['test_macro_f1']:.2f} % "
+            f"| {kept} | {row['row_wall_seconds']} |"
+        )
+    (out / "unlabeled.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.child:
+        return child(args.child[0], json.loads(args.child[1]))
+    if args.count_test_duplicates:
+        return count_test_duplicates(args)
+    if not args.table_only:
+        if not args.data:
+            raise ValueError(f"Expected --data or ${sc.ENV_VAR}: the IMDB folder. Received: none")
+        pools = sc.create_dataset(args.data, "polarity")
+        test_tokens = sc.CachedTestTokens()
+        for draw in range(args.draws):
+            for method in args.methods:
+                run_row(args, pools, test_tokens, draw, method)
+                write_reports(args.out)
+    write_reports(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

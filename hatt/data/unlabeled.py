@@ -1,0 +1,237 @@
+"""Unlabeled documents to learn from: a folder, a table, a text file or an archive.
+
+:func:`read_unlabeled` reads the documents of one source, streaming (an archive is
+read member by member, a text file line by line), skips and counts empty and
+non-text documents, and drops every document equal to a validation or test text
+after the tokenizer's cleaning (:func:`hatt.data.text.fingerprints`): a test
+review must never reach training, not even without its label.
+
+    >>> texts, report = read_unlabeled("aclImdb_v1_unsup.tar.gz", exclude=test_texts)
+    >>> report["excluded"]  # unlabeled texts equal to a test review
+    266
+
+Sources, by what ``path`` is:
+
+- a folder: every ``.txt`` file under it (recursively, hidden ones skipped);
+- a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``): the
+  ``text_column`` of each row (default ``"text"``), read by the labeled tables'
+  reader;
+- any other text file: one document a line;
+- an archive (``.tar.gz``, ``.zip``, ...): its ``.txt`` members, streamed; for
+  IMDB's ``aclImdb_v1_unsup.tar.gz`` (or the labeled archive) only the members
+  under ``aclImdb/train/unsup/``.
+"""
+
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+from hatt.data.files import NotTextError, decode_text
+from hatt.data.read_log import NOT_TEXT, ReadLog, _repair
+from hatt.data.readers.archive import _hidden, is_archive
+from hatt.data.readers.table import _csv_records, _jsonl_records, _table_text, table_format
+from hatt.data.text import fingerprints
+
+IMDB_UNSUP = "aclImdb/train/unsup"
+CHUNK = 2000  # documents fingerprinted at once
+
+
+# === Sources: (place, bytes or str) one document at a time ===========================
+
+
+def _visible(relative):
+    return not any(_hidden(part) for part in Path(relative).parts)
+
+
+def _folder_documents(folder):
+    for path in sorted(folder.rglob("*.txt")):
+        if path.is_file() and _visible(path.relative_to(folder)):
+            yield str(path), path.read_bytes()
+
+
+def _line_documents(path):
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            yield f"{path.name} line {number}", line.rstrip(b"\r\n")
+
+
+def _table_documents(path, text_column):
+    text, name = _table_text(path), path.name
+    column = text_column or "text"
+    if table_format(path) == "jsonl":
+        records = _jsonl_records(text, column, column, name)  # no label column: the text twice
+    else:
+        delimiter = "\t" if table_format(path) == "tsv" else ","
+        records = _csv_records(text, delimiter, column, column, name, ReadLog())
+    for line, value, _ in records:
+        yield f"{name} line {line}", "" if value is None else str(value)
+
+
+def _archive_member_wanted(name, folder):
+    name = name.strip("/")
+    if not name.lower().endswith(".txt") or not _visible(name):
+        return False
+    return folder is None or name.startswith(folder.strip("/") + "/")
+
+
+def _archive_folder(path):
+    """IMDB's archives hold their unlabeled reviews under ``aclImdb/train/unsup``."""
+    return IMDB_UNSUP if Path(path).name.lower().startswith("aclimdb") else None
+
+
+def _archive_documents(path):
+    folder = _archive_folder(path)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.is_dir() and _archive_member_wanted(info.filename, folder):
+                    yield info.filename, archive.read(info)
+        return
+    with tarfile.open(path, "r|*") as archive:  # a stream: one member in memory at a time
+        for member in archive:
+            if member.isfile() and _archive_member_wanted(member.name, folder):
+                yield member.name, archive.extractfile(member).read()
+
+
+def documents(path, text_column=None):
+    """``(place, bytes or str)`` of each document of ``path``, one at a time."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ValueError(
+            f"Expected unlabeled to name a folder, a table, a text file or an archive. "
+            f"Received: unlabeled={str(path)!r} (no such file or folder)."
+        )
+    if text_column is not None and (path.is_dir() or table_format(path) is None):
+        raise ValueError(
+            f"Expected text_column only with a table (.csv, .tsv, .jsonl). Received: "
+            f"text_column={text_column!r} for unlabeled={str(path)!r}."
+        )
+    if path.is_dir():
+        return _folder_documents(path)
+    if table_format(path) is not None:
+        return _table_documents(path, text_column)
+    if is_archive(path):
+        return _archive_documents(path)
+    return _line_documents(path)
+
+
+# === Reading: decode, skip empty, drop validation / test texts =========================
+
+
+def _decoded(place, data, log):
+    """The document's text, or ``None`` (not text: skipped and counted)."""
+    if isinstance(data, str):
+        text, replaced = _repair(data)
+    else:
+        try:
+            text, replaced = decode_text(data, repr(place))
+        except NotTextError:
+            log.skip(NOT_TEXT, place)
+            return None
+    if replaced:
+        log.repair(place)
+    return text
+
+
+class _Counts:
+    def __init__(self):
+        self.read = self.empty = self.excluded = self.repeated = 0
+        self.seen = set()
+
+
+def _keep_chunk(chunk, excluded, counts, kept, limit):
+    """Append the texts of ``chunk`` that match no excluded fingerprint to ``kept``."""
+    for text, fingerprint in zip(chunk, fingerprints(chunk), strict=True):
+        if limit is not None and len(kept) >= limit:
+            return
+        if int(fingerprint) in excluded:
+            counts.excluded += 1
+            continue
+        counts.repeated += int(fingerprint) in counts.seen
+        counts.seen.add(int(fingerprint))
+        kept.append(text)
+
+
+def _check_result(path, counts, kept, log):
+    if kept:
+        return
+    if counts.excluded:
+        raise ValueError(
+            f"Expected unlabeled documents other than the validation and test texts. Received: "
+            f"all {counts.excluded} documents of unlabeled={str(path)!r} equal one of them; "
+            "training on them would be training on the test set."
+        )
+    raise ValueError(
+        f"Expected documents in unlabeled={str(path)!r}. Received: {counts.read} read, "
+        f"{counts.empty} empty, {sum(len(p) for p in log.skipped.values())} not text."
+    )
+
+
+def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
+    """The unlabeled documents of ``path`` and what reading them skipped.
+
+    Args:
+        path: a folder of ``.txt`` files, a ``.csv`` / ``.tsv`` / ``.jsonl`` table,
+            a text file of one document a line, or an archive (see the module).
+        text_column: the table's text column (default ``"text"``); tables only.
+        exclude: texts that must not be returned: the validation and test texts.
+            A document equal to one of them after :func:`hatt.data.text.clean`
+            (case, HTML and spacing aside) is dropped and counted.
+        limit: keep at most this many documents (``None``: all).
+
+    Returns:
+        ``(texts, report)``: a list of str, and a dict ``read``, ``empty``,
+        ``not_text``, ``invalid_utf8``, ``excluded`` (equal to a validation / test
+        text), ``repeated`` (kept texts equal to an earlier kept one), ``kept``,
+        ``seconds``.
+
+    Raises:
+        ValueError: ``path`` does not exist, holds no document, or only
+            documents equal to excluded texts; ``limit`` is not positive.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"Expected limit to be a positive integer or None. Received: {limit!r}")
+    start = time.perf_counter()
+    source = documents(path, text_column)
+    excluded = {int(f) for f in fingerprints(list(exclude))} if len(exclude) else set()
+    log, counts, kept, chunk = ReadLog(), _Counts(), [], []
+    for place, data in source:
+        if limit is not None and len(kept) >= limit:
+            break
+        counts.read += 1
+        text = _decoded(place, data, log)
+        if text is None:
+            continue
+        if not text.strip():
+            counts.empty += 1
+            continue
+        chunk.append(text)
+        if len(chunk) >= CHUNK:
+            _keep_chunk(chunk, excluded, counts, kept, limit)
+            chunk = []
+    if chunk:
+        _keep_chunk(chunk, excluded, counts, kept, limit)
+    _check_result(path, counts, kept, log)
+    report = {
+        "source": str(path),
+        "read": counts.read,
+        "empty": counts.empty,
+        "not_text": len(log.skipped.get(NOT_TEXT, [])),
+        "invalid_utf8": len(log.repaired),
+        "excluded": counts.excluded,
+        "repeated": counts.repeated,
+        "kept": len(kept),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    return kept, report
+
+
+def summary(report):
+    """One line for the user: what was read, skipped and excluded."""
+    return (
+        f"Unlabeled: {report['kept']} documents kept of {report['read']} read from "
+        f"{report['source']} ({report['empty']} empty, {report['not_text']} not text, "
+        f"{report['excluded']} equal to a validation/test text and removed, "
+        f"{report['invalid_utf8']} with invalid UTF-8 replaced) in {report['seconds']} s"
+    )

@@ -1,0 +1,123 @@
+"""read_unlabeled: folders, tables, text files and archives; empty, non-text and test texts."""
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from hatt.data.unlabeled import read_unlabeled, summary
+
+TEST_TEXTS = ["A <b>great</b> film, truly.", "Dull and long."]
+
+
+def _tar(path, members):
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_folder_recursive_skips_empty_and_test_text(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "one.txt").write_text("I liked it.")
+    (tmp_path / "a" / "two.txt").write_text("a   GREAT film,  truly.")  # equals a test text
+    (tmp_path / "a" / "b" / "three.txt").write_bytes(b"Caf\xe9 scene was fun.")  # bad UTF-8
+    (tmp_path / "a" / "empty.txt").write_text("  \n")
+    (tmp_path / ".hidden.txt").write_text("secret")
+    (tmp_path / "notes.md").write_text("not a document")
+    texts, report = read_unlabeled(tmp_path, exclude=TEST_TEXTS)
+    assert sorted(texts) == sorted(["I liked it.", "Caf\ufffd scene was fun."])
+    assert report["read"] == 4
+    assert (report["empty"], report["excluded"], report["invalid_utf8"]) == (1, 1, 1)
+    assert report["kept"] == 2
+    assert "1 equal to a validation/test text" in summary(report)
+
+
+def test_text_file_one_document_a_line_with_limit(tmp_path):
+    path = tmp_path / "docs.txt"
+    path.write_text("first doc\n\nsecond doc\r\nDull and long.\nthird doc\n")
+    texts, report = read_unlabeled(path, exclude=TEST_TEXTS)
+    assert texts == ["first doc", "second doc", "third doc"]
+    assert (report["empty"], report["excluded"]) == (1, 1)
+    limited, report = read_unlabeled(path, limit=2)
+    assert limited == ["first doc", "second doc"]
+    assert report["kept"] == 2
+
+
+def test_tables_csv_and_jsonl(tmp_path):
+    (tmp_path / "u.csv").write_text('id,body\n1,"good, very good"\n2,\n3,Dull and long.\n')
+    texts, report = read_unlabeled(tmp_path / "u.csv", text_column="body", exclude=TEST_TEXTS)
+    assert texts == ["good, very good"]
+    assert (report["empty"], report["excluded"]) == (1, 1)
+    rows = [{"text": "fine"}, {"text": None}, {"text": "also fine", "x": 1}]
+    (tmp_path / "u.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    texts, report = read_unlabeled(tmp_path / "u.jsonl")
+    assert texts == ["fine", "also fine"]
+    assert report["empty"] == 1
+    with pytest.raises(ValueError, match="text_column='missing'"):
+        read_unlabeled(tmp_path / "u.csv", text_column="missing")
+
+
+def test_archive_reads_imdb_unsup_folder_only(tmp_path):
+    path = _tar(
+        tmp_path / "aclImdb_v1_unsup.tar.gz",
+        {
+            "aclImdb/train/unsup/0_0.txt": b"An unlabeled review.",
+            "aclImdb/train/unsup/1_0.txt": b"Dull and LONG.",
+            "aclImdb/test/pos/0_9.txt": b"A test review that must not be read.",
+            "aclImdb/README": b"readme",
+        },
+    )
+    texts, report = read_unlabeled(path, exclude=TEST_TEXTS)
+    assert texts == ["An unlabeled review."]
+    assert (report["read"], report["excluded"]) == (2, 1)
+    other = _tar(tmp_path / "mine.tar.gz", {"d/x.txt": b"one", "d/y.txt": b"two"})
+    assert read_unlabeled(other)[0] == ["one", "two"]
+
+
+def test_archive_is_streamed(tmp_path, monkeypatch):
+    """Members are read one at a time from a stream, never extracted all at once."""
+    path = _tar(tmp_path / "big.tar.gz", {f"d/{i}.txt": f"doc {i}".encode() for i in range(50)})
+    opened = []
+    real_open = tarfile.open
+
+    def spy(name, mode="r", *args, **kwargs):
+        opened.append(mode)
+        return real_open(name, mode, *args, **kwargs)
+
+    monkeypatch.setattr(tarfile, "open", spy)
+    texts, _ = read_unlabeled(path, limit=5)
+    assert texts == [f"doc {i}" for i in range(5)]
+    assert opened and all("|" in mode for mode in opened)
+
+
+def test_errors_name_the_source(tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        read_unlabeled(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="Expected documents"):
+        read_unlabeled(tmp_path / "empty")
+    (tmp_path / "blank.txt").write_text("\n \n")
+    with pytest.raises(ValueError, match="2 empty"):
+        read_unlabeled(tmp_path / "blank.txt")
+    (tmp_path / "test.txt").write_text("\n".join(TEST_TEXTS))
+    with pytest.raises(ValueError, match="training on the test set"):
+        read_unlabeled(tmp_path / "test.txt", exclude=TEST_TEXTS)
+    with pytest.raises(ValueError, match="limit"):
+        read_unlabeled(tmp_path / "test.txt", limit=0)
+    with pytest.raises(ValueError, match="text_column"):
+        read_unlabeled(tmp_path / "test.txt", text_column="text")
+
+
+@pytest.mark.skipif(
+    not Path(os.environ.get("HATT_UNSUP", "/nonexistent")).is_file(),
+    reason="set HATT_UNSUP to aclImdb_v1_unsup.tar.gz to read the real unlabeled reviews",
+)
+def test_real_unsup_limit():
+    texts, report = read_unlabeled(os.environ["HATT_UNSUP"], limit=100)
+    assert len(texts) == 100 and report["read"] >= 100
