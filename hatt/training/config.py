@@ -17,7 +17,6 @@ by :func:`translate_legacy`, so old config files and run directories load.
 
 import dataclasses
 import json
-import os
 import types
 import typing
 
@@ -147,48 +146,6 @@ def _check_choice(name, value, choices):
 
 # Early stopping's quantity (Keras' validation logs): a misspelt one would turn it off.
 MONITORS = ("val_loss", "val_accuracy")
-# Floats a review holds at least at once in training: its tokens x the widest layer's
-# units, for the forward values and their gradients (a lower bound: real use is higher).
-WIDTH_ARGUMENTS = ("embedding_dim", "filters", "units", "word_units", "sentence_units")
-
-
-def check_batch_memory(config, memory_bytes=None):
-    """Refuse a ``batch_size`` whose activations alone exceed the machine's memory.
-
-    A lower bound, so no feasible setting is refused: ``batch_size x tokens a review x
-    the widest layer x 4 bytes x 2`` (values and gradients), against the physical
-    memory. ``--set batch_size=1000000000`` fails here, before any data is read,
-    instead of minutes later inside TensorFlow.
-    """
-    memory_bytes = memory_bytes or _physical_memory()
-    if not memory_bytes:
-        return
-    tokens = config.sequence_length
-    if config.model == "han":
-        tokens = config.max_sentences * config.max_words
-    kwargs = config.model_kwargs or {}
-    widths = [kwargs.get(name) for name in WIDTH_ARGUMENTS]
-    width = max([w for w in widths if isinstance(w, int) and not isinstance(w, bool)] + [1])
-    per_review = tokens * width * 4 * 2
-    needed = config.batch_size * per_review
-    if needed > memory_bytes:
-        largest = max(1, memory_bytes // (4 * per_review))
-        suggestion = 1 << (largest.bit_length() - 1)
-        raise ValueError(
-            f"Expected a batch_size whose activations fit in memory. Received: "
-            f"batch_size={config.batch_size}: {tokens} tokens x {width} units a review need "
-            f"at least {needed / 2**30:,.1f} GiB, the machine has {memory_bytes / 2**30:.1f} "
-            f"GiB. Try --set batch_size={suggestion} or less."
-        )
-
-
-def _physical_memory():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 # === The n-gram channel's section ===================================================
 
 

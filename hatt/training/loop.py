@@ -29,8 +29,9 @@ from hatt import run_dir as run_files
 from hatt.models import head as head_lib
 from hatt.training import distribute, mix, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
-from hatt.training.config import TrainConfig, check_batch_memory
+from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
+from hatt.training.limits import check_batch_memory
 from hatt.training.optimizers import create_optimizer
 
 # Keys every results file has (neural runs and the baselines alike), so the

@@ -232,7 +232,7 @@ def test_silent_wrong_settings_are_refused_at_the_door(overrides, message):
 
 
 def test_the_batch_memory_bound_never_refuses_a_preset_and_suggests_a_power_of_two():
-    from hatt.training.config import check_batch_memory
+    from hatt.training.limits import check_batch_memory
 
     for name in training.PRESETS:
         config = training.assemble_config(training.load_preset(name)["model"], preset=name)
