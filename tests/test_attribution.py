@@ -554,3 +554,12 @@ def test_the_total_does_not_point_backwards_when_the_deep_part_weighs_negatively
     np.testing.assert_array_equal(out["total"].argmax(-1), at_cue.argmax(-1))
     moved = out["logit"] - out["logit_baseline"]
     np.testing.assert_allclose(out["total"].sum(-1), moved, rtol=0.05)
+
+
+def test_steps_past_the_cap_are_refused_before_any_memory_is_taken():
+    """Issue 33, item 11: 100,000 steps asked NumPy for 74.5 GiB of nodes; now a clear error."""
+    with pytest.raises(ValueError, match=r"steps <= 1024.*Received: steps=100000"):
+        attribution.check_steps(100000)
+    assert attribution.check_steps(attribution.MAX_STEPS) == attribution.MAX_STEPS
+    alphas, weights = attribution.quadrature(attribution.MAX_STEPS)
+    assert len(alphas) == attribution.MAX_STEPS and abs(weights.sum() - 1.0) < 1e-5
