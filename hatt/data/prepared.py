@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt.data import pipeline
-from hatt.data.corpus import BINARY_CLASSES, count_classes
+from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.data.files import read_json_object
 from hatt.data.vectorize import Vectorizer
 from hatt.lock import hold
@@ -37,7 +37,6 @@ from hatt.lock import hold
 FORMAT = "hatt.prepared/1"
 MANIFEST = "prepared.json"
 VECTORIZER = "vectorizer.json"
-SPLITS = ("train", "validation", "test")
 
 
 class PreparedDataError(ValueError):

@@ -12,12 +12,9 @@ import numpy as np
 
 import hatt
 from hatt.data import prepared as prepared_lib
-from hatt.data.corpus import BINARY_CLASSES
+from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.training import distribute
 from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
-
-SPLITS = ("train", "validation", "test")
-
 
 # === Dataset options shared by both sources ==========================================
 
@@ -152,10 +149,6 @@ def check_classes(counts, class_names):
         f"Expected every split (train, validation, test) to hold reviews of each of the "
         f"{len(class_names)} classes; the corpus has {problem}. Received: {table}"
     )
-
-
-def _class_counts(labels, num_classes):
-    return np.bincount(np.asarray(labels, np.int64), minlength=num_classes)[:num_classes]
 
 
 def check_prepared(config, manifest):
@@ -315,7 +308,7 @@ class Corpus:
             if "class_counts" in info:
                 return np.asarray(info["class_counts"], np.int64)
             return np.array([info["reviews"] - info["positive"], info["positive"]])
-        return _class_counts(self._splits[split].labels, self.num_classes)
+        return count_classes(self._splits[split].labels, self.num_classes)
 
     def check_classes(self):
         check_classes({name: self.class_counts(name) for name in SPLITS}, self.class_names)

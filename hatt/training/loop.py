@@ -465,6 +465,7 @@ def train(
     """
     strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
     # one writer a run directory, held to the end (hatt.lock; released by the OS on a crash)
+    resume.check_writable(distribute.worker_run_dir(run_dir, strategy))  # why not, first
     with run_lock.hold(distribute.worker_run_dir(run_dir, strategy)):
         run = check_run(config, run_dir, strategy, restart=restart)
         set_seed(config)
