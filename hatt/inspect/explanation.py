@@ -22,29 +22,17 @@ from html import escape as html_escape
 
 import numpy as np
 
-from hatt.attribution import METHODS, SIGNED_METHODS
+from hatt.attribution import METHODS
+from hatt.inspect import html as renderer
 
-ALL = "all"  # the renderers' "every method, side by side"
-METHOD_LABELS = {
-    "attention": "attention",
-    "total": "total",
-    "gradient_x_input": "gradient × input",
-    "integrated_gradients": "integrated gradients",
-    "ngram": "n-gram channel",
-    "saliency": "saliency",
-}
-# The view shown unless asked, the first the explanation has.
-DEFAULT_VIEWS = ("total", "attention", "gradient_x_input")
-
-
-def is_signed(method):
-    """Whether `method`'s scores are signed (towards / against the explained class)."""
-    return method in SIGNED_METHODS
-
-
-def method_label(method):
-    """A method's name for people (`"integrated_gradients"` → `"integrated gradients"`)."""
-    return METHOD_LABELS.get(method, str(method))
+# Re-exported: the names of hatt.inspect.methods, where they live.
+from hatt.inspect.methods import (  # noqa: E402, F401
+    ALL,
+    DEFAULT_VIEWS,
+    METHOD_LABELS,
+    is_signed,
+    method_label,
+)
 
 
 @dataclasses.dataclass
@@ -363,12 +351,10 @@ class Explanation:
     def _repr_html_(self):
         """Jupyter's view: the page `hatt inspect --html` writes for this review.
 
-        Drawn by `hatt.inspect.html.to_html` (the one renderer; imported on first
-        use, as `hatt.inspect` loads its renderers), inside an `<iframe srcdoc>` so
-        that the page's styles and method switch stay out of the notebook's.
+        Drawn by `hatt.inspect.html.to_html` (the one renderer), inside an
+        `<iframe srcdoc>` so that the page's styles and method switch stay out of
+        the notebook's.
         """
-        from hatt.inspect import html as renderer
-
         lines = sum(max(1, len(" ".join(s)) // 90 + 1) for s in self.sentences)
         height = min(260 + 34 * lines, 900)
         page = renderer.to_html([self], title="hatt: what the model looked at")

@@ -39,7 +39,7 @@ from pathlib import Path
 import hatt
 from hatt import names
 from hatt.attribution import METHODS
-from hatt.inspect.explanation import ALL, is_signed, method_label
+from hatt.inspect.methods import ALL, is_signed, method_label
 
 _BASE_CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;

@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
 
-from hatt.inspect.explanation import is_signed, method_label  # noqa: E402
+from hatt.inspect.methods import is_signed, method_label  # noqa: E402
 
 DPI = 100
 WIDTH_INCHES = 16.0

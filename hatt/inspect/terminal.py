@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hatt.inspect.explanation import ALL, is_signed, method_label
+from hatt.inspect.methods import ALL, is_signed, method_label
 
 BAR_WIDTH = 12
 
