@@ -17,23 +17,22 @@
 4. Batches are prefetched.
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from hatt.data.vectorize import PAD_ID, at_least_one
+from hatt.progress import Progress
 
 
 def encode(texts, vectorizer, *, chunk_size=2048, progress=False):
     """Tokenize and look up ``texts`` in chunks; return ragged ``int32`` ids."""
     texts = list(texts)
-    bar = keras.utils.Progbar(len(texts), unit_name="review") if progress else None
+    bar = Progress(len(texts), enabled=progress)
     parts = []
     for start in range(0, len(texts), chunk_size):
         chunk = tf.constant(texts[start : start + chunk_size], dtype=tf.string)
         parts.append(vectorizer.ragged_ids(chunk))
-        if bar is not None:
-            bar.update(min(start + chunk_size, len(texts)))
+        bar.update(min(start + chunk_size, len(texts)))
     if not parts:
         return vectorizer.ragged_ids(tf.zeros([0], tf.string))
     return tf.concat(parts, axis=0)

@@ -24,7 +24,6 @@ import json
 import os
 from pathlib import Path
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -33,6 +32,7 @@ from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.data.files import read_json_object
 from hatt.data.vectorize import Vectorizer
 from hatt.lock import hold
+from hatt.progress import Progress
 
 FORMAT = "hatt.prepared/1"
 MANIFEST = "prepared.json"
@@ -119,8 +119,7 @@ def _write_split(
                     writer.write(record)
                 histogram.update(lengths)
                 done += end - chunk
-                if bar is not None:
-                    bar.update(done)
+                bar.update(done)
         os.replace(temporary, Path(out_dir) / filename)
         shards.append({"file": filename, "reviews": stop - start})
     summary = {
@@ -170,7 +169,7 @@ def prepare(
         vectorizer.save(out_dir / VECTORIZER)
         total = sum(len(getattr(imdb, name)) for name in SPLITS)
         print(f"Writing {total} tokenized reviews to {out_dir} ({shard_size} per shard)")
-        bar = keras.utils.Progbar(total, unit_name="review") if progress else None
+        bar = Progress(total, enabled=progress)
         class_names = list(getattr(imdb, "class_names", BINARY_CLASSES))
         splits, done = {}, 0
         for name in SPLITS:

@@ -35,20 +35,38 @@ def _lengths(texts, chunk_size=4096):
     return dict(zip(LENGTHS, (words, sentences, per_sentence), strict=True))
 
 
-def imbalance_warning(class_names, counts):
-    """A warning when the largest class has more than ``IMBALANCE`` times the smallest's."""
+def imbalance_warning(class_names, counts, class_weight=None):
+    """A warning when the largest class has more than ``IMBALANCE`` times the smallest's.
+
+    Args:
+        class_names: the classes' names.
+        counts: documents per class.
+        class_weight: the run's resolved weighting, ``"balanced"`` or ``"none"``
+            (`hatt train`); ``None`` when no run is concerned (`hatt data`).
+
+    Returns:
+        the warning's text, or ``None`` when the classes are balanced enough.
+    """
     counts = np.asarray(counts)
     largest, smallest = int(np.argmax(counts)), int(np.argmin(counts))
     if counts[largest] <= IMBALANCE * counts[smallest]:
         return None
     if not counts[smallest]:
         return f"the class {class_names[smallest]!r} has no documents"
+    if class_weight == "balanced":
+        fix = "this run weighs the classes by 1 / frequency (--class-weight balanced)"
+    elif class_weight == "none":
+        fix = "this run weighs every class 1; --class-weight balanced weighs them by 1 / frequency"
+    else:
+        fix = (
+            "hatt train weighs the classes by 1 / frequency (--class-weight balanced) when the "
+            "largest has over 1.5x the smallest's documents (the default, --class-weight auto)"
+        )
     return (
         f"the largest class ({class_names[largest]!r}: {counts[largest]} documents) has "
         f"{counts[largest] / counts[smallest]:.1f}x as many as the smallest "
         f"({class_names[smallest]!r}: {counts[smallest]}); accuracy alone flatters a model "
-        "that favours the large classes: read its macro-F1 (hatt train weighs the classes by "
-        "1 / frequency by default above 1.5x, --class-weight auto)"
+        f"that favours the large classes: read its macro-F1; {fix}"
     )
 
 

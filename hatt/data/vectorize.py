@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt.data import text as text_lib
+from hatt.progress import Progress
 
 PAD_ID = 0
 OOV_ID = 1
@@ -242,7 +243,7 @@ class Vectorizer(keras.layers.Layer):
                 tf.constant(texts, dtype=tf.string) if texts else tf.zeros([0], tf.string)
             ).batch(batch_size)
         counts = {}
-        bar = keras.utils.Progbar(total, unit_name="review") if progress else None
+        bar = Progress(total, enabled=progress)
         seen = 0
         for batch in dataset.map(
             lambda t: _count(text_lib.tokenize(t).flat_values), num_parallel_calls=tf.data.AUTOTUNE
@@ -250,9 +251,8 @@ class Vectorizer(keras.layers.Layer):
             words, numbers = batch
             for word, n in zip(words.numpy(), numbers.numpy(), strict=True):
                 counts[word] = counts.get(word, 0) + int(n)
-            if bar is not None:
-                seen += batch_size
-                bar.update(min(seen, total) if total else seen)
+            seen += batch_size
+            bar.update(min(seen, total) if total else seen)
         kept = [(w, n) for w, n in counts.items() if n >= self.min_count]
         kept.sort(key=lambda item: (-item[1], item[0]))
         self.set_vocabulary([w.decode("utf-8") for w, _ in kept[: self.max_tokens - 2]])

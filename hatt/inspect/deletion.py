@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from hatt import export
 from hatt.attribution import SIGNED_METHODS
-from hatt.inspect._progress import Progress
+from hatt.progress import Progress
 
 DEFAULT_KS = (5, 10, 20)
 NEGLIGIBLE = 1e-3  # a probability change too small to count (saturated predictions)
@@ -258,7 +258,7 @@ def deletion_test(
     texts = list(texts)
     rng = np.random.default_rng(seed)
     values, errors, token_counts = {}, [], []
-    bar = Progress(len(texts), enabled=progress)
+    bar = Progress(len(texts), enabled=progress, stream="stderr")
     for start in range(0, len(texts), chunk_size):
         ragged = predictor.ragged_ids(texts[start : start + chunk_size])
         reviews = _review_arrays(ragged)

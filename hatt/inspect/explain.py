@@ -23,9 +23,9 @@ import numpy as np
 
 from hatt import export
 from hatt.attribution import METHODS
-from hatt.inspect._progress import Progress
 from hatt.inspect.align import align, token_array
 from hatt.inspect.explanation import ALL, METHOD_LABELS, Explanation, is_signed, method_label
+from hatt.progress import Progress
 
 __all__ = ["ALL", "METHODS", "METHOD_LABELS", "Explanation", "explain", "is_signed", "method_label"]
 
@@ -322,7 +322,7 @@ def explain(
     labels = _check_labels(labels, len(texts), predictor.num_classes)
     run, methods = _runner(predictor, methods, steps)
     warnings = tuple(getattr(predictor, "warnings", ()))
-    bar = Progress(len(texts), enabled=progress and len(texts) > batch_size)
+    bar = Progress(len(texts), enabled=progress and len(texts) > batch_size, stream="stderr")
     out = []
     for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]

@@ -17,8 +17,8 @@ import keras
 import numpy as np
 
 from hatt import export, models
-from hatt.inspect._progress import Progress
 from hatt.layers import ContextAttention
+from hatt.progress import Progress
 
 
 def attention_layers(model):
@@ -134,7 +134,7 @@ def uniform_attention_check(
 
 def _predicted(predictor, texts, batch_size, chunk_size, progress):
     """The predicted class index of every text, `chunk_size` texts at a time."""
-    bar = Progress(len(texts), enabled=progress)
+    bar = Progress(len(texts), enabled=progress, stream="stderr")
     classes = []
     for start in range(0, len(texts), chunk_size):
         out = predictor.predict(texts[start : start + chunk_size], batch_size)

@@ -26,6 +26,7 @@ import hatt
 from hatt import lock as run_lock
 from hatt import models
 from hatt import run_dir as run_files
+from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
 from hatt.training import distribute, mix, ngram, resume, word_vectors
 from hatt.training import metrics as metrics_lib
@@ -362,11 +363,14 @@ def classification_scores(corpus, probabilities):
 FEW_DOCUMENTS = 10  # a class with fewer training documents than this is warned about
 
 
-def run_warnings(metrics, corpus):
-    """What a user should know before trusting the run: classes with a handful of training
+def run_warnings(metrics, corpus, class_weight=None):
+    """What a user should know before trusting the run: unbalanced classes (weighed by
+    ``class_weight``, the run's resolved setting), classes with a handful of training
     documents, and what the mix decided (the deep part dropped, or weighted 0)."""
-    found = []
     counts = corpus.class_counts("train")
+    weighting = "balanced" if class_weight == "balanced" else "none"
+    imbalance = imbalance_warning(corpus.class_names, counts, weighting)
+    found = [f"Unbalanced classes: {imbalance}."] if imbalance else []
     for name, count in zip(corpus.class_names, counts, strict=True):
         if count < FEW_DOCUMENTS:
             found.append(
@@ -415,7 +419,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     channel_file = run_dir / run_files.NGRAM_CHANNEL
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
         metrics["ngram_channel"] = json.loads(channel_file.read_text())
-    metrics["warnings"] = run_warnings(metrics, corpus)
+    metrics["warnings"] = run_warnings(metrics, corpus, run.config.class_weight)
     vectors_file = run_dir / run_files.WORD_VECTORS
     if vectors_file.exists():  # where the embedding started (its seconds are not in train_seconds)
         metrics["word_vectors"] = json.loads(vectors_file.read_text())

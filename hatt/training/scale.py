@@ -122,7 +122,7 @@ def fit_to_corpus(config, counts):
         changes["class_weight"] = ["auto", config.class_weight]
         ratio = max(counts) / max(min(counts), 1)
         print(
-            f"class_weight auto → {config.class_weight} (largest class {ratio:.2f}x the "
+            f"class_weight auto → {config.class_weight or 'none'} (largest class {ratio:.2f}x the "
             f"smallest; balanced above {CLASS_WEIGHT_RATIO}x)"
         )
     sizes = {k: v for k, v in changes.items() if k != "class_weight"}

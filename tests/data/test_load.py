@@ -685,6 +685,7 @@ def test_statistics_count_classes_and_warn_on_imbalance(tmp_path):
     assert len(stats["warnings"]) == 1 and "6.0x as many" in stats["warnings"][0]
     table = hatt.data.format_statistics(stats)
     assert "Warning: the largest class ('business': 60 documents)" in table
+    assert "(--class-weight balanced) when the largest has over 1.5x" in table
     row = next(line for line in table.splitlines() if line.startswith("science"))
     assert [int(x) for x in row.split()[1:]] == [
         counts[0]["science"],

@@ -281,3 +281,32 @@ def test_a_small_class_and_a_dropped_deep_part_are_warnings_at_the_top_of_metric
     assert set(metrics["ngram_channel"].get("warnings", [])) <= set(warnings)
     assert json.loads((tmp_path / "metrics.json").read_text())["warnings"] == warnings
     assert all(f"warning: {w}" in training.summary(metrics, tmp_path) for w in warnings)
+
+
+class _Counted:
+    """A corpus as run_warnings sees it: class names and the training split's counts."""
+
+    def __init__(self, names, counts):
+        self.class_names = names
+        self._counts = np.asarray(counts)
+
+    def class_counts(self, split):
+        assert split == "train"
+        return self._counts
+
+
+@pytest.mark.parametrize(
+    "class_weight,says",
+    [
+        ("balanced", "this run weighs the classes by 1 / frequency (--class-weight balanced)"),
+        (None, "this run weighs every class 1; --class-weight balanced weighs them"),
+    ],
+)
+def test_an_unbalanced_run_is_warned_with_the_flag_that_fixes_it(class_weight, says):
+    corpus = _Counted(("no", "yes"), [600, 60])
+    found = hatt.training.loop.run_warnings({}, corpus, class_weight)
+    assert len(found) == 1
+    assert found[0].startswith("Unbalanced classes: the largest class ('no': 600 documents)")
+    assert "10.0x as many as the smallest ('yes': 60)" in found[0]
+    assert says in found[0] and "class_weight=" not in found[0]
+    assert hatt.training.loop.run_warnings({}, _Counted(("no", "yes"), [60, 50]), None) == []

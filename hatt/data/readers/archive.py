@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 
 from hatt.data.corpus import DataNotFoundError
+from hatt.progress import Progress
 
 CACHE_ENV_VAR = "HATT_CACHE"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
@@ -49,11 +50,9 @@ def _members(archive):
 
 
 def _extract_members(path, target, progress):
-    import keras
-
     with _open_archive(path) as archive:
         members = _members(archive)
-        bar = keras.utils.Progbar(len(members), unit_name="file") if progress else None
+        bar = Progress(len(members), enabled=progress, unit="file")
         if progress:
             print(f"Extracting {path} into {target} (once)")
         for i, member in enumerate(members):
@@ -61,7 +60,7 @@ def _extract_members(path, target, progress):
                 archive.extract(member, target)  # zipfile drops absolute and ".." parts
             else:
                 archive.extract(member, target, filter="data")
-            if bar is not None and (i % 500 == 0 or i == len(members) - 1):
+            if i % 500 == 0 or i == len(members) - 1:
                 bar.update(i + 1)
 
 

@@ -9,6 +9,7 @@ from hatt.data.files import NotTextError, decode_text
 from hatt.data.read_log import EMPTY_TEXT, NOT_TEXT, OUTSIDE
 from hatt.data.readers.archive import _hidden, extract_archive
 from hatt.data.readers.table import read_table, table_format
+from hatt.progress import Progress
 
 
 def class_folders(folder):
@@ -47,9 +48,7 @@ def read_documents(paths, log, progress=True, unit="document"):
     white space is skipped, a few invalid UTF-8 bytes are replaced with
     U+FFFD; both are recorded in ``log``.
     """
-    import keras
-
-    bar = keras.utils.Progbar(len(paths), unit_name=unit) if progress and paths else None
+    bar = Progress(len(paths), enabled=progress and bool(paths), unit=unit)
     texts, kept = [], []
     for i, path in enumerate(paths):
         try:
@@ -64,7 +63,7 @@ def read_documents(paths, log, progress=True, unit="document"):
                 kept.append(i)
                 if replaced:
                     log.repair(str(path))
-        if bar is not None and (i % 1000 == 0 or i == len(paths) - 1):
+        if i % 1000 == 0 or i == len(paths) - 1:
             bar.update(i + 1)
     return texts, kept
 
