@@ -210,10 +210,11 @@ def commit():
     return f"{head}+dirty" if dirty else head
 
 
-def hatt_command(family, train_table, test_table, run_dir, export_dir, restart=False):
-    """`hatt train FAMILY` as a user types it: the preset's defaults, only the places given."""
+def hatt_command(family, train_table, test_table, run_dir, export_dir, restart=False, extra=()):
+    """`hatt train FAMILY` as a user types it: the preset's defaults, only the places given
+    (and ``extra`` flags, e.g. ``--unlabeled PATH``)."""
     command = ["hatt", "train", family, "--data", str(train_table), "--test", str(test_table)]
-    command += ["--run-dir", str(run_dir), "--export-dir", str(export_dir)]
+    command += ["--run-dir", str(run_dir), "--export-dir", str(export_dir), *extra]
     return command + (["--restart"] if restart else [])
 
 
@@ -229,16 +230,20 @@ def run_hatt(command, log_path):
         raise RuntimeError(f"{shlex.join(command)} failed ({done.returncode}); see {log_path}")
 
 
-def hatt_cell(family, tables, place, force=False):
-    """Train ``family``'s default on one draw; its test figures, bytes and seconds."""
-    run_dir, export_dir = place / family, place / f"{family}-export"
-    command = hatt_command(family, tables["train"], tables["test"], run_dir, export_dir, force)
+def hatt_cell(family, tables, place, force=False, *, name=None, extra=()):
+    """Train ``family``'s default on one draw (with ``extra`` flags; its run directory
+    ``place / name``, default the family); its test figures, bytes and seconds."""
+    name = name or family
+    run_dir, export_dir = place / name, place / f"{name}-export"
+    command = hatt_command(
+        family, tables["train"], tables["test"], run_dir, export_dir, force, extra
+    )
     if force or not (run_dir / "metrics.json").exists():
         for old in export_dir.rglob("*") if export_dir.exists() else []:
             if old.is_file():
                 old.unlink()
         start = time.perf_counter()
-        run_hatt(command, place / f"{family}.log")
+        run_hatt(command, place / f"{name}.log")
         wall = time.perf_counter() - start
     else:  # trained, but the cell was not written: read what is there
         wall = None

@@ -18,11 +18,9 @@ JSON ``OUT/nSIZE-dDRAW-METHOD.json`` is written when it finishes and skipped whe
 present (``--force`` redoes it); ``OUT/rows.json`` and ``OUT/unlabeled.md`` are
 regenerated after every row.
 
-Until ``hatt train --unlabeled PATH`` exists (the CLI is not this script's), the
-``rnn_unsup`` row runs ``hatt.cli.main`` in a child process of this script
-(``--child``) with the training loop's word-vector step wrapped to pass the
-unlabeled ids: :func:`hatt.training.word_vectors.init_word_vectors` with
-``unlabeled_ids`` and ``cache_path`` (the run directory's ``word_vectors.npz``).
+The ``rnn_unsup`` row is ``hatt train rnn --unlabeled PATH``: the vocabulary and
+word2vec learn from the unlabeled reviews too (word2vec's vectors cached in the run
+directory's ``word_vectors.npz``).
 
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
@@ -33,7 +31,6 @@ Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,75 +72,26 @@ def parse_args(argv=None):
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--count-test-duplicates", action="store_true")
-    parser.add_argument("--child", nargs=2, metavar=("UNLABELED", "HATT_ARGS_JSON"))
     return parser.parse_args(argv)
-
-
-# === The rnn_unsup child: hatt train with unlabeled ids for word2vec ===================
-
-
-def child(unlabeled, hatt_args):
-    """``hatt train ...`` with word2vec also trained on ``unlabeled`` (a child process)."""
-    from hatt import cli
-    from hatt.data.unlabeled import read_unlabeled, summary
-    from hatt.training import loop, word_vectors
-
-    def start_word_vectors(run, model, corpus):
-        if run.state or run.config.word_vectors is None:
-            return
-        splits = corpus._splits  # raw texts; no public accessor yet (see the report)
-        exclude = [*splits["validation"].texts, *splits["test"].texts]
-        texts, report = read_unlabeled(unlabeled, exclude=exclude)
-        print(summary(report))
-        run.write_json("unlabeled.json", report)
-        ids = word_vectors.encode_unlabeled(texts, corpus.vectorizer)
-        train_ids, _ = corpus.in_memory_split("train")
-        info = word_vectors.init_word_vectors(
-            model,
-            run.config,
-            train_ids,
-            corpus.vectorizer.get_vocabulary(),
-            unlabeled_ids=ids,
-            cache_path=run.run_dir / word_vectors.CACHE_FILE,
-        )
-        run.write_json("word_vectors.json", info)
-
-    loop.start_word_vectors = start_word_vectors
-    return cli.main(hatt_args)
 
 
 # === Rows =============================================================================
 
 
 def hatt_row(method, tables, place, unlabeled, force):
-    """``rnn`` or ``rnn_unsup`` on one draw (small_corpora's hatt cell, or its child)."""
+    """``rnn`` or ``rnn_unsup`` (``hatt train rnn --unlabeled PATH``) on one draw."""
     if method == "rnn":
         return sc.hatt_cell("rnn", tables, place, force)
-    run_dir, export_dir = place / method, place / f"{method}-export"
-    command = sc.hatt_command("rnn", tables["train"], tables["test"], run_dir, export_dir, force)
-    start = time.perf_counter()
-    if force or not (run_dir / "metrics.json").exists():
-        child_args = ["--child", str(unlabeled), json.dumps(command[1:])]
-        with open(place / f"{method}.log", "a", encoding="utf-8") as log:
-            done = subprocess.run(
-                [sys.executable, __file__, *child_args], stdout=log, stderr=subprocess.STDOUT
-            )
-        if done.returncode != 0:
-            raise RuntimeError(f"{method} failed ({done.returncode}); see {place / method}.log")
+    row = sc.hatt_cell(
+        "rnn", tables, place, force, name=method, extra=["--unlabeled", str(unlabeled)]
+    )
+    run_dir = place / method
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    return {
-        "test_accuracy": metrics["test"]["accuracy"],
-        "test_macro_f1": metrics["test"]["macro_f1"],
-        "test_size": metrics["test_size"],
-        "train_size": metrics["train_size"],
-        "fit_seconds": metrics["train_seconds"],
-        "wall_seconds": round(time.perf_counter() - start, 2),
-        "word_vectors": metrics.get("word_vectors"),
-        "unlabeled": json.loads((run_dir / "unlabeled.json").read_text()),
-        "command": f"python experiments/unlabeled.py --methods {method} (child: hatt "
-        + " ".join(command[1:])
-        + f" + word2vec on {unlabeled})",
-    }
+    row.update(
+        word_vectors=metrics.get("word_vectors"),
+        unlabeled=json.loads((run_dir / "unlabeled.json").read_text()),
+    )
+    return row
 
 
 def run_row(args, pools, test_tokens, draw, method):
@@ -221,8 +169,6 @@ def write_reports(out):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.child:
-        return child(args.child[0], json.loads(args.child[1]))
     if args.count_test_duplicates:
         return count_test_duplicates(args)
     if not args.table_only:

@@ -62,6 +62,7 @@ from hatt.data.documents import (
     is_dataset,
     label_names,
 )
+from hatt.data.unlabeled import IN_MEMORY as UNLABELED_IN_MEMORY
 from hatt.models._checks import unknown_keys_error
 from hatt.training import config as config_lib
 from hatt.training import loop
@@ -314,6 +315,7 @@ class TextClassifier:
         *,
         restart=False,
         command=None,
+        unlabeled=None,
     ):
         """Train on raw documents: ``hatt train``'s loop (``hatt train`` calls this).
 
@@ -345,6 +347,14 @@ class TextClassifier:
                 loop's printed steps and progress bars.
             restart: remove an earlier run's files from ``run_dir`` first.
             command: the command line ``metrics.json`` records (``hatt train``'s).
+            unlabeled: documents without labels that word2vec and the vocabulary
+                also learn from: a path (a folder of ``.txt`` files, a table, a
+                text file of one document a line, an archive; as ``hatt train
+                --unlabeled``) or a list of ``str``. Any equal to a validation or
+                test text is dropped (``unlabeled.json`` in the run directory
+                counts them). Needs the setting ``word_vectors="word2vec"``
+                (the rnn, han and transformer presets). ``None``: the settings'
+                ``unlabeled``.
 
         Returns:
             ``self``, trained.
@@ -356,6 +366,7 @@ class TextClassifier:
                 settings that do not build a model: before any training.
         """
         config = self._config_for(epochs)
+        config, unlabeled = self._unlabeled(config, unlabeled)
         texts = self._documents(config, x, y, validation_data)
         if config.strategy == "default":  # a multi-worker strategy must precede any op:
             loop.check_buildable(config)  # then the loop's first step checks the settings
@@ -368,6 +379,7 @@ class TextClassifier:
                 verbose=verbose,
                 restart=restart,
                 callbacks=callbacks,
+                unlabeled=unlabeled,
                 in_memory=isinstance(texts, TextCorpus) and texts.source == IN_MEMORY,
             )
             if run_dir is not None:
@@ -429,6 +441,24 @@ class TextClassifier:
         if epochs is None:
             return self.config
         return dataclasses.replace(self.config, epochs=epochs)  # checked again
+
+    @staticmethod
+    def _unlabeled(config, unlabeled):
+        """``(config, documents)``: ``config.unlabeled`` set from fit's ``unlabeled=``
+        (a path, or the in-memory marker with the documents beside it), checked."""
+        if unlabeled is None:
+            return config, None
+        if isinstance(unlabeled, str | Path):
+            return dataclasses.replace(config, unlabeled=str(unlabeled)), None
+        if isinstance(unlabeled, np.ndarray):
+            unlabeled = unlabeled.tolist()
+        if not isinstance(unlabeled, list | tuple) or not unlabeled:
+            raise ValueError(
+                "Expected unlabeled to be a path or a non-empty list of documents (str). "
+                f"Received: unlabeled={unlabeled!r:.80}"
+            )
+        marked = dataclasses.replace(config, unlabeled=UNLABELED_IN_MEMORY)
+        return marked, list(unlabeled)
 
     @staticmethod
     def _quiet(verbose):

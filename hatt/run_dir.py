@@ -15,6 +15,10 @@ METRICS = "metrics.json"  # the run's figures; written last, so its presence mea
 HISTORY = "history.csv"  # one row an epoch
 NGRAM_CHANNEL = "ngram_channel.json"  # the n-gram channel's separate fit and the mix
 WORD_VECTORS = "word_vectors.json"  # where the initial word vectors came from
+# word2vec's vectors, keyed by what they depend on: a restarted or re-run run with the
+# same corpus and settings reads them instead of training word2vec again
+WORD_VECTOR_CACHE = "word_vectors.npz"
+UNLABELED = "unlabeled.json"  # the unlabeled documents read: kept, skipped, excluded
 VALIDATION_PROBABILITIES = "validation_probabilities.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
 STATE = "state.json"  # resume: the epoch reached and the RNG state
@@ -26,6 +30,7 @@ OUTPUTS = (
     CLASSES,
     NGRAM_CHANNEL,
     WORD_VECTORS,
+    UNLABELED,
     HISTORY,
     METRICS,
     MODEL,

@@ -34,6 +34,8 @@ def cmd_train(args):
         limit=args.limit,
         strategy=args.strategy,
         prepared=args.prepared,
+        unlabeled=args.unlabeled,
+        unlabeled_text_column=args.unlabeled_text_column,
         # a seed asked for on the command line: a reproducible run
         deterministic=True if args.seed is not None else None,
     )
@@ -105,6 +107,21 @@ def add_train_command(sub):
         help="balanced: weigh each class by 1 / its share of the training split; auto (the "
         "default): balanced when the largest class has over 1.5x the smallest's documents; "
         "none: every class weighs 1",
+    )
+    train.add_argument(
+        "--unlabeled",
+        metavar="PATH",
+        default=None,
+        help="unlabeled documents that word2vec and the vocabulary also learn from: a folder "
+        "of .txt files, a .csv / .tsv / .jsonl table, a text file of one a line, or an "
+        "archive (aclImdb_v1_unsup.tar.gz); any equal to a validation or test text is "
+        "dropped. Needs word_vectors=word2vec (the rnn, han and transformer presets)",
+    )
+    train.add_argument(
+        "--unlabeled-text-column",
+        metavar="NAME",
+        default=None,
+        help="the unlabeled table's text column (default: text)",
     )
     train.add_argument(
         "--preset",

@@ -94,8 +94,24 @@ def _archive_documents(path):
                 yield member.name, archive.extractfile(member).read()
 
 
+IN_MEMORY = "(in memory)"  # the source of documents given as a list of str
+
+
+def _listed_documents(texts):
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(
+                f"Expected unlabeled documents to be strings. Received: item {i} of type "
+                f"{type(text).__name__} ({text!r:.60})"
+            )
+        yield f"unlabeled document {i}", text
+
+
 def documents(path, text_column=None):
-    """``(place, bytes or str)`` of each document of ``path``, one at a time."""
+    """``(place, bytes or str)`` of each document of ``path`` (or of a list of str),
+    one at a time."""
+    if isinstance(path, list | tuple):
+        return _listed_documents(path)
     path = Path(path).expanduser()
     if not path.exists():
         raise ValueError(
@@ -173,7 +189,8 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
 
     Args:
         path: a folder of ``.txt`` files, a ``.csv`` / ``.tsv`` / ``.jsonl`` table,
-            a text file of one document a line, or an archive (see the module).
+            a text file of one document a line, or an archive (see the module);
+            or a list of ``str``, the documents themselves.
         text_column: the table's text column (default ``"text"``); tables only.
         exclude: texts that must not be returned: the validation and test texts.
             A document equal to one of them after :func:`hatt.data.text.clean`
@@ -193,6 +210,7 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"Expected limit to be a positive integer or None. Received: {limit!r}")
     start = time.perf_counter()
+    name = IN_MEMORY if isinstance(path, list | tuple) else str(path)
     source = documents(path, text_column)
     excluded = {int(f) for f in fingerprints(list(exclude))} if len(exclude) else set()
     log, counts, kept, chunk = ReadLog(), _Counts(), [], []
@@ -212,9 +230,9 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
             chunk = []
     if chunk:
         _keep_chunk(chunk, excluded, counts, kept, limit)
-    _check_result(path, counts, kept, log)
+    _check_result(name, counts, kept, log)
     report = {
-        "source": str(path),
+        "source": name,
         "read": counts.read,
         "empty": counts.empty,
         "not_text": len(log.skipped.get(NOT_TEXT, [])),

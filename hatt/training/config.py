@@ -323,6 +323,12 @@ class TrainConfig:
     word_vectors_epochs: int = 5  # word2vec's passes over the training split
     word_vectors_scale: str = "match"  # "match": rows scaled to the random start's spread
     word_vectors_trainable: bool = True  # False: the embedding stays at the vectors
+    # unlabeled documents (hatt.data.unlabeled.read_unlabeled: a folder, a table, a text
+    # file of one a line, an archive such as aclImdb_v1_unsup.tar.gz) that word2vec and
+    # the vocabulary learn from beside the training split; texts equal to a validation
+    # or test text are dropped. Needs word_vectors="word2vec".
+    unlabeled: str | None = None
+    unlabeled_text_column: str | None = None  # a table's text column (default "text")
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3
@@ -381,6 +387,7 @@ class TrainConfig:
         _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)
+        check_unlabeled(self)
         if self.labels is not None:
             _check_choice("labels", self.labels, IMDB_LABELS)
         if self.class_weight is not None:
@@ -447,6 +454,28 @@ def _check_scaled(scaled):
             raise ValueError(
                 f"Expected scaled.{key} to be [from, to]. Received: scaled.{key}={change!r}"
             )
+
+
+def check_unlabeled(config):
+    """``unlabeled`` needs word2vec (what learns from it) and a corpus read as text."""
+    if config.unlabeled is None and config.unlabeled_text_column is not None:
+        raise ValueError(
+            "Expected unlabeled (the unlabeled documents' path) with unlabeled_text_column. "
+            f"Received: unlabeled_text_column={config.unlabeled_text_column!r} alone"
+        )
+    if config.unlabeled is None:
+        return
+    if not config.unlabeled.strip():
+        raise ValueError(
+            f"Expected unlabeled to be a path. Received: unlabeled={config.unlabeled!r}"
+        )
+    if config.word_vectors != "word2vec" or config.prepared:
+        raise ValueError(
+            "Expected word_vectors='word2vec' and a corpus read as text (not prepared=) with "
+            "unlabeled documents: word2vec and the vocabulary learn from them. Received: "
+            f"word_vectors={config.word_vectors!r}, prepared={config.prepared!r} with "
+            f"unlabeled={config.unlabeled!r} (add --set word_vectors=word2vec)"
+        )
 
 
 def translate_legacy(values, complete=False):

@@ -207,6 +207,43 @@ def load_texts(config):
     )
 
 
+def read_unlabeled(config, splits, documents=None):
+    """The unlabeled documents of ``config.unlabeled`` (``None`` when none): every
+    document equal to a validation or test text dropped (:mod:`hatt.data.unlabeled`).
+
+    ``documents``: the documents themselves (a list of str), when
+    ``config.unlabeled`` is ``hatt.data.unlabeled.IN_MEMORY`` (the Python API's).
+    """
+    if config.unlabeled is None:
+        return None
+    from hatt.data import unlabeled as unlabeled_lib
+
+    source = config.unlabeled
+    if source == unlabeled_lib.IN_MEMORY:
+        if documents is None:
+            raise ValueError(
+                "Expected the unlabeled documents with unlabeled='(in memory)': a run of "
+                "TextClassifier.fit(unlabeled=[...]) resumes only from the same call. "
+                "Received: no documents"
+            )
+        source = list(documents)
+    exclude = [*splits["validation"].texts, *splits["test"].texts]
+    texts, report = unlabeled_lib.read_unlabeled(
+        source, text_column=config.unlabeled_text_column, exclude=exclude
+    )
+    print(unlabeled_lib.summary(report))
+    return Unlabeled(texts, report)
+
+
+class Unlabeled:
+    """Unlabeled documents a run learns from: ``texts`` and ``report`` (what reading
+    them kept, skipped and excluded: :func:`hatt.data.unlabeled.read_unlabeled`)."""
+
+    def __init__(self, texts, report):
+        self.texts = texts
+        self.report = report
+
+
 class Corpus:
     """The three splits a run reads, from raw text or from prepared shards.
 
@@ -236,6 +273,7 @@ class Corpus:
         self._manifest = manifest  # prepared: the manifest
         self._labels_and_ids = {}
         self.class_names = tuple(class_names)
+        self.unlabeled = None  # Unlabeled documents (config.unlabeled), raw text only
 
     @property
     def num_classes(self):
@@ -246,7 +284,7 @@ class Corpus:
         return self.ids["train"] is not None
 
     @classmethod
-    def open(cls, config, texts=None):
+    def open(cls, config, texts=None, unlabeled=None):
         """Load and check the corpus of ``config``; see the module docstring.
 
         Args:
@@ -254,6 +292,8 @@ class Corpus:
             texts: an already read corpus (:class:`hatt.data.TextCorpus`;
                 else ``hatt.data.load_corpus`` with the config's settings);
                 not used with ``config.prepared``.
+            unlabeled: unlabeled documents given in memory (a list of str), for
+                ``config.unlabeled="(in memory)"``.
 
         Raises:
             ValueError: a class is missing from a split;
@@ -262,10 +302,10 @@ class Corpus:
         """
         if config.prepared:
             return cls._from_shards(config)
-        return cls._from_text(config, texts)
+        return cls._from_text(config, texts, unlabeled)
 
     @classmethod
-    def _from_text(cls, config, texts):
+    def _from_text(cls, config, texts, unlabeled=None):
         if texts is None:
             texts = load_texts(config)
         splits = {name: getattr(texts, name) for name in SPLITS}
@@ -278,8 +318,14 @@ class Corpus:
             splits=splits,
         )
         corpus.check_classes()
-        print(f"Fitting the vocabulary on {len(texts.train)} training reviews")
-        corpus.vectorizer = create_vectorizer(config).adapt(texts.train.texts, progress=True)
+        corpus.unlabeled = read_unlabeled(config, splits, unlabeled)
+        vocabulary_texts = list(texts.train.texts)
+        also = ""
+        if corpus.unlabeled is not None:  # words met only there still get a vector
+            vocabulary_texts += corpus.unlabeled.texts
+            also = f" and {len(corpus.unlabeled.texts)} unlabeled documents"
+        print(f"Fitting the vocabulary on {len(texts.train)} training reviews{also}")
+        corpus.vectorizer = create_vectorizer(config).adapt(vocabulary_texts, progress=True)
         print("Tokenizing train / validation / test")
         corpus.ids = {
             name: hatt.data.encode(split.texts, corpus.vectorizer, progress=True)

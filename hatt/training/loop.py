@@ -200,7 +200,8 @@ def start_channel(run, model, corpus):
 
 
 def start_word_vectors(run, model, corpus):
-    """Step 5 (``word_vectors``): start the embedding from word vectors of the training split.
+    """Step 5 (``word_vectors``): start the embedding from word vectors of the training
+    split and the unlabeled documents (``unlabeled.json`` says what was read).
 
     A prepared corpus never gets here with word vectors (:func:`check_prepared`).
     """
@@ -208,7 +209,18 @@ def start_word_vectors(run, model, corpus):
         return  # a resumed run restores its trained embedding
     train_ids, _ = corpus.in_memory_split("train")
     vocabulary = corpus.vectorizer.get_vocabulary()
-    info = word_vectors.init_word_vectors(model, run.config, train_ids, vocabulary)
+    unlabeled_ids = None
+    if corpus.unlabeled is not None:
+        run.write_json(run_files.UNLABELED, corpus.unlabeled.report)
+        unlabeled_ids = word_vectors.encode_unlabeled(corpus.unlabeled.texts, corpus.vectorizer)
+    info = word_vectors.init_word_vectors(
+        model,
+        run.config,
+        train_ids,
+        vocabulary,
+        unlabeled_ids=unlabeled_ids,
+        cache_path=run.run_dir / word_vectors.CACHE_FILE,
+    )
     run.write_json(run_files.WORD_VECTORS, info)
 
 
@@ -432,7 +444,15 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
 
 
 def train(
-    config, run_dir, *, texts=None, command=None, verbose="auto", restart=False, callbacks=None
+    config,
+    run_dir,
+    *,
+    texts=None,
+    command=None,
+    verbose="auto",
+    restart=False,
+    callbacks=None,
+    unlabeled=None,
 ):
     """Train ``config.model`` on its corpus and write the run directory.
 
@@ -454,6 +474,9 @@ def train(
         restart: remove an earlier run's files from ``run_dir`` first.
         callbacks: Keras callbacks added after the loop's own (NaN stop,
             early stopping, the per-epoch backup, TensorBoard).
+        unlabeled: unlabeled documents as a list of str, for
+            ``config.unlabeled="(in memory)"`` (else ``config.unlabeled``'s path
+            is read).
 
     Returns:
         The metrics dict also written to ``metrics.json``.
@@ -474,7 +497,7 @@ def train(
         run = check_run(config, run_dir, strategy, restart=restart)
         set_seed(config)
         run.callbacks = list(callbacks or ())
-        corpus = Corpus.open(config, texts)
+        corpus = Corpus.open(config, texts, unlabeled)
         run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
         start_run_dir(run, corpus, restart=restart)
         steps = corpus.steps_per_epoch(run.replicas)

@@ -34,12 +34,13 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from hatt import run_dir as run_files
 from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
 SCALES = ("match", "none")
-CACHE_FILE = "word_vectors.npz"  # beside word_vectors.json in the run directory
+CACHE_FILE = run_files.WORD_VECTOR_CACHE  # beside word_vectors.json in the run directory
 
 
 def embedding_layer(model):

@@ -1,0 +1,121 @@
+"""Training with unlabeled documents (issue 36, items 1 and 5): `hatt train --unlabeled`,
+``TextClassifier.fit(unlabeled=)``, the vocabulary and word2vec learning from them, and
+validation / test texts never reaching training."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import hatt
+from hatt.data import Imdb
+from hatt.training import assemble_config
+from tests.conftest import planted
+
+TINY_RNN = {
+    "max_tokens": 200,
+    "min_count": 1,
+    "sequence_length": 20,
+    "batch_size": 16,
+    "learning_rate": 0.02,
+    "epochs": 1,
+    "patience": 1,
+    "embedding_dim": 8,
+    "units": 4,
+    "ngram": None,
+    "word_vectors": "word2vec",
+    "word_vectors_epochs": 1,
+}
+ONLY_UNLABELED = "zyzzogeton"  # a word no labeled document holds
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Imdb(planted(80, 0), planted(20, 1), planted(20, 2), "planted")
+
+
+def _unlabeled(corpus):
+    """Unlabeled documents: new ones with an unseen word, and one copy of a test text."""
+    new = [f"The {ONLY_UNLABELED} scene was a {ONLY_UNLABELED} delight {i}." for i in range(30)]
+    return [*new, corpus.test.texts[3].upper(), "   "]
+
+
+def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(corpus, tmp_path):
+    clf = hatt.TextClassifier("rnn", **TINY_RNN)
+    clf.fit(corpus, run_dir=tmp_path / "with", verbose=0, unlabeled=_unlabeled(corpus))
+    report = json.loads((tmp_path / "with" / "unlabeled.json").read_text())
+    assert report["source"] == "(in memory)"
+    assert (report["read"], report["empty"], report["excluded"], report["kept"]) == (32, 1, 1, 30)
+    info = json.loads((tmp_path / "with" / "word_vectors.json").read_text())
+    assert info["unlabeled_documents"] == 30
+    vocabulary = hatt.data.Vectorizer.load(tmp_path / "with" / "vectorizer.json").get_vocabulary()
+    assert ONLY_UNLABELED in vocabulary
+    assert (tmp_path / "with" / "word_vectors.npz").is_file()
+    config = json.loads((tmp_path / "with" / "config.json").read_text())
+    assert config["unlabeled"] == "(in memory)"
+
+    hatt.TextClassifier("rnn", **TINY_RNN).fit(
+        corpus, run_dir=tmp_path / "alone", verbose=0
+    )
+    vocabulary = hatt.data.Vectorizer.load(tmp_path / "alone" / "vectorizer.json").get_vocabulary()
+    assert ONLY_UNLABELED not in vocabulary
+    assert not (tmp_path / "alone" / "unlabeled.json").exists()
+
+
+def test_hatt_train_reads_a_folder_of_unlabeled_documents(corpus, tmp_path):
+    data = tmp_path / "data"
+    for split, name in ((corpus.train, "train"), (corpus.test, "test")):
+        for i, (text, label) in enumerate(zip(split.texts, split.labels, strict=True)):
+            folder = data / name / ("pos" if label else "neg")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{i}.txt").write_text(text)
+    unsup = tmp_path / "unsup"
+    unsup.mkdir()
+    for i, text in enumerate(_unlabeled(corpus)):
+        (unsup / f"{i}.txt").write_text(text)
+    settings = ["--set", f"model_kwargs={json.dumps({'embedding_dim': 8, 'units': 4})}"]
+    for key, value in TINY_RNN.items():
+        if key not in ("embedding_dim", "units"):
+            settings += ["--set", f"{key}={json.dumps(value)}"]
+    command = [
+        sys.executable, "-m", "hatt.cli", "train", "rnn", "--data", str(data),
+        "--unlabeled", str(unsup), "--run-dir", str(tmp_path / "run"), "--export-dir", "",
+        "--preset", "none", *settings,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Unlabeled: 30 documents kept of 32 read from" in done.stdout
+    assert "1 equal to a validation/test text and removed" in done.stdout
+    report = json.loads((tmp_path / "run" / "unlabeled.json").read_text())
+    assert report["source"] == str(unsup) and report["excluded"] == 1
+
+
+@pytest.mark.parametrize(
+    "values,message",
+    [
+        ({"unlabeled": "u.txt"}, "Expected word_vectors='word2vec' and a corpus read as text"),
+        ({"unlabeled_text_column": "body"}, "with unlabeled_text_column"),
+        ({"unlabeled": " ", "word_vectors": "word2vec"}, "Expected unlabeled to be a path"),
+    ],
+)
+def test_bad_unlabeled_settings_are_refused_before_anything_runs(values, message):
+    with pytest.raises(ValueError, match=message):
+        hatt.training.TrainConfig(model="cnn", **values)
+
+
+def test_a_missing_unlabeled_path_and_bad_documents_are_clear_errors(corpus, tmp_path):
+    clf = hatt.TextClassifier("rnn", **TINY_RNN)
+    with pytest.raises(ValueError, match="no such file or folder"):
+        clf.fit(corpus, run_dir=tmp_path / "a", verbose=0, unlabeled=tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="Expected unlabeled documents to be strings"):
+        clf.fit(corpus, run_dir=tmp_path / "b", verbose=0, unlabeled=["fine", 3])
+    with pytest.raises(ValueError, match="non-empty list of documents"):
+        clf.fit(corpus, run_dir=tmp_path / "c", verbose=0, unlabeled=[])
+    with pytest.raises(ValueError, match="all 2 documents of unlabeled='\\(in memory\\)'"):
+        clf.fit(corpus, run_dir=tmp_path / "d", verbose=0, unlabeled=list(corpus.test.texts[:2]))
+
+
+def test_the_cli_flag_reaches_the_config(tmp_path):
+    config = assemble_config("rnn", unlabeled=str(tmp_path), unlabeled_text_column=None)
+    assert config.unlabeled == str(tmp_path) and config.word_vectors == "word2vec"
