@@ -4,6 +4,7 @@ import keras
 
 from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
+from hatt.layers.normalizers import NORMALIZERS
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
 from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask
@@ -24,6 +25,8 @@ def build_transformer(
     pooling=("attention",),
     hidden_dim=None,
     conv_kernel_size=None,
+    attention_normalizer="softmax",
+    attention_window=None,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
@@ -80,6 +83,14 @@ def build_transformer(
             token then enters the blocks with its neighbours' n-gram
             features, which self-attention over a few thousand reviews is
             slow to learn. Defaults to `None` (none).
+        attention_normalizer: The `normalizer` of the blocks' self-attention
+            and of the pooling attention: `"softmax"`, `"sparsemax"` or
+            `"entmax15"` (exact zeros for low-scoring words). Defaults to
+            `"softmax"`.
+        attention_window: Int `m >= 0` or `None`: local self-attention
+            (Luong et al.'s local-m), each token attending only to the
+            tokens at most `m` positions away (`TransformerBlock`'s
+            `window`). Defaults to `None` (the whole review).
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -111,6 +122,8 @@ def build_transformer(
         dropout=dropout,
         hidden_dim=hidden_dim,
         conv_kernel_size=conv_kernel_size,
+        attention_normalizer=attention_normalizer,
+        attention_window=attention_window,
     )
 
     # === Layers ===
@@ -126,6 +139,8 @@ def build_transformer(
             intermediate_dim=intermediate_dim,
             dropout=dropout,
             norm_first=norm_first,
+            normalizer=attention_normalizer,
+            window=attention_window,
             name=f"transformer_block_{i}",
         )
         for i in range(num_layers)
@@ -137,7 +152,12 @@ def build_transformer(
     )
     pool = ConcatPooling(
         pooling,
-        ContextAttention(units=attention_units, score=attention_score, name="word_attention"),
+        ContextAttention(
+            units=attention_units,
+            score=attention_score,
+            normalizer=attention_normalizer,
+            name="word_attention",
+        ),
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
@@ -169,6 +189,8 @@ def _check_arguments(
     dropout,
     hidden_dim,
     conv_kernel_size,
+    attention_normalizer,
+    attention_window,
 ):
     """Refuses bad `build_transformer` arguments; returns the blocks' width."""
     _checks.check_positive_int("vocabulary_size", vocabulary_size)
@@ -192,6 +214,14 @@ def _check_arguments(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_rate("dropout", dropout)
+    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
+    window = attention_window
+    if window is not None and (
+        not isinstance(window, int) or isinstance(window, bool) or window < 0
+    ):
+        raise ValueError(
+            f"Expected attention_window to be an int >= 0 or None. Received: attention_window={window!r}"
+        )
     return width
 
 

@@ -18,12 +18,27 @@ def _ids(model, batch=4):
     return ids
 
 
-@pytest.mark.parametrize("family", ["rnn", "han"])
+KWARGS = {
+    "rnn": {"units": 8},
+    "han": {"word_units": 8, "sentence_units": 8},
+    "transformer": {"num_heads": 2, "intermediate_dim": 8, "attention_window": 2},
+}
+ATTENTIONS = {  # the layers that normalize attention, per family
+    "rnn": ["word_attention"],
+    "han": ["word_attention", "sentence_attention"],
+    "transformer": ["transformer_block_0", "transformer_block_1", "word_attention"],
+}
+
+
+@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
 @pytest.mark.parametrize("normalizer", ["sparsemax", "entmax15"])
 def test_a_sparse_normalizer_gives_exact_zeros_and_masked_steps_none(family, normalizer, tmp_path):
-    kwargs = {"rnn": {"units": 8}, "han": {"word_units": 8, "sentence_units": 8}}[family]
     model = hatt.models.build(
-        family, vocabulary_size=60, embedding_dim=8, attention_normalizer=normalizer, **kwargs
+        family,
+        vocabulary_size=60,
+        embedding_dim=8,
+        attention_normalizer=normalizer,
+        **KWARGS[family],
     )
     view = hatt.models.attention_model(model)
     ids = _ids(model)
@@ -35,20 +50,30 @@ def test_a_sparse_normalizer_gives_exact_zeros_and_masked_steps_none(family, nor
     np.testing.assert_allclose(sums[mask.any(axis=-1)], 1.0, atol=1e-5)
     path = tmp_path / "m.keras"
     model.save(path)
-    reloaded = hatt.keras_load(path) if hasattr(hatt, "keras_load") else None
-
     reloaded = keras.saving.load_model(path)
     np.testing.assert_allclose(
         reloaded.predict(ids, verbose=0), model.predict(ids, verbose=0), atol=1e-6
     )
-    layer = reloaded.get_layer("word_attention")
-    assert (
-        getattr(layer, "pooling", layer).get_config().get("normalizer", normalizer) == normalizer
-        or True
-    )
+    for name in ATTENTIONS[family]:
+        assert reloaded.get_layer(name).get_config()["normalizer"] == normalizer
+    if family == "transformer":
+        assert reloaded.get_layer("transformer_block_0").get_config()["window"] == 2
 
 
-@pytest.mark.parametrize("family", ["rnn", "han"])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"attention_normalizer": "softermax"}, "attention_normalizer to be one of"),
+        ({"attention_window": -1}, "attention_window to be an int >= 0 or None"),
+        ({"attention_window": "3"}, "attention_window to be an int >= 0 or None"),
+    ],
+)
+def test_bad_transformer_attention_options_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        hatt.models.build("transformer", vocabulary_size=60, embedding_dim=8, **kwargs)
+
+
+@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
 def test_a_sparse_attention_trains_through_the_cli_settings(family, tmp_path):
     """`--set model_kwargs.attention_normalizer=sparsemax` reaches the model and its export."""
     config = training.assemble_config(
@@ -67,6 +92,7 @@ def test_a_sparse_attention_trains_through_the_cli_settings(family, tmp_path):
             "model_kwargs": {
                 "attention_normalizer": "sparsemax",
                 "embedding_dim": 8,
+                **({"attention_window": 3} if family == "transformer" else {}),
             },
         },
     )
@@ -78,6 +104,9 @@ def test_a_sparse_attention_trains_through_the_cli_settings(family, tmp_path):
     model = hatt.export.load(tmp_path / "run")
     out = model(["A fine film. I liked it."])
     assert np.isfinite(out["probabilities"]).all()
+    trained = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    for name in ATTENTIONS[family]:
+        assert trained.get_layer(name).get_config()["normalizer"] == "sparsemax"
 
 
 def test_an_unknown_cell_or_normalizer_is_named():
