@@ -69,7 +69,9 @@ def test_parameters_are_stored_as_given_and_cloned():
 
 def test_an_unknown_setting_fails_at_fit_with_the_known_ones(corpus):
     estimator = HattClassifier("cnn").set_params(dropuot=0.2)
-    with pytest.raises(ValueError, match=r"Unknown setting.*'dropuot' \(did you mean 'dropout'\?\)"):
+    with pytest.raises(
+        ValueError, match=r"Unknown setting.*'dropuot' \(did you mean 'dropout'\?\)"
+    ):
         estimator.fit(corpus.texts, corpus.labels)
 
 

@@ -109,8 +109,12 @@ class ContextAttention(keras.layers.Layer):
             scores at the k-th place share the weight). Uses the scores
             directly, so it needs `normalizer="softmax"` and
             `local_p=False`. Defaults to `None`.
-        temperature: Positive float, Gumbel-softmax temperature. Defaults to
-            `1.0`.
+        temperature: Positive float `tau`: the scores are divided by it
+            before the normalizer (`normalizer(e / tau)`), and it is the
+            Gumbel-softmax temperature with `hard="gumbel"`. Below 1 it
+            sharpens the weights; with `"sparsemax"` or `"entmax15"`, whose
+            support depends on the scores' scale, it gives more exact zeros.
+            Defaults to `1.0`.
         hard_k: Positive int, the `k` of the inference top-k. Defaults to
             `1`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
@@ -348,6 +352,8 @@ class ContextAttention(keras.layers.Layer):
             if training:
                 return self._gumbel_straight_through(scores, head_mask)
             return _top_k_uniform(scores, head_mask, self.hard_k)
+        if self.temperature != 1.0:
+            scores = scores / self.temperature
         if self.normalizer == "softmax":
             weights = masked_softmax(scores, head_mask)
         else:

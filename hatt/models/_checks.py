@@ -16,6 +16,12 @@ def check_optional_positive_int(name, value):
             )
 
 
+def check_positive_number(name, value):
+    """Raise unless `value` is an int or float > 0 (bools rejected)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise ValueError(f"Expected {name} to be a number > 0. Received: {name}={value!r}")
+
+
 def check_rate(name, value):
     """Raise unless `value` is a number in `[0, 1)` (a dropout rate)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:

@@ -29,6 +29,7 @@ def build_han(
     word_pooling=("attention",),
     packed_groups=None,
     attention_normalizer="softmax",
+    attention_temperature=1.0,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -75,6 +76,10 @@ def build_han(
         attention_normalizer: Both attentions' `normalizer`: `"softmax"`,
             `"sparsemax"` or `"entmax15"` (exact zeros for low-scoring words
             and sentences). Defaults to `"softmax"`.
+        attention_temperature: Positive float: the attention scores are
+            divided by it before the normalizer (`ContextAttention`'s
+            `temperature`); below 1 a sparse normalizer keeps fewer words.
+            Defaults to `1.0`.
         dropout: Float in `[0, 1)`, dropout on the word embeddings, the
             sentence vectors and the document vector. Defaults to `0.3`.
         word_pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
@@ -115,6 +120,7 @@ def build_han(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
+    _checks.check_positive_number("attention_temperature", attention_temperature)
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
@@ -138,6 +144,7 @@ def build_han(
             score=attention_score,
             skip_masked=packed_groups is None,  # at inference, the words only
             normalizer=attention_normalizer,
+            temperature=attention_temperature,
             name="word_attention",
         ),
         prefix="word_",
@@ -150,6 +157,7 @@ def build_han(
         units=attention_units,
         score=attention_score,
         normalizer=attention_normalizer,
+        temperature=attention_temperature,
         name="sentence_attention",
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")

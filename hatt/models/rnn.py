@@ -40,6 +40,7 @@ def build_rnn(
     pooling=("attention",),
     word_dropout=0.0,
     attention_normalizer="softmax",
+    attention_temperature=1.0,
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
@@ -73,6 +74,10 @@ def build_rnn(
         attention_normalizer: The attention's `normalizer`: `"softmax"`,
             `"sparsemax"` or `"entmax15"` (exact zeros for low-scoring
             words). Defaults to `"softmax"`.
+        attention_temperature: Positive float: the attention scores are
+            divided by it before the normalizer (`ContextAttention`'s
+            `temperature`); below 1 a sparse normalizer keeps fewer words.
+            Defaults to `1.0`.
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the embeddings and on the
             document vector. Defaults to `0.3`.
@@ -110,6 +115,7 @@ def build_rnn(
     _checks.check_optional_positive_int("attention_units", attention_units)
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
+    _checks.check_positive_number("attention_temperature", attention_temperature)
     _checks.check_rate("dropout", dropout)
     _checks.check_rate("word_dropout", word_dropout)
 
@@ -131,6 +137,7 @@ def build_rnn(
             units=attention_units,
             score=attention_score,
             normalizer=attention_normalizer,
+            temperature=attention_temperature,
             name="word_attention",
         ),
     )

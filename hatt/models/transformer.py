@@ -27,6 +27,7 @@ def build_transformer(
     conv_kernel_size=None,
     attention_normalizer="softmax",
     attention_window=None,
+    attention_temperature=1.0,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
@@ -91,6 +92,9 @@ def build_transformer(
             (Luong et al.'s local-m), each token attending only to the
             tokens at most `m` positions away (`TransformerBlock`'s
             `window`). Defaults to `None` (the whole review).
+        attention_temperature: Positive float: the pooling attention's scores
+            are divided by it before the normalizer (`ContextAttention`'s
+            `temperature`). Defaults to `1.0`.
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -125,6 +129,7 @@ def build_transformer(
         attention_normalizer=attention_normalizer,
         attention_window=attention_window,
     )
+    _checks.check_positive_number("attention_temperature", attention_temperature)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -156,6 +161,7 @@ def build_transformer(
             units=attention_units,
             score=attention_score,
             normalizer=attention_normalizer,
+            temperature=attention_temperature,
             name="word_attention",
         ),
     )

@@ -48,6 +48,26 @@ def test_context_attention_normalizer(normalizer):
     assert round_trip(layer).normalizer == normalizer
 
 
+@pytest.mark.parametrize("normalizer", ["softmax", "sparsemax", "entmax15"])
+def test_a_temperature_divides_the_scores_before_the_normalizer(normalizer):
+    x, mask = data(seed=2, steps=12)
+    x = 3.0 * x  # scores spread enough for a temperature to matter
+    warm = ContextAttention(normalizer=normalizer)
+    warm(x, mask=mask)
+    cold = ContextAttention(normalizer=normalizer, temperature=0.1)
+    cold(x, mask=mask)
+    cold.set_weights(warm.get_weights())
+    scores, _ = np_scores(cold, x * mask[..., None])
+    _, weights = cold(x, mask=mask, return_attention_scores=True)
+    want = np_masked(REFERENCES[normalizer], scores / 0.1, mask)
+    np.testing.assert_allclose(to_numpy(weights), want, atol=2e-5)
+    _, warm_weights = warm(x, mask=mask, return_attention_scores=True)
+    if normalizer != "softmax":  # a colder sparse normalizer keeps fewer words
+        assert (to_numpy(weights)[mask] == 0).sum() > (to_numpy(warm_weights)[mask] == 0).sum()
+    assert np.all(to_numpy(weights)[~mask] == 0)
+    assert round_trip(cold).temperature == 0.1
+
+
 def np_local_p(layer, x, mask):
     scores, w = np_scores(layer, x * mask[..., None])
     base = np_masked(np_softmax, scores, mask)

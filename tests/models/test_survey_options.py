@@ -60,6 +60,23 @@ def test_a_sparse_normalizer_gives_exact_zeros_and_masked_steps_none(family, nor
         assert reloaded.get_layer("transformer_block_0").get_config()["window"] == 2
 
 
+@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
+def test_the_attention_temperature_reaches_every_pooling_attention(family):
+    model = hatt.models.build(
+        family,
+        vocabulary_size=60,
+        embedding_dim=8,
+        attention_normalizer="sparsemax",
+        attention_temperature=0.25,
+        **KWARGS[family],
+    )
+    pooling = [n for n in ATTENTIONS[family] if n.endswith("_attention")]
+    for name in pooling:
+        assert model.get_layer(name).temperature == 0.25
+    with pytest.raises(ValueError, match="attention_temperature to be a number > 0"):
+        hatt.models.build(family, vocabulary_size=60, attention_temperature=0, **KWARGS[family])
+
+
 @pytest.mark.parametrize(
     "kwargs,message",
     [

@@ -55,9 +55,7 @@ def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(corpus, tmp_p
     config = json.loads((tmp_path / "with" / "config.json").read_text())
     assert config["unlabeled"] == "(in memory)"
 
-    hatt.TextClassifier("rnn", **TINY_RNN).fit(
-        corpus, run_dir=tmp_path / "alone", verbose=0
-    )
+    hatt.TextClassifier("rnn", **TINY_RNN).fit(corpus, run_dir=tmp_path / "alone", verbose=0)
     vocabulary = hatt.data.Vectorizer.load(tmp_path / "alone" / "vectorizer.json").get_vocabulary()
     assert ONLY_UNLABELED not in vocabulary
     assert not (tmp_path / "alone" / "unlabeled.json").exists()
