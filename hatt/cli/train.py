@@ -114,8 +114,9 @@ def add_train_command(sub):
         default=None,
         help="unlabeled documents that word2vec and the vocabulary also learn from: a folder "
         "of .txt files, a .csv / .tsv / .jsonl table, a text file of one a line, or an "
-        "archive (aclImdb_v1_unsup.tar.gz); any equal to a validation or test text is "
-        "dropped. Needs word_vectors=word2vec (the rnn, han and transformer presets)",
+        "archive (aclImdb_v1_unsup.tar.gz), or imdb:unsup (IMDB's own, found beside the "
+        "labeled data); any equal to a validation or test text is dropped. Needs "
+        "word_vectors=word2vec (the rnn, han and transformer presets)",
     )
     train.add_argument(
         "--unlabeled-text-column",

@@ -95,6 +95,54 @@ def _archive_documents(path):
 
 
 IN_MEMORY = "(in memory)"  # the source of documents given as a list of str
+IMDB_UNLABELED = "imdb:unsup"  # IMDB's own unlabeled split, found beside the labeled data
+UNSUP_ARCHIVE = "aclImdb_v1_unsup.tar.gz"
+
+
+def find_imdb_unsup(imdb_source=None):
+    """The path of IMDB's 50,000 unlabeled reviews beside the labeled data.
+
+    Looked for, in order: ``train/unsup/`` inside the aclImdb folder (the original
+    release has it), ``aclImdb_v1_unsup.tar.gz`` beside the folder or the labeled
+    ``.tar.gz``, and the full release ``aclImdb_v1.tar.gz`` itself (its
+    ``aclImdb/train/unsup/`` members).
+
+    Args:
+        imdb_source: the labeled IMDB's folder or ``.tar.gz`` (``None``:
+            ``$HATT_IMDB``).
+
+    Raises:
+        ValueError: no unlabeled split was found (the message lists where it looked).
+    """
+    import os
+
+    from hatt.data.imdb import ENV_VAR
+
+    source = imdb_source or os.environ.get(ENV_VAR)
+    if not source or str(source).startswith("tfds:"):
+        raise ValueError(
+            f"Expected the labeled IMDB as a local folder or .tar.gz (--data or ${ENV_VAR}) to "
+            f"find unlabeled={IMDB_UNLABELED!r} beside it. Received: data={source!r}; give "
+            f"--unlabeled /path/to/{UNSUP_ARCHIVE} instead"
+        )
+    source = Path(source).expanduser()
+    root = source if source.is_dir() else source.parent
+    candidates = [
+        root / "train" / "unsup",
+        root / "aclImdb" / "train" / "unsup",
+        root / UNSUP_ARCHIVE,
+        root.parent / UNSUP_ARCHIVE,
+    ]
+    if source.name == "aclImdb_v1.tar.gz":
+        candidates.append(source)
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    raise ValueError(
+        f"Expected IMDB's unlabeled reviews beside {str(source)!r}. Received: none of "
+        + ", ".join(repr(str(c)) for c in candidates)
+        + f" exists; give --unlabeled /path/to/{UNSUP_ARCHIVE}"
+    )
 
 
 def _listed_documents(texts):

@@ -227,6 +227,8 @@ def read_unlabeled(config, splits, documents=None):
                 "Received: no documents"
             )
         source = list(documents)
+    elif source == unlabeled_lib.IMDB_UNLABELED:
+        source = unlabeled_lib.find_imdb_unsup(config.data)
     exclude = [*splits["validation"].texts, *splits["test"].texts]
     texts, report = unlabeled_lib.read_unlabeled(
         source, text_column=config.unlabeled_text_column, exclude=exclude

@@ -117,3 +117,20 @@ def test_a_missing_unlabeled_path_and_bad_documents_are_clear_errors(corpus, tmp
 def test_the_cli_flag_reaches_the_config(tmp_path):
     config = assemble_config("rnn", unlabeled=str(tmp_path), unlabeled_text_column=None)
     assert config.unlabeled == str(tmp_path) and config.word_vectors == "word2vec"
+
+
+def test_imdb_s_unlabeled_split_is_found_beside_the_labeled_data(tmp_path, monkeypatch):
+    from hatt.data.unlabeled import UNSUP_ARCHIVE, find_imdb_unsup
+
+    imdb = tmp_path / "aclImdb"
+    (imdb / "train" / "pos").mkdir(parents=True)
+    with pytest.raises(ValueError, match="Expected IMDB's unlabeled reviews beside"):
+        find_imdb_unsup(str(imdb))
+    (tmp_path / UNSUP_ARCHIVE).write_bytes(b"")
+    assert find_imdb_unsup(str(imdb)) == tmp_path / UNSUP_ARCHIVE
+    (imdb / "train" / "unsup").mkdir()
+    assert find_imdb_unsup(str(imdb)) == imdb / "train" / "unsup"
+    monkeypatch.setenv("HATT_IMDB", str(imdb))
+    assert find_imdb_unsup(None) == imdb / "train" / "unsup"
+    with pytest.raises(ValueError, match="as a local folder or .tar.gz"):
+        find_imdb_unsup("tfds:imdb_reviews")
