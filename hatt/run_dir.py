@@ -19,6 +19,7 @@ WORD_VECTORS = "word_vectors.json"  # where the initial word vectors came from
 # same corpus and settings reads them instead of training word2vec again
 WORD_VECTOR_CACHE = "word_vectors.npz"
 UNLABELED = "unlabeled.json"  # the unlabeled documents read: kept, skipped, excluded
+INIT = "init.json"  # what was copied from the trained model of --init
 VALIDATION_PROBABILITIES = "validation_probabilities.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
 STATE = "state.json"  # resume: the epoch reached and the RNG state
@@ -31,6 +32,7 @@ OUTPUTS = (
     NGRAM_CHANNEL,
     WORD_VECTORS,
     UNLABELED,
+    INIT,
     HISTORY,
     METRICS,
     MODEL,

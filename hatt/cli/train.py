@@ -36,6 +36,7 @@ def cmd_train(args):
         prepared=args.prepared,
         unlabeled=args.unlabeled,
         unlabeled_text_column=args.unlabeled_text_column,
+        init=args.init,
         # a seed asked for on the command line: a reproducible run
         deterministic=True if args.seed is not None else None,
     )
@@ -123,6 +124,14 @@ def add_train_command(sub):
         metavar="NAME",
         default=None,
         help="the unlabeled table's text column (default: text)",
+    )
+    train.add_argument(
+        "--init",
+        metavar="MODEL",
+        default=None,
+        help="start from a trained model of the same family (a run directory, a .keras file "
+        "or saved_models/NAME): its encoders, its word vectors for the words both "
+        "vocabularies know, and its head when the classes are the same (init.json says what)",
     )
     train.add_argument(
         "--preset",

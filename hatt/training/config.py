@@ -329,6 +329,7 @@ class TrainConfig:
     # or test text are dropped. Needs word_vectors="word2vec".
     unlabeled: str | None = None
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
+    init: str | None = None  # a trained model of the family to start from (training/transfer)
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3

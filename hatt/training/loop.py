@@ -28,7 +28,7 @@ from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
-from hatt.training import distribute, mix, ngram, resume, word_vectors
+from hatt.training import distribute, mix, ngram, resume, transfer, word_vectors
 from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
@@ -129,6 +129,7 @@ class _Run:
         # evaluates and writes its results.
         done = state and state.get("training_done")
         self.fit_epochs = self.initial_epoch if done else config.epochs
+        self.init_source = None  # --init's trained model, loaded before the data
 
     def write_json(self, name, value):
         (self.run_dir / name).write_text(json.dumps(value, indent=2) + "\n")
@@ -222,6 +223,16 @@ def start_word_vectors(run, model, corpus):
         cache_path=run.run_dir / word_vectors.CACHE_FILE,
     )
     run.write_json(run_files.WORD_VECTORS, info)
+
+
+def start_from_model(run, model, corpus):
+    """Step 5 (``init``): copy a trained model's weights in (:mod:`hatt.training.transfer`)."""
+    if run.state or run.config.init is None:
+        return  # a resumed run restores its own weights
+    source = run.init_source or transfer.load_source(run.config.init, run.config.model)
+    info = transfer.init_from_model(model, corpus.vectorizer, corpus.class_names, source)
+    print(transfer.summary(info))
+    run.write_json(run_files.INIT, info)
 
 
 def fit(run, model, datasets, steps, *, verbose="auto"):
@@ -497,6 +508,8 @@ def train(
         run = check_run(config, run_dir, strategy, restart=restart)
         set_seed(config)
         run.callbacks = list(callbacks or ())
+        if config.init is not None and not run.state:  # a bad --init fails before the data
+            run.init_source = transfer.load_source(config.init, config.model)
         corpus = Corpus.open(config, texts, unlabeled)
         run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
         start_run_dir(run, corpus, restart=restart)
@@ -508,6 +521,7 @@ def train(
         model = build_model(run, corpus, steps)
         start_channel(run, model, corpus)
         start_word_vectors(run, model, corpus)
+        start_from_model(run, model, corpus)
         run.class_weight = class_weights(config, corpus)
         history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
         channel_logits = mix_channel(run, model, corpus)

@@ -1,0 +1,144 @@
+"""Start a model from a trained hatt model (``--init MODEL``): transfer to a small corpus.
+
+A model trained on a large corpus (the IMDB HAN) knows how to read reviews; a
+few hundred documents of a related task (their star ratings, another site's
+reviews) are too few to learn that from scratch. ``TrainConfig.init`` names the
+trained model (a run directory, a ``.keras`` file or ``saved_models/NAME``); after
+the new model is built (and its embedding started from word vectors, if asked),
+every layer of it with weights takes the same-named layer's weights from the
+trained model when the family is the same and every weight's shape matches:
+
+- the word embedding (the one-hot CNN: its region table) row by row through the
+  two vocabularies: a word both know gets the trained row, the others keep their
+  start (word2vec or random);
+- the deep logit layer (``"logit"``) only when the class names are the same, in
+  the same order; otherwise the new task's head starts fresh;
+- never the n-gram channel (``"ngram_logit"``): it is fit on the new corpus.
+
+What was copied, mapped and left is written to ``init.json`` in the run
+directory. A resumed run restores its own weights instead.
+
+    >>> info = init_from_model(model, vectorizer, class_names, "runs/han-imdb")
+    >>> info["copied"]  # ["word_encoder", "word_attention", ...]
+"""
+
+import numpy as np
+
+NEVER = ("ngram_logit",)  # fit on the new corpus
+BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
+HEAD = "logit"
+
+
+def load_source(path, family):
+    """The trained model at ``path`` (a Keras-backed :class:`hatt.export.Predictor`).
+
+    Raises:
+        ValueError: nothing loadable there, a SavedModel without its ``.keras``
+            file, or a model of another family.
+    """
+    from hatt import export
+
+    try:
+        predictor = export.load(path)
+        predictor.text_model  # noqa: B018  (ids-level access: the Keras model)
+    except export.ExportError as error:
+        raise ValueError(f"Expected init to name a trained hatt model. Received: {error}") from None
+    if predictor.family != family:
+        raise ValueError(
+            f"Expected init to be a {family} model like the one trained. Received: init="
+            f"{str(path)!r}, a {predictor.family} model"
+        )
+    return predictor
+
+
+def _row_mapped(target, source, vocabulary, source_vocabulary):
+    """The target layer's weights with the rows of words the source also knows replaced
+    (every weight whose rows are word ids); the other weights as the source's; how many."""
+    index = {word: i for i, word in enumerate(source_vocabulary)}
+    pairs = [
+        (i, index[word])
+        for i, word in enumerate(vocabulary)
+        if i >= 2 and index.get(word, 0) >= 2  # never padding (0) or OOV (1)
+    ]
+    here, there = zip(*pairs, strict=True) if pairs else ((), ())
+    weights = []
+    for mine, theirs in zip(target.get_weights(), source.get_weights(), strict=True):
+        if mine.shape[0] == len(vocabulary) and theirs.shape[0] == len(source_vocabulary):
+            mine = np.array(mine)
+            mine[list(here)] = theirs[list(there)]
+            weights.append(mine)
+        elif mine.shape == theirs.shape:
+            weights.append(theirs)
+        else:
+            return None, 0
+    return weights, len(pairs)
+
+
+def _shapes(layer):
+    return [tuple(w.shape) for w in layer.weights]
+
+
+def init_from_model(model, vectorizer, class_names, source):
+    """Copy the weights of ``source`` (:func:`load_source`) into ``model``.
+
+    Args:
+        model: the new model, built and not trained.
+        vectorizer: the new run's adapted vectorizer.
+        class_names: the new run's class names.
+        source: a Keras-backed Predictor of the trained model.
+
+    Returns:
+        ``{"source", "copied": [layer names], "embedding_words": mapped rows,
+        "vocabulary_size", "head": "copied" | reason, "left": {layer: reason}}``.
+
+    Raises:
+        ValueError: no layer could be copied (the models differ in every layer).
+    """
+    trained = source.text_model.classifier
+    by_name = {layer.name: layer for layer in trained.layers if layer.weights}
+    vocabulary = vectorizer.get_vocabulary()
+    source_vocabulary = source.text_model.vectorizer.get_vocabulary()
+    same_classes = tuple(class_names) == tuple(source.class_names)
+    info = {"source": str(source.source), "copied": [], "left": {}, "embedding_words": 0}
+    for layer in model.layers:
+        if not layer.weights or layer.name in NEVER:
+            continue
+        other = by_name.get(layer.name)
+        if other is None:
+            info["left"][layer.name] = "the trained model has no such layer"
+        elif layer.name in BY_WORD:
+            weights, mapped = _row_mapped(layer, other, vocabulary, source_vocabulary)
+            if weights is None:
+                info["left"][layer.name] = f"other shapes ({_shapes(other)} there)"
+                continue
+            layer.set_weights(weights)
+            info["embedding_words"] = mapped
+            info["copied"].append(layer.name)
+        elif layer.name == HEAD and not same_classes:
+            info["left"][layer.name] = (
+                f"other classes ({list(source.class_names)} there): the head starts fresh"
+            )
+        elif _shapes(layer) != _shapes(other):
+            info["left"][layer.name] = (
+                f"other shapes ({_shapes(other)} there, {_shapes(layer)} here)"
+            )
+        else:
+            layer.set_weights(other.get_weights())
+            info["copied"].append(layer.name)
+    info["vocabulary_size"] = int(vectorizer.vocabulary_size)
+    info["head"] = "copied" if HEAD in info["copied"] else info["left"].get(HEAD, "none")
+    if not info["copied"]:
+        raise ValueError(
+            f"Expected init={info['source']!r} to share layers with the new model. Received: "
+            f"none could be copied ({info['left']})"
+        )
+    return info
+
+
+def summary(info):
+    """One line for the user: what the new model took from the trained one."""
+    return (
+        f"Started from {info['source']}: {len(info['copied'])} layers copied "
+        f"({', '.join(info['copied'])}), {info['embedding_words']} of "
+        f"{info['vocabulary_size']} words' vectors; head: {info['head']}"
+    )
