@@ -5,10 +5,12 @@ are scaled up so that sparsemax gives exact zeros (a trained sparse model
 does the same, it only takes longer to make).
 """
 
+import html
 import html.parser
 import json
 import re
 import zipfile
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -21,10 +23,11 @@ from hatt import export, serve
 from hatt.export import facts
 from hatt.inspect import explain, to_terminal
 from hatt.inspect.explanation import Explanation
-from hatt.inspect.html import review_html, to_html
+from hatt.inspect.html import review_html, to_html, write_html
 from hatt.inspect.terminal import ZERO_STYLE, sentence_texts
 from hatt.inspect.uniform import attention_layers
 from tests.conftest import LIMITS, planted
+from tests.serve.test_browser import CHROMEDRIVER, CHROMIUM, chromium
 
 KWARGS = {
     "rnn": {"embedding_dim": 8, "units": 8, "dropout": 0.0},
@@ -255,16 +258,46 @@ def test_attention_facts_read_the_layers_configs_and_an_export_folder(tmp_path):
     assert facts.saved_model_attention(folder / "2") is None
 
 
-def test_the_page_card_names_the_attention_and_leaves_zeros_unshaded(sparse):
-    predictor, _, _ = sparse["han"]
-    app = serve.create_app({"sparse": serve.served_model("sparse", predictor)})
+@pytest.mark.slow  # an export and a server: about 40 s on 2 cores
+def test_the_page_card_of_an_exported_model_names_its_attention(tmp_path):
+    """A SavedModel, served: its attention read from its export folder's model.keras."""
+    predictor = _model("rnn", "sparsemax")
+    text_model = predictor.text_model
+    saved = export.write_export(text_model, tmp_path / "sparse").saved_model
+    model = serve.served_model("sparse", export.load(saved))
+    app = serve.create_app({"sparse": model}, serve.Settings(max_batch_size=1))
     with TestClient(app) as client:
-        for method in ("attention", "total"):
-            ask = {"model": "sparse", "text": TEXTS[0], "method": method}
-            response = client.post("/ui/explain", json=ask)
-            assert response.status_code == 200, response.text
-            card = response.json()["html"]
-            assert '<p class="attention"' in card
-            assert "attention: sparsemax over words and sentences (" in card
-            if method == "attention":
-                assert 'class="zero" title="' in card and "weight 0 (sparse attention)" in card
+        ask = {"model": "sparse", "text": TEXTS[0], "method": "attention"}
+        response = client.post("/ui/explain", json=ask)
+    assert response.status_code == 200, response.text
+    card = response.json()["html"]
+    (expected,) = explain(predictor, TEXTS[:1], progress=False, methods=["attention"])
+    assert '<p class="attention" title="' in card
+    assert html.escape(expected.attention_line()) in card
+    assert expected.attention_line().startswith("attention: sparsemax over words (")
+    zeros = [css == "zero" for css, _, _ in _spans(card)]
+    assert zeros == [w == 0 for w in expected.weights] and any(zeros)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()),
+    reason="needs Debian's chromium and chromium-driver",
+)
+def test_in_a_browser_a_zero_has_no_background_and_a_small_weight_has_one(sparse, tmp_path):
+    """The page's own CSS, as Chromium computes it (the serve page's cards share it)."""
+    _, explained, _ = sparse["han"]
+    page = tmp_path / "page.html"
+    write_html(explained, page, method="attention")
+    browser = chromium(tmp_path / "profile")
+    try:
+        browser.get(page.as_uri())
+        backgrounds = browser.execute_script(
+            "const of = (s) => [...document.querySelectorAll('.view.m-attention ' + s)]"
+            "  .map((e) => getComputedStyle(e).backgroundColor);"
+            "return {zero: of('.words span.zero'), shaded: of('.words span[class^=w]')};"
+        )
+    finally:
+        browser.quit()
+    assert backgrounds["zero"] and set(backgrounds["zero"]) == {"rgba(0, 0, 0, 0)"}
+    assert backgrounds["shaded"] and "rgba(0, 0, 0, 0)" not in backgrounds["shaded"]
