@@ -317,11 +317,15 @@ class Explanation:
         Example: `"attention: sparsemax over words and sentences (32 % of
         word weights and 40 % of sentence weights exactly 0)"`, `"attention:
         softmax over words (0 % of weights exactly 0)"`. `None` when the
-        word scores are not attention (the CNN's saliency).
+        word scores are not attention (the CNN's saliency), and when the
+        model's attention is not known (`attention=None`: an older export)
+        and no weight is exactly 0.
         """
         zeros = self.attention_zeros()
         if zeros is None:
             return None
+        if self.attention is None and not any(count for count, _ in zeros.values()):
+            return None  # not recorded, and nothing to point out
         levels = [level for level in _LEVELS if level in zeros]
         described = {}
         for level in levels:
@@ -340,16 +344,17 @@ class Explanation:
         return (self.attention or {}).get(_LEVELS[level])
 
     def _attention_kind(self, level):
-        """`"sparsemax"`, `"hard attention (top-1 at inference)"`, ... for one level."""
+        """`"sparsemax"`, `"hard attention (gumbel; top-1 at inference)"`, ... for one level."""
         options = self._attention_options(level)
         if options is None:
-            return "attention (its kind not recorded)"
+            return "normalizer not recorded"
         if options.get("hard"):
             kind = (
                 f"hard attention ({options['hard']}; top-{options.get('hard_k', 1)} at inference)"
             )
         else:
-            kind = str(options.get("normalizer", "softmax"))
+            normalizer = options.get("normalizer", "softmax")
+            kind = NORMALIZER_NAMES.get(normalizer, str(normalizer))
         if options.get("local_p"):
             kind += f" in a local-p window (D = {options.get('window')})"
         return kind
@@ -476,6 +481,7 @@ class Explanation:
 
 
 SPARSE_NORMALIZERS = ("sparsemax", "entmax15")  # the normalizers that give exact zeros
+NORMALIZER_NAMES = {"softmax": "softmax", "sparsemax": "sparsemax", "entmax15": "entmax-1.5"}
 # Each level of attention and the layer that makes it (hatt.models' layer names).
 _LEVELS = {"words": "word_attention", "sentences": "sentence_attention"}
 

@@ -72,7 +72,7 @@ h1 { font-size: 1.4em; margin-bottom: .2em; }
         text-align: right; padding-right: .3em; color: #57606a; }
 .words { flex: 1; }
 .words span { padding: 1px 2px; border-radius: 3px; }
-.words span.zero, .legend span.zero { color: #8c959f; background: none; }
+span.zero { color: #8c959f; background: none; }
 .gap { color: #57606a; font-style: italic; margin: .3em 0 .3em 3.8em; }
 nav.pages { margin: 1em 0; padding: .4em .8em; background: #f6f8fa; border-radius: 6px; }
 nav.pages a { margin: 0 .3em; }

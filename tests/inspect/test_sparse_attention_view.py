@@ -127,7 +127,10 @@ def test_words_of_weight_exactly_zero_are_unshaded_in_the_html(sparse, family):
                 assert re.fullmatch(r"w\d+", css), (css, weight)
     assert zeros and shaded  # the models give both
     page = to_html(explained)
-    assert ".words span.zero" in page and "grey, unshaded</span>: a word whose weight" in page
+    assert (
+        "span.zero { color: #8c959f; background: none; }" in page
+        and "grey, unshaded</span>: a word whose weight" in page
+    )
 
 
 @pytest.mark.parametrize("family", ["rnn", "han"])
@@ -220,12 +223,13 @@ def test_the_line_names_hard_and_local_attention_and_an_unknown_kind():
     assert (
         _explanation({"word_attention": local})
         .attention_line()
-        .startswith("attention: entmax15 in a local-p window (D = 4) over words")
+        .startswith("attention: entmax-1.5 in a local-p window (D = 4) over words")
     )
     unknown = _explanation(None)  # an export that did not record it: the zeros still count
     assert unknown.attention_line() == (
-        "attention: attention (its kind not recorded) over words (33 % of weights exactly 0)"
+        "attention: normalizer not recorded over words (33 % of weights exactly 0)"
     )
+    assert _explanation(None, [(0.5, 0.5)]).attention_line() is None  # nothing to point out
     assert unknown.zero_reasons("attention")[0][0] == "weight 0"
     assert "(< 1 %" in _explanation(None, [(0.5, 0.5)] * 200 + [(1.0, 0.0)]).attention_line()
 
