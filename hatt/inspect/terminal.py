@@ -81,12 +81,17 @@ def legend(explanations, method=None):
             f"{method_label(m)}{agnostic}: bars: {bar}, relative to the review's top sentence "
             f"(number: the score); words: shaded by {shade}, relative to the review's strongest word"
         )
+    return "\n".join(lines)
+
+
+def _zero_note(explanations):
+    """How a weight exactly 0 looks (in colour), when some explanation has one; else None."""
     if any(count for e in explanations for count, _ in (e.attention_zeros() or {}).values()):
-        lines.append(
+        return (
             "dim words without a background: weight exactly 0 (sparse or hard attention); "
             "any non-zero weight has at least a faint background"
         )
-    return "\n".join(lines)
+    return None
 
 
 # Characters a terminal acts on (C0 / C1 controls such as ESC, bidirectional overrides):
@@ -190,6 +195,8 @@ def render(explanations, console, method=None):
     console.print(legend(explanations, method), style="dim")
     if plain:
         console.print(_plain_note(methods))
+    elif _zero_note(explanations):
+        console.print(_zero_note(explanations), style="dim")
     for number, e in enumerate(explanations, 1):
         console.print()
         shown = e.methods_to_show(method)

@@ -154,6 +154,8 @@ def test_words_of_weight_exactly_zero_have_no_background_in_the_terminal(sparse,
     shown = to_terminal(explained[:1], file=False, color=True, method="attention")
     assert explained[0].attention_line() in shown.replace("\n", " ").replace("  ", " ")
     assert "dim words without a background: weight exactly 0" in shown
+    plain = to_terminal(explained[:1], file=False, color=False, method="attention")
+    assert "attention: sparsemax over words" in plain and "dim words" not in plain  # no dim
 
 
 def _percent(zeros, total):
