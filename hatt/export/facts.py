@@ -1,11 +1,18 @@
-"""What a run recorded against reading its parts at face value: the facts and warnings an export carries."""
+"""What a run recorded against reading its parts at face value: the facts and warnings an export carries.
 
+Also which attention a model uses (:func:`attention_facts`), read from its
+layers' configs, the one source for a model in memory, a ``.keras`` file and
+an export folder's ``model.keras``.
+"""
+
+import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from hatt import run_dir as run_files
-from hatt.export.layout import EXPORT_FILE, advisory_json
+from hatt.export.layout import EXPORT_FILE, advisory_json, version_numbers
 
 NGRAM_FACTS = (
     "fit",
@@ -115,3 +122,81 @@ def _negative_weight_warning(mix, weights, class_names):
 
 
 # === Loading ==========================================================================
+
+
+# === Which attention a model uses ======================================================
+
+# The options of hatt.layers.ContextAttention that change its weights' shape, and their
+# defaults (a config saved before an option existed behaves as its default).
+ATTENTION_OPTIONS = {
+    "normalizer": "softmax",
+    "local_p": False,
+    "window": None,
+    "hard": None,
+    "hard_k": 1,
+}
+
+
+def attention_facts(config):
+    """The attention a model uses, from its serialized config.
+
+    Args:
+        config: A model's config as Keras serializes it (`model.get_config()`,
+            `keras.saving.serialize_keras_object(model)`, or a `.keras`
+            file's `config.json`), nested models included.
+
+    Returns:
+        `{layer name: {option: value}}` for every `hatt.layers.ContextAttention`
+        in it (:data:`ATTENTION_OPTIONS`: `normalizer`, `local_p`, `window`,
+        `hard`, `hard_k`), in the config's order; `{}` for a model without
+        one (the CNN with max-over-time pooling).
+
+    Example:
+
+    >>> model = hatt.models.build("rnn", vocabulary_size=100, attention_normalizer="sparsemax")
+    >>> hatt.export.facts.attention_facts(model.get_config())["word_attention"]["normalizer"]
+    'sparsemax'
+    """
+    found = {}
+    stack = [config]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            layer = node.get("config")
+            if node.get("class_name") == "ContextAttention" and isinstance(layer, dict):
+                found.setdefault(
+                    str(layer.get("name")),
+                    {key: layer.get(key, default) for key, default in ATTENTION_OPTIONS.items()},
+                )
+                continue
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+    return found
+
+
+def keras_file_attention(path):
+    """:func:`attention_facts` of a `.keras` file, read from its `config.json` (no weights
+    loaded), or `None` when the file cannot be read."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return attention_facts(config)
+
+
+def saved_model_attention(saved_model):
+    """The attention of an export's version folder (`saved_models/NAME/VERSION`), or `None`.
+
+    From the export folder's `model.keras`, which is the newest version's:
+    `None` for an older version, or an export without it.
+    """
+    saved_model = Path(saved_model)
+    folder = saved_model.parent
+    versions = version_numbers(folder)
+    if not versions or saved_model.name != str(versions[-1]):
+        return None
+    if not (folder / run_files.MODEL).is_file():
+        return None
+    return keras_file_attention(folder / run_files.MODEL)

@@ -16,13 +16,17 @@ here, every method aligned to the same tokens by one function
 computed once, in :class:`hatt.export.TextModel`.
 
 The methods and the warnings an explanation carries are described in
-:mod:`hatt.inspect.explanation`.
+:mod:`hatt.inspect.explanation`; so is its `attention` (which attention the
+model uses), read by :func:`model_attention` from the model's layers.
 """
+
+import weakref
 
 import numpy as np
 
 from hatt import export
 from hatt.attribution import METHODS
+from hatt.export import facts
 from hatt.inspect.align import align, token_array
 from hatt.inspect.explanation import ALL, METHOD_LABELS, Explanation, is_signed, method_label
 from hatt.progress import Progress
@@ -173,6 +177,7 @@ def explanations_from_result(
     class_names=("negative", "positive"),
     methods=None,
     warnings=(),
+    attention=None,
 ):
     """Turn an exported model's result dict into :class:`Explanation` objects.
 
@@ -193,6 +198,8 @@ def explanations_from_result(
             the result holds, else a list of them.
         warnings: The model's warnings (`hatt.export.Predictor.warnings`),
             given to every explanation.
+        attention: The model's attention settings (:func:`model_attention`),
+            given to every explanation; `None` when not known.
 
     Returns:
         A list of `N` explanations, every method's scores aligned to the
@@ -235,10 +242,53 @@ def explanations_from_result(
                 sentence_scores=sentence_scores,
                 methods=available,
                 warnings=warnings,
+                attention=attention,
                 **_review_facts(result, methods, i),
             )
         )
     return out
+
+
+# A predictor's attention, found once: a server explains every request with the same one.
+_ATTENTION = weakref.WeakKeyDictionary()
+
+
+def model_attention(predictor):
+    """Which attention a loaded model uses: `{layer name: options}` (`{}`: none), or `None`.
+
+    One source, the model's `hatt.layers.ContextAttention` configs
+    (:func:`hatt.export.facts.attention_facts`): a Keras model's own layers
+    (a run directory, a `.keras` file, a model in memory); for a SavedModel,
+    what its export recorded (`metadata["attention"]`), else the configs in
+    its export folder's `model.keras` when that is this version's. `None`
+    when neither says (an older version of an export, a stand-in
+    predictor).
+    """
+    try:
+        return _ATTENTION[predictor]
+    except (KeyError, TypeError):
+        pass
+    found = _find_attention(predictor)
+    try:
+        _ATTENTION[predictor] = found
+    except TypeError:  # not weakly referenceable: found again next time
+        pass
+    return found
+
+
+def _find_attention(predictor):
+    if getattr(predictor, "kind", None) == "keras":
+        try:
+            text_model = predictor.text_model
+        except export.ExportError:
+            return None
+        if isinstance(text_model, export.TextModel):
+            return facts.attention_facts(text_model.classifier.get_config())
+        return None
+    recorded = getattr(predictor, "metadata", {}).get("attention")
+    if isinstance(recorded, dict):
+        return recorded
+    return facts.saved_model_attention(predictor.source)
 
 
 def _runner(predictor, methods, steps):
@@ -336,6 +386,7 @@ def explain(
                 predictor.class_names,
                 methods,
                 warnings,
+                model_attention(predictor),
             )
         )
         bar.update(start + len(chunk))

@@ -15,6 +15,13 @@ negative one against it.
 `warnings` (on every explanation, from `hatt.export.Predictor.warnings`) say
 when a model's parts should not be read alone: a deep part with a negative
 weight in the mix, or one that scores below the channel alone.
+
+`attention` (the model's attention layers' settings) says which attention
+made the weights: softmax, or a sparse normalizer (sparsemax, entmax-1.5)
+or hard attention, whose weights are often exactly 0. `attention_line()`
+says so with the share of exact zeros; `zero_reasons()` tells the renderers
+which words to leave unshaded (weight exactly 0), so that a zero never looks
+like a small weight.
 """
 
 import dataclasses
@@ -91,6 +98,13 @@ class Explanation:
         methods: The explanation methods the model has (`METHODS` order).
         warnings: Why the model's parts should not be read alone (str each;
             `hatt.export.model_warnings`), empty for most models.
+        attention: The model's attention, `{layer name: {"normalizer",
+            "local_p", "window", "hard", "hard_k"}}` (the options of its
+            `hatt.layers.ContextAttention` layers: `"word_attention"` and,
+            for the HAN, `"sentence_attention"`; see
+            `hatt.export.facts.attention_facts`); `{}` for a model without
+            attention, `None` when not known (an export that did not record
+            it).
 
     Attention weights are the same whatever the class; the signed scores
     explain the explained class's logit (see `hatt.export.TextModel`).
@@ -115,6 +129,7 @@ class Explanation:
     completeness_error: float | None = None
     methods: tuple = ()
     warnings: tuple = ()
+    attention: dict | None = None
 
     def __post_init__(self):
         self.class_names = tuple(self.class_names)
@@ -280,6 +295,105 @@ class Explanation:
         summed = sum(v for row in self.scores["total"] for v in row)
         return f"= words (total) {summed:.3f} + baseline {d['baseline']:.3f} (no word evidence)"
 
+    def attention_zeros(self):
+        """The attention weights that are exactly 0, counted over the tokens the model saw.
+
+        Returns:
+            `{"words": [zeros, tokens]}` and, for the HAN, `"sentences":
+            [zeros, sentences]` (HAN word weights are within their
+            sentence), or `None` when the word scores are not attention
+            (`score_kind="saliency"`).
+        """
+        if self.score_kind != "attention":
+            return None
+        zeros = {"words": _zero_count(self.word_weights)}
+        if self.sentence_weights is not None:
+            zeros["sentences"] = _zero_count([self.sentence_weights])
+        return zeros
+
+    def attention_line(self):
+        """Which attention the model uses and how many of its weights are exactly 0.
+
+        Example: `"attention: sparsemax over words and sentences (32 % of
+        word weights and 40 % of sentence weights exactly 0)"`, `"attention:
+        softmax over words (0 % of weights exactly 0)"`. `None` when the
+        word scores are not attention (the CNN's saliency), and when the
+        model's attention is not known (`attention=None`: an older export)
+        and no weight is exactly 0.
+        """
+        zeros = self.attention_zeros()
+        if zeros is None:
+            return None
+        if self.attention is None and not any(count for count, _ in zeros.values()):
+            return None  # not recorded, and nothing to point out
+        levels = [level for level in _LEVELS if level in zeros]
+        described = {}
+        for level in levels:
+            described.setdefault(self._attention_kind(level), []).append(level)
+        kinds = ", ".join(f"{kind} over {' and '.join(on)}" for kind, on in described.items())
+        if len(levels) == 1:
+            shares = f"{_percent(*zeros['words'])} of weights"
+        else:
+            shares = " and ".join(
+                f"{_percent(*zeros[level])} of {level[:-1]} weights" for level in levels
+            )
+        return f"attention: {kinds} ({shares} exactly 0)"
+
+    def _attention_options(self, level):
+        """The settings of the attention layer over `level` (`"words"` or `"sentences"`)."""
+        return (self.attention or {}).get(_LEVELS[level])
+
+    def _attention_kind(self, level):
+        """`"sparsemax"`, `"hard attention (gumbel; top-1 at inference)"`, ... for one level."""
+        options = self._attention_options(level)
+        if options is None:
+            return "normalizer not recorded"
+        if options.get("hard"):
+            kind = (
+                f"hard attention ({options['hard']}; top-{options.get('hard_k', 1)} at inference)"
+            )
+        else:
+            normalizer = options.get("normalizer", "softmax")
+            kind = NORMALIZER_NAMES.get(normalizer, str(normalizer))
+        if options.get("local_p"):
+            kind += f" in a local-p window (D = {options.get('window')})"
+        return kind
+
+    def _zero_cause(self, level):
+        """Why the attention over `level` gives exact zeros: `" (sparse attention)"`, ..."""
+        options = self._attention_options(level) or {}
+        if options.get("hard"):
+            return " (hard attention)"
+        if options.get("normalizer") in SPARSE_NORMALIZERS:
+            return " (sparse attention)"
+        return ""
+
+    def zero_reasons(self, method=None):
+        """Why each word's weight in the review is exactly 0, shaped like `sentences`.
+
+        For an unsigned method (attention, saliency): `"weight 0 (sparse
+        attention)"` for a word whose own weight is exactly 0 (`"(hard
+        attention)"`, or no cause for softmax), `"sentence weight 0 (sparse
+        attention)"` for a HAN word in a sentence of weight exactly 0, else
+        `None`. Signed methods: all `None` (0 is their neutral, not an
+        absence). The renderers leave the words with a reason unshaded,
+        and shade every other word at least faintly.
+        """
+        method = self.check_method(method)
+        rows = self.scores[method]
+        if is_signed(method):
+            return [[None for _ in row] for row in rows]
+        cause = self._zero_cause("words") if method == "attention" else ""
+        sentences = self.sentence_scores[method] if self.sentence_weights is not None else None
+        reasons = []
+        for s, row in enumerate(rows):
+            empty = sentences is not None and sentences[s] == 0
+            sentence_reason = f"sentence weight 0{self._zero_cause('sentences')}"
+            reasons.append(
+                [f"weight 0{cause}" if w == 0 else sentence_reason if empty else None for w in row]
+            )
+        return reasons
+
     @property
     def tokens(self):
         """All tokens the model saw, in order (flat list of str)."""
@@ -346,6 +460,8 @@ class Explanation:
         values["warnings"] = list(self.warnings)
         values["prediction"] = self.prediction
         values["predicted_label"] = self.predicted_label
+        values["attention_line"] = self.attention_line()
+        values["attention_zeros"] = self.attention_zeros()
         return values
 
     def _repr_html_(self):
@@ -362,6 +478,31 @@ class Explanation:
             f'<iframe srcdoc="{html_escape(page, quote=True)}" title="hatt explanation" '
             f'style="width: 100%; height: {height}px; border: none; resize: vertical;"></iframe>'
         )
+
+
+SPARSE_NORMALIZERS = ("sparsemax", "entmax15")  # the normalizers that give exact zeros
+NORMALIZER_NAMES = {"softmax": "softmax", "sparsemax": "sparsemax", "entmax15": "entmax-1.5"}
+# Each level of attention and the layer that makes it (hatt.models' layer names).
+_LEVELS = {"words": "word_attention", "sentences": "sentence_attention"}
+
+
+def _zero_count(rows):
+    """`[values exactly 0, values]` over rows of floats."""
+    values = [v for row in rows for v in row]
+    return [sum(1 for v in values if v == 0), len(values)]
+
+
+def _percent(zeros, total):
+    """`zeros / total` as a whole percentage; `"< 1 %"` / `"> 99 %"` rather than a false 0 or
+    100, and `"0 %"` without values."""
+    if not total:
+        return "0 %"
+    share = 100 * zeros / total
+    if 0 < share < 0.5:
+        return "< 1 %"
+    if 99.5 <= share < 100:
+        return "> 99 %"
+    return f"{share:.0f} %"
 
 
 def _shading(words, sentence):

@@ -16,6 +16,13 @@ the class, red against it, white at 0, each scaled by the review's largest
 |score| for that method. The page opens on the total view (each word's
 contribution to the whole logit) when the model has it.
 
+A word whose weight in the review is exactly 0 (sparse attention:
+sparsemax, entmax-1.5; hard attention) gets no shade at all, grey text and
+the hover text "weight 0 (sparse attention)", while every non-zero weight
+gets at least the palette's faintest shade: a zero never looks like a small
+weight. Each card says which attention the model uses and how many of its
+weights are exactly 0 (`Explanation.attention_line`).
+
 A model whose parts should not be read alone (`Explanation.warnings`: a
 deep part with a negative weight in the mix, or below the channel alone)
 gets a warning box: once at the top of a page, on the card of a fragment.
@@ -45,7 +52,8 @@ _BASE_CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
        max-width: 60em; color: #1f2328; background: #fff; line-height: 1.6; }
 h1 { font-size: 1.4em; margin-bottom: .2em; }
-.meta, .legend, .caption, .decomposition { color: #57606a; font-size: .9em; }
+.meta, .legend, .caption, .decomposition, .attention { color: #57606a; font-size: .9em; }
+.attention { margin: .2em 0; }
 .warning { border: 1px solid #d4a72c; background: #fff8c5; color: #3b2300; border-radius: 6px;
            padding: .4em .8em; margin: .6em 0; font-size: .9em; }
 .warning p { margin: .2em 0; }
@@ -64,6 +72,7 @@ h1 { font-size: 1.4em; margin-bottom: .2em; }
         text-align: right; padding-right: .3em; color: #57606a; }
 .words { flex: 1; }
 .words span { padding: 1px 2px; border-radius: 3px; }
+span.zero { color: #8c959f; background: none; }
 .gap { color: #57606a; font-style: italic; margin: .3em 0 .3em 3.8em; }
 nav.pages { margin: 1em 0; padding: .4em .8em; background: #f6f8fa; border-radius: 6px; }
 nav.pages a { margin: 0 .3em; }
@@ -104,10 +113,15 @@ def shade_class(value, signed):
 
     `LEVELS` steps a palette: `w1` ... `w20` (unsigned, `WORD_RGB`), `p1` ...
     (towards the explained class, `TOWARDS_RGB`), `n1` ... (against it,
-    `AGAINST_RGB`); `""` (no colour) below half a step. Classes, not inline
-    colours, keep a page of many reviews and methods small.
+    `AGAINST_RGB`). Unsigned: `""` (no colour) for 0 only, any other value
+    at least `w1`, so that an exact zero (sparse attention) stands apart
+    from a small weight. Signed: `""` below half a step (0 is their
+    neutral). Classes, not inline colours, keep a page of many reviews and
+    methods small.
     """
     level = min(round(abs(float(value)) * LEVELS), LEVELS)
+    if not signed and value > 0:
+        level = max(level, 1)
     if level == 0:
         return ""
     return f"{'w' if not signed else 'p' if value > 0 else 'n'}{level}"
@@ -185,6 +199,9 @@ def _band(e, method, s, han):
         title, text = f"{method_label(method)}: the sentence's sum {value:+.4f}", f"{value:+.2f}"
     elif han:
         title, text = f"sentence {method_label(method)} {value:.4f}", f"{value:.2f}"
+        reasons = [r for r in e.zero_reasons(method)[s] if r and r.startswith("sentence")]
+        if reasons:  # exactly 0: the sentence's words are left unshaded
+            title += f" · {reasons[0]}"
     else:
         title, text = f"sum of its word weights {value:.4f}", f"{value:.2f}"
     style = f"background:{colour(shade, signed, SENTENCE_RGB, BAND_ALPHA)}"
@@ -199,6 +216,7 @@ def _sentence_rows(e, method):
     signed = is_signed(method)
     han = e.sentence_weights is not None and not signed
     shading = e.display_scores(method)
+    zeros = e.zero_reasons(method)
     gap = (
         f'<div class="gap">[… {e.omitted_words} words not seen by the model …]</div>'
         if e.omitted_words
@@ -210,12 +228,13 @@ def _sentence_rows(e, method):
             parts.append(gap)
         spans = []
         for i, word in enumerate(words):
-            shade = shade_class(shading[s][i], signed)
+            title = _word_title(e, method, s, i, han)
+            if zeros[s][i]:  # exactly 0 in the review: no shade at all, grey
+                shade, title = "zero", f"{title} · {zeros[s][i]}"
+            else:
+                shade = shade_class(shading[s][i], signed)
             attribute = f' class="{shade}"' if shade else ""
-            spans.append(
-                f'<span{attribute} title="{esc(_word_title(e, method, s, i, han))}">'
-                f"{esc(word)}</span>"
-            )
+            spans.append(f'<span{attribute} title="{esc(title)}">{esc(word)}</span>')
         parts.append(
             f'<div class="sentence">{_band(e, method, s, han)}'
             f'<div class="words">{" ".join(spans)}</div></div>'
@@ -267,6 +286,7 @@ def review_html(e, number=1, heading=None, method=None, warnings=True):
     line = " ".join(filter(None, (e.decomposition_line(), e.total_line())))
     if line:
         parts.append(f'<p class="decomposition" title="{esc(_DECOMPOSITION_HELP)}">{esc(line)}</p>')
+    parts.append(attention_html(e))
     for m in methods:
         parts.append(f'<div class="view m-{esc(m)}">')
         parts.append(f'<p class="caption">{esc(e.method_note(m))}</p>')
@@ -279,6 +299,30 @@ def review_html(e, number=1, heading=None, method=None, warnings=True):
     )
     return "\n".join(parts)
 
+
+def attention_html(e):
+    """The card's line on the model's attention (`Explanation.attention_line`), or `""`.
+
+    When some weights are exactly 0 it shows how such words look: grey and
+    unshaded.
+    """
+    line = e.attention_line()
+    if line is None:
+        return ""
+    zeros = e.attention_zeros()
+    key = ""
+    if any(count for count, _ in zeros.values()):
+        key = ' · <span class="zero">grey, unshaded</span>: weight exactly 0'
+    return (
+        f'<p class="attention" title="{html.escape(_ATTENTION_HELP)}">{html.escape(line)}{key}</p>'
+    )
+
+
+_ATTENTION_HELP = (
+    "The normalizer of the model's attention: softmax gives every word some weight; sparsemax "
+    "and entmax-1.5 (sparse attention) and hard attention give many words exactly 0, shown "
+    "grey and unshaded (any non-zero weight is shaded at least faintly)"
+)
 
 _DECOMPOSITION_HELP = (
     "The explained class's logit = the deep part (the network over the word embeddings) "
@@ -469,6 +513,13 @@ def _method_legend(explanations, method):
 
 def _legend(explanations, methods):
     parts = [_method_legend(explanations, m) for m in methods]
+    if any(count for e in explanations for count, _ in (e.attention_zeros() or {}).values()):
+        parts.append(
+            '<p class="legend"><span class="zero">grey, unshaded</span>: a word whose weight '
+            "is exactly 0 (sparse attention: sparsemax, entmax-1.5; or hard attention), "
+            "not a small weight: every non-zero weight has at least the faintest shade. The "
+            "line under each heading names the model's attention and its share of zeros.</p>"
+        )
     parts.append(
         '<p class="legend">Hover for the raw scores. Words are the model\'s tokens '
         "(lower-cased, punctuation dropped). The line under each heading splits the "

@@ -12,7 +12,10 @@ Attention (unsigned) is drawn from white to blue (words) and red (the
 sentence strip), HAN words by `sqrt(sentence attention) × word attention`;
 the signed methods on a diverging map, red (against the explained class) –
 white (0) – blue (towards it). Each panel is relative to the review's
-largest |score| for its method.
+largest |score| for its method. A word whose weight in the review is exactly
+0 (sparse or hard attention) is a blank cell with grey text; every non-zero
+unsigned weight gets at least the faintest shade (`FAINTEST`). The header
+names the model's attention and its share of exact zeros.
 
 Every image is `WIDTH_PX` pixels wide and `png_size(explanation, method)[1]`
 high: `round(DPI * (HEADER_INCHES + ROW_INCHES * rows))` for one method
@@ -43,6 +46,8 @@ MAX_ROWS = 30
 MAX_COLUMNS = 20  # words per HAN row (longer sentences wrap)
 FLAT_COLUMNS = 16  # words per row for flat models
 MAX_CHARS = 12
+FAINTEST = 0.08  # the faintest shade of an unsigned non-zero weight
+ZERO_COLOUR = "#8c959f"  # the text of a word whose weight is exactly 0 (its cell blank)
 
 WORD_CMAP = LinearSegmentedColormap.from_list("hatt_words", ["#ffffff", "#0969da"])
 SENTENCE_CMAP = LinearSegmentedColormap.from_list("hatt_sentences", ["#ffffff", "#cf222e"])
@@ -50,10 +55,23 @@ SENTENCE_CMAP = LinearSegmentedColormap.from_list("hatt_sentences", ["#ffffff", 
 DIVERGING_CMAP = LinearSegmentedColormap.from_list("hatt_signed", ["#b2182b", "#ffffff", "#2166ac"])
 
 
+def _cell_values(e, method):
+    """Each word's cell value: its shading, at least `FAINTEST` for a non-zero unsigned
+    weight, NaN (a blank cell) for a weight exactly 0."""
+    signed = is_signed(method)
+    return [
+        [
+            np.nan if zero else v if signed or v <= 0 else max(v, FAINTEST)
+            for v, zero in zip(row, zeros, strict=True)
+        ]
+        for row, zeros in zip(e.display_scores(method), e.zero_reasons(method), strict=True)
+    ]
+
+
 def _grid(explanation, method=None):
-    """Rows of (words, shading) to draw, the sentence strip values (or None), notes."""
+    """Rows of (words, cell values) to draw, the sentence strip values (or None), notes."""
     e = explanation
-    shading = e.display_scores(method)
+    shading = _cell_values(e, method)
     notes = []
     if e.sentence_weights is not None:
         shares = e.sentence_display(method)
@@ -121,9 +139,9 @@ def _words_axes(fig, rect, rows, columns, signed):
     font = 9 if columns <= 16 else 8
     for r, (words, shade) in enumerate(rows):
         for c, (word, value) in enumerate(zip(words, shade, strict=True)):
+            colour = ZERO_COLOUR if np.isnan(value) else "white" if abs(value) > 0.6 else "black"
             ax.text(
-                c, r, _short(word), ha="center", va="center", fontsize=font,
-                color="white" if abs(value) > 0.6 else "black",
+                c, r, _short(word), ha="center", va="center", fontsize=font, color=colour,
             )  # fmt: skip
     ax.set_xticks([])
     ax.set_yticks([])
@@ -190,6 +208,14 @@ def _subtitle(e, methods):
     return scale + "; colours relative to this review's maximum"
 
 
+def _attention_note(e):
+    """The model's attention and its share of zeros, and how a zero is drawn; or `None`."""
+    line = e.attention_line()
+    if line is None or not any(count for count, _ in e.attention_zeros().values()):
+        return line
+    return f"{line}, grey on white"
+
+
 def figure(explanation, method=None):
     """The matplotlib figure for one explanation (close it when done).
 
@@ -222,7 +248,10 @@ def figure(explanation, method=None):
     # The warnings' first clause (the whole sentences are in hatt inspect's output).
     notes = [f"warning: {w.split(':')[0]}" for w in e.warnings] + notes
     fig.text(0.015, 1 - 0.3 / inches, e.headline(method), fontsize=12, weight="bold", va="top")
-    fig.text(0.015, 1 - 0.72 / inches, _subtitle(e, methods), fontsize=9, va="top", color="#57606a")
+    subtitle = "\n".join(filter(None, (_attention_note(e), _subtitle(e, methods))))
+    fig.text(
+        0.015, 1 - 0.66 / inches, subtitle, fontsize=9, va="top", color="#57606a", linespacing=1.3
+    )
     if notes:
         fig.text(
             0.015, 1 - 1.05 / inches, "; ".join(notes), fontsize=9, va="top", color="#9a6700",

@@ -4,6 +4,11 @@ Attention (unsigned) shades words from white to blue; the signed methods
 (which explain the logit of the explained class) shade words blue towards
 the class and red against it. `method="all"` prints one block per method
 under each review's header and its logit decomposition.
+
+A word whose weight in the review is exactly 0 (sparse or hard attention)
+is printed dim, with no background, while every non-zero weight gets at
+least a faint one; each review's header says which attention the model uses
+and how many of its weights are exactly 0.
 """
 
 import io
@@ -16,12 +21,15 @@ from rich.text import Text
 from hatt.inspect.methods import ALL, is_signed, method_label
 
 BAR_WIDTH = 12
+FAINTEST = 0.08  # the faintest background an unsigned non-zero weight gets
+ZERO_STYLE = "dim"  # a weight exactly 0: dim text, no background
 
 
 def _word_style(weight):
-    """Unsigned: background from white to strong blue by weight in [0, 1]; None below 0.08."""
-    if weight < 0.08:
+    """Unsigned: background from faint to strong blue by weight in (0, 1]; None at 0."""
+    if weight <= 0:
         return None
+    weight = max(weight, FAINTEST)
     red = int(255 - 215 * weight)
     green = int(255 - 160 * weight)
     foreground = "white" if weight > 0.55 else "black"
@@ -76,6 +84,16 @@ def legend(explanations, method=None):
     return "\n".join(lines)
 
 
+def _zero_note(explanations):
+    """How a weight exactly 0 looks (in colour), when some explanation has one; else None."""
+    if any(count for e in explanations for count, _ in (e.attention_zeros() or {}).values()):
+        return (
+            "dim words without a background: weight exactly 0 (sparse or hard attention); "
+            "any non-zero weight has at least a faint background"
+        )
+    return None
+
+
 # Characters a terminal acts on (C0 / C1 controls such as ESC, bidirectional overrides):
 # shown escaped, so that a review or a class name cannot move the cursor or recolour.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -114,30 +132,50 @@ def _plain_note(methods):
     return f"no colour: {' and '.join(marks)} mark the words with at least half the top |score|"
 
 
+def sentence_texts(e, method, plain=False):
+    """Each sentence's words as a rich `Text`, each word styled by its `method` score.
+
+    Unsigned scores: a blue background, at least a faint one for any
+    non-zero weight; a word whose weight in the review is exactly 0
+    (`Explanation.zero_reasons`) is dim with no background. Signed: blue
+    towards the explained class, red against it. `plain`: no styles, marks
+    instead (`*word*`, `[+word]`, `[-word]`).
+    """
+    signed = is_signed(method)
+    lines = []
+    for words, shading, zeros in zip(
+        e.sentences, e.display_scores(method), e.zero_reasons(method), strict=True
+    ):
+        line = Text()
+        for word, value, zero in zip(words, shading, zeros, strict=True):
+            if zero:
+                style = ZERO_STYLE
+            else:
+                style = _signed_style(value) if signed else _word_style(value)
+            word = printable(word)
+            line.append(_mark(word, value, signed) if plain else word, style=style)
+            line.append(" ")
+        lines.append(line)
+    return lines
+
+
 def _table(e, method, plain):
     """One method's block: a bar and the shaded words per sentence."""
     signed = is_signed(method)
     values = e.sentence_scores[method]
     bars = e.sentence_display(method)
-    shading = e.display_scores(method)
     table = Table.grid(padding=(0, 1))
     table.add_column(justify="right", no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column(ratio=1, overflow="fold")
     gap = Text(f"[… {e.omitted_words} words not seen by the model …]", style="italic")
-    for s, words in enumerate(e.sentences):
+    for s, line in enumerate(sentence_texts(e, method, plain)):
         if e.gap_before == s and e.omitted_words:
             table.add_row("", "", gap)
         filled = round(BAR_WIDTH * abs(bars[s]))
         colour = "red" if not signed or bars[s] < 0 else "blue"
         bar = Text("█" * filled, style=colour)
         bar.append("·" * (BAR_WIDTH - filled), style="dim")
-        line = Text()
-        for word, value in zip(words, shading[s], strict=True):
-            style = _signed_style(value) if signed else _word_style(value)
-            word = printable(word)
-            line.append(_mark(word, value, signed) if plain else word, style=style)
-            line.append(" ")
         table.add_row(f"{values[s]:+.3f}" if signed else f"{values[s]:.3f}", bar, line)
     if e.gap_before == len(e.sentences) and e.omitted_words:
         table.add_row("", "", gap)
@@ -157,12 +195,14 @@ def render(explanations, console, method=None):
     console.print(legend(explanations, method), style="dim")
     if plain:
         console.print(_plain_note(methods))
+    elif _zero_note(explanations):
+        console.print(_zero_note(explanations), style="dim")
     for number, e in enumerate(explanations, 1):
         console.print()
         shown = e.methods_to_show(method)
         headline = printable(e.headline(method))
         console.print(Text(f"Review {number} · {headline}", style="bold"))
-        for line in (e.decomposition_line(), e.total_line()):
+        for line in (e.decomposition_line(), e.total_line(), e.attention_line()):
             if line is not None:
                 console.print(Text("  " + printable(line)))
         if not e.sentences:

@@ -15,7 +15,10 @@ Each model's method choice opens on ``"total"`` (each word's contribution to
 the whole prediction: blue for the predicted class, red against it) when the
 model has it. A model with warnings (a deep part with a negative weight in
 the mix, or below the n-gram channel alone; ``Explanation.warnings``) shows
-them in a box on its card.
+them in a box on its card. Each card names the model's attention and its
+share of weights exactly 0 (`Explanation.attention_line`); with sparse
+attention (sparsemax, entmax-1.5) or hard attention, a word of weight exactly
+0 is grey and unshaded, never confused with a small weight.
 """
 
 from hatt.inspect.html import CSS as CARD_CSS
@@ -71,7 +74,9 @@ PAGE_HTML = f"""<!DOCTYPE html>
 </head><body>
 <header><h1>hatt: what the model looked at</h1>
 <p>Paste a review and see the prediction and the words each model weighed: in the
-total view, blue for the predicted class and red against it.</p></header>
+total view, blue for the predicted class and red against it. Each card names the model's
+attention; in its attention view a <span class="zero">grey, unshaded</span> word has weight
+exactly 0 (sparse attention).</p></header>
 <main>
 <form id="form" autocomplete="off">
 <label class="review-label" for="review">Review</label>
