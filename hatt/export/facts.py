@@ -134,6 +134,7 @@ ATTENTION_OPTIONS = {
     "window": None,
     "hard": None,
     "hard_k": 1,
+    "temperature": 1.0,
 }
 
 

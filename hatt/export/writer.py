@@ -13,7 +13,7 @@ import tensorflow as tf
 import hatt
 from hatt import attribution
 from hatt import run_dir as run_files
-from hatt.export.facts import run_facts
+from hatt.export.facts import attention_facts, run_facts
 from hatt.export.layout import (
     EXPORT_FILE,
     VERSION_METADATA,
@@ -189,6 +189,9 @@ def _export_facts(text_model, metadata):
         "explain_steps": attribution.DEFAULT_STEPS,
         "num_classes": text_model.num_classes,
         "class_names": list(text_model.class_names),
+        # each version its own attention settings (the page names them; model.keras is
+        # the newest version's only)
+        "attention": attention_facts(text_model.classifier.get_config()),
         "input": "text: tf.string [None], raw review text",
         "hatt_version": hatt.__version__,
         "keras_version": keras.__version__,

@@ -355,6 +355,8 @@ class Explanation:
         else:
             normalizer = options.get("normalizer", "softmax")
             kind = NORMALIZER_NAMES.get(normalizer, str(normalizer))
+            if options.get("temperature", 1.0) != 1.0:
+                kind += f" (temperature {options['temperature']:g})"
         if options.get("local_p"):
             kind += f" in a local-p window (D = {options.get('window')})"
         return kind

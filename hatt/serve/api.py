@@ -312,6 +312,8 @@ def explanation_json(explanation, method=None):
         "completeness_error": e.completeness_error,
         "omitted_words": e.omitted_words,
         "gap_before": e.gap_before,
+        "attention": e.attention,
+        "attention_line": e.attention_line(),
     }
 
 

@@ -26,6 +26,7 @@ from hatt.inspect.explanation import Explanation
 from hatt.inspect.html import review_html, to_html, write_html
 from hatt.inspect.terminal import ZERO_STYLE, sentence_texts
 from hatt.inspect.uniform import attention_layers
+from hatt.serve.api import explanation_json
 from tests.conftest import LIMITS, planted
 from tests.serve.test_browser import CHROMEDRIVER, CHROMIUM, chromium
 
@@ -227,6 +228,15 @@ def test_the_line_names_hard_and_local_attention_and_an_unknown_kind():
         .attention_line()
         .startswith("attention: entmax-1.5 in a local-p window (D = 4) over words")
     )
+    cold = {**options, "normalizer": "sparsemax", "temperature": 0.25}
+    assert (
+        _explanation({"word_attention": cold})
+        .attention_line()
+        .startswith("attention: sparsemax (temperature 0.25) over words")
+    )
+    served = explanation_json(_explanation({"word_attention": cold}))
+    assert served["attention"] == {"word_attention": cold}
+    assert served["attention_line"].startswith("attention: sparsemax (temperature 0.25)")
     unknown = _explanation(None)  # an export that did not record it: the zeros still count
     assert unknown.attention_line() == (
         "attention: normalizer not recorded over words (33 % of weights exactly 0)"
@@ -248,6 +258,7 @@ def test_attention_facts_read_the_layers_configs_and_an_export_folder(tmp_path):
             "window": None,
             "hard": "gumbel",
             "hard_k": 3,
+            "temperature": 1.0,
         }
     }
     assert facts.attention_facts(hatt.models.build("cnn", vocabulary_size=20).get_config()) == {}
@@ -270,6 +281,8 @@ def test_the_page_card_of_an_exported_model_names_its_attention(tmp_path):
     predictor = _model("rnn", "sparsemax")
     text_model = predictor.text_model
     saved = export.write_export(text_model, tmp_path / "sparse").saved_model
+    recorded = json.loads((Path(saved) / "assets.extra" / "hatt_export.json").read_text())
+    assert recorded["attention"]["word_attention"]["normalizer"] == "sparsemax"
     model = serve.served_model("sparse", export.load(saved))
     app = serve.create_app({"sparse": model}, serve.Settings(max_batch_size=1))
     with TestClient(app) as client:
