@@ -108,43 +108,49 @@ class SRU(keras.layers.Layer):
         )
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
-        projected = ops.matmul(inputs, self.kernel)  # all steps at once
-        candidate, forget, reset = (
-            projected[..., : self.units],
-            projected[..., self.units : 2 * self.units],
-            projected[..., 2 * self.units : 3 * self.units],
-        )
-        skip = (
-            inputs if self.kernel.shape[1] == 3 * self.units else projected[..., 3 * self.units :]
-        )
-        keep = ops.ones_like(inputs[..., :1], dtype="bool") if mask is None else mask[..., None]
-        if mask is not None:
-            keep = ops.cast(keep, "bool")
-        steps = [ops.moveaxis(t, 1, 0) for t in (candidate, forget, reset, skip)]
-        keep = ops.moveaxis(keep, 1, 0)
+        keep = _keep_mask(inputs, mask)  # [batch, T, 1] bool
+        # Masked steps are zeroed before the product, so NaN there reaches no gradient.
+        inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
+        steps = self._projections(inputs, keep)  # [batch, T, 4 units + 1]
+        steps = ops.moveaxis(steps, 1, 0)  # time-major for the scan
         if self.go_backwards:
-            steps = [ops.flip(t, axis=0) for t in steps]
-            keep = ops.flip(keep, axis=0)
-        steps = [ops.where(keep, t, ops.zeros_like(t)) for t in steps]
-        v_f, v_r = self.recurrent_kernel[0], self.recurrent_kernel[1]
-        b_f, b_r = self.bias[0], self.bias[1]
-
-        def step(state, xs):
-            x_c, x_f, x_r, x_s, kept = xs
-            f = ops.sigmoid(x_f + v_f * state + b_f)
-            r = ops.sigmoid(x_r + v_r * state + b_r)
-            new = f * state + (1.0 - f) * x_c
-            new = ops.where(kept, new, state)
-            out = r * new + (1.0 - r) * x_s
-            return new, ops.where(kept, out, ops.zeros_like(out))
-
-        initial = ops.zeros_like(steps[0][0]) if initial_state is None else initial_state
-        last, outputs = ops.scan(step, initial, (*steps, keep))
+            steps = ops.flip(steps, axis=0)
+        # One scanned tensor, not a tuple: keras' TensorFlow scan fails in a graph
+        # whose time axis is unknown (variable-length batches) when given several
+        # (keras 3.15: `None.assert_is_compatible_with`).
+        initial = _initial_state(initial_state, ops.zeros_like(steps[0, :, : self.units]))
+        _, outputs = ops.scan(self._step, initial, steps)
         outputs = ops.moveaxis(outputs, 0, 1)
         if self.return_sequences:
             return outputs
         # last kept output: h of the last unmasked step (zeros if none)
-        return _last_kept(outputs, ops.moveaxis(keep, 0, 1)[..., 0])
+        kept = keep[..., 0]
+        return _last_kept(outputs, ops.flip(kept, axis=1) if self.go_backwards else kept)
+
+    def _projections(self, inputs, keep):
+        """`[x~, f~ + b_f, r~ + b_r, skip, keep]` of every step, zero at masked steps."""
+        projected = ops.matmul(inputs, self.kernel)  # all steps at once
+        gate_bias = ops.concatenate(
+            [ops.zeros_like(self.bias[0]), self.bias[0], self.bias[1]], axis=0
+        )
+        parts = [projected[..., : 3 * self.units] + gate_bias]
+        # skip: the inputs themselves (d == units) or their fourth projection
+        parts.append(
+            inputs if self.kernel.shape[1] == 3 * self.units else projected[..., 3 * self.units :]
+        )
+        parts = [ops.where(keep, part, ops.zeros_like(part)) for part in parts]
+        return ops.concatenate([*parts, ops.cast(keep, parts[0].dtype)], axis=-1)
+
+    def _step(self, state, x):
+        """One step of the recurrence on `x = [x~, f~ + b_f, r~ + b_r, skip, keep]`."""
+        n = self.units
+        candidate, skip, kept = x[:, :n], x[:, 3 * n : 4 * n], x[:, 4 * n :] > 0
+        f = ops.sigmoid(x[:, n : 2 * n] + self.recurrent_kernel[0] * state)
+        r = ops.sigmoid(x[:, 2 * n : 3 * n] + self.recurrent_kernel[1] * state)
+        new = f * state + (1.0 - f) * candidate
+        new = ops.where(kept, new, state)  # a masked step carries the state through
+        out = r * new + (1.0 - r) * skip
+        return new, ops.where(kept, out, ops.zeros_like(out))
 
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None
@@ -167,6 +173,22 @@ class SRU(keras.layers.Layer):
             }
         )
         return config
+
+
+def _keep_mask(inputs, mask):
+    """The `[batch, T, 1]` bool mask of the kept steps (all when `mask` is `None`)."""
+    if mask is None:
+        return ops.ones_like(inputs[..., :1], dtype="bool")
+    return ops.cast(mask, "bool")[..., None]
+
+
+def _initial_state(initial_state, zeros):
+    """`c_0`: `zeros`, or the state `Bidirectional` passes (a one-element list)."""
+    if initial_state is None:
+        return zeros
+    if isinstance(initial_state, (list, tuple)):
+        (initial_state,) = initial_state
+    return ops.convert_to_tensor(initial_state, dtype=zeros.dtype)
 
 
 def _last_kept(outputs, keep):
