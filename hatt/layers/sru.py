@@ -109,48 +109,51 @@ class SRU(keras.layers.Layer):
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
         keep = _keep_mask(inputs, mask)  # [batch, T, 1] bool
-        # Masked steps are zeroed before the product, so NaN there reaches no gradient.
+        if self.go_backwards:  # everything below runs in the order of processing
+            inputs, keep = ops.flip(inputs, axis=1), ops.flip(keep, axis=1)
+        # Masked steps are zeroed before the product, so NaN there reaches no gradient,
+        # and their projections are 0.
         inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
-        steps = self._projections(inputs, keep)  # [batch, T, 4 units + 1]
-        steps = ops.moveaxis(steps, 1, 0)  # time-major for the scan
-        if self.go_backwards:
-            steps = ops.flip(steps, axis=0)
-        # One scanned tensor, not a tuple: keras' TensorFlow scan fails in a graph
-        # whose time axis is unknown (variable-length batches) when given several
-        # (keras 3.15: `None.assert_is_compatible_with`).
-        initial = _initial_state(initial_state, ops.zeros_like(steps[0, :, : self.units]))
-        _, outputs = ops.scan(self._step, initial, steps)
-        outputs = ops.moveaxis(outputs, 0, 1)
+        projected = ops.matmul(inputs, self.kernel)  # all steps at once
+        n = self.units
+        candidate = projected[..., :n]
+        forget = projected[..., n : 2 * n] + self.bias[0]
+        reset = projected[..., 2 * n : 3 * n] + self.bias[1]
+        # skip: the inputs themselves (d == units) or their fourth projection
+        skip = inputs if self.kernel.shape[1] == 3 * n else projected[..., 3 * n :]
+        kept = ops.cast(keep, projected.dtype)
+        initial = _initial_state(initial_state, ops.zeros_like(candidate[:, 0]))
+        states = self._states(initial, forget, candidate, kept)  # c_1 .. c_T
+        # r_t needs c_{t-1} only: computed for all steps at once, outside the loop
+        previous = ops.concatenate([initial[:, None], states[:, :-1]], axis=1)
+        reset = ops.sigmoid(reset + self.recurrent_kernel[1] * previous)
+        outputs = (skip + reset * (states - skip)) * kept  # zeros at masked steps
         if self.return_sequences:
             return outputs
         # last kept output: h of the last unmasked step (zeros if none)
-        kept = keep[..., 0]
-        return _last_kept(outputs, ops.flip(kept, axis=1) if self.go_backwards else kept)
+        return _last_kept(outputs, keep[..., 0])
 
-    def _projections(self, inputs, keep):
-        """`[x~, f~ + b_f, r~ + b_r, skip, keep]` of every step, zero at masked steps."""
-        projected = ops.matmul(inputs, self.kernel)  # all steps at once
-        gate_bias = ops.concatenate(
-            [ops.zeros_like(self.bias[0]), self.bias[0], self.bias[1]], axis=0
-        )
-        parts = [projected[..., : 3 * self.units] + gate_bias]
-        # skip: the inputs themselves (d == units) or their fourth projection
-        parts.append(
-            inputs if self.kernel.shape[1] == 3 * self.units else projected[..., 3 * self.units :]
-        )
-        parts = [ops.where(keep, part, ops.zeros_like(part)) for part in parts]
-        return ops.concatenate([*parts, ops.cast(keep, parts[0].dtype)], axis=-1)
+    def _states(self, initial, forget, candidate, kept):
+        """`c_t` of every step, `[batch, T, units]`: the only sequential part.
 
-    def _step(self, state, x):
-        """One step of the recurrence on `x = [x~, f~ + b_f, r~ + b_r, skip, keep]`."""
+        The scan runs over one time-major tensor `[-(f~ + b_f), x~, keep]`, not a
+        tuple: keras' TensorFlow scan fails in a graph whose time axis is unknown
+        (variable-length batches) when given several (keras 3.15:
+        `None.assert_is_compatible_with`). With `1 - f_t = sigmoid(-(f~_t + b_f)
+        - v_f * c_{t-1})` a step is ten element-wise ops; a masked step
+        (`keep = 0`) carries the state through.
+        """
         n = self.units
-        candidate, skip, kept = x[:, :n], x[:, 3 * n : 4 * n], x[:, 4 * n :] > 0
-        f = ops.sigmoid(x[:, n : 2 * n] + self.recurrent_kernel[0] * state)
-        r = ops.sigmoid(x[:, 2 * n : 3 * n] + self.recurrent_kernel[1] * state)
-        new = f * state + (1.0 - f) * candidate
-        new = ops.where(kept, new, state)  # a masked step carries the state through
-        out = r * new + (1.0 - r) * skip
-        return new, ops.where(kept, out, ops.zeros_like(out))
+        steps = ops.moveaxis(ops.concatenate([-forget, candidate, kept], axis=-1), 1, 0)
+        minus_v_f = -self.recurrent_kernel[0]
+
+        def step(state, x):
+            one_minus_f = ops.sigmoid(x[:, :n] + minus_v_f * state)
+            new = state + x[:, 2 * n :] * one_minus_f * (x[:, n : 2 * n] - state)
+            return new, new
+
+        _, states = ops.scan(step, initial, steps)
+        return ops.moveaxis(states, 0, 1)
 
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None
