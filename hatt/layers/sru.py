@@ -19,7 +19,9 @@ class SRU(keras.layers.Layer):
 
     where `skip(x_t) = x_t` when `d == units` and `x_t W_s` (a fourth
     projection, also computed for all steps at once) otherwise. The loop is
-    `keras.ops.scan`, so it runs under every backend.
+    `keras.ops.scan` over `c_t` alone (`r_t` needs only `c_{t-1}`, so `r_t`
+    and `h_t` are computed for all steps at once after it); it runs under
+    every backend, in eager and in graph mode with an unknown time axis.
 
     Masking: a masked step carries the state through (`c_t = c_{t-1}`) and
     outputs zeros; its inputs (even NaN) reach neither the state nor the
@@ -61,6 +63,8 @@ class SRU(keras.layers.Layer):
         - [Lei et al., 2017. Simple Recurrent Units for Highly Parallelizable
           Recurrence](https://arxiv.org/abs/1709.02755)
     """
+
+    CHUNK = 8  # steps a loop iteration runs
 
     def __init__(
         self,
@@ -136,23 +140,36 @@ class SRU(keras.layers.Layer):
     def _states(self, initial, forget, candidate, kept):
         """`c_t` of every step, `[batch, T, units]`: the only sequential part.
 
-        The scan runs over one time-major tensor `[-(f~ + b_f), x~, keep]`, not a
-        tuple: keras' TensorFlow scan fails in a graph whose time axis is unknown
-        (variable-length batches) when given several (keras 3.15:
-        `None.assert_is_compatible_with`). With `1 - f_t = sigmoid(-(f~_t + b_f)
-        - v_f * c_{t-1})` a step is ten element-wise ops; a masked step
-        (`keep = 0`) carries the state through.
+        With `1 - f_t = sigmoid(-(f~_t + b_f) - v_f c_{t-1})`, a step is
+        `c_t = c_{t-1} + keep_t (1 - f_t) (x~_t - c_{t-1})`: ten element-wise
+        ops, and a masked step (`keep_t = 0`) carries the state through. The
+        scan runs over chunks of `CHUNK` steps (the time axis padded with
+        masked steps), each chunk's steps written out in its body: a loop
+        iteration costs far more than the element-wise work on a CPU. It
+        scans one tensor, not a tuple: keras' TensorFlow scan fails in a graph
+        whose time axis is unknown (variable-length batches) when given
+        several (keras 3.15: `None.assert_is_compatible_with`).
         """
-        n = self.units
+        n, chunk = self.units, self.CHUNK
         steps = ops.moveaxis(ops.concatenate([-forget, candidate, kept], axis=-1), 1, 0)
+        length, batch = ops.shape(steps)[0], ops.shape(steps)[1]
+        steps = ops.pad(steps, ((0, -length % chunk), (0, 0), (0, 0)))  # kept = 0 there
+        chunks = ops.reshape(steps, (-1, chunk, batch, 2 * n + 1))
         minus_v_f = -self.recurrent_kernel[0]
 
-        def step(state, x):
-            one_minus_f = ops.sigmoid(x[:, :n] + minus_v_f * state)
-            new = state + x[:, 2 * n :] * one_minus_f * (x[:, n : 2 * n] - state)
-            return new, new
+        def run_chunk(carry, x):
+            # keras' scan wants the outputs shaped as the carry: both are the chunk's c_t
+            state, states = carry[-1], []
+            for x_t in ops.unstack(x, num=chunk, axis=0):
+                one_minus_f = ops.sigmoid(x_t[:, :n] + minus_v_f * state)
+                state = state + x_t[:, 2 * n :] * one_minus_f * (x_t[:, n : 2 * n] - state)
+                states.append(state)
+            states = ops.stack(states)
+            return states, states
 
-        _, states = ops.scan(step, initial, steps)
+        start = ops.repeat(initial[None], chunk, axis=0)
+        _, states = ops.scan(run_chunk, start, chunks)
+        states = ops.reshape(states, (-1, batch, n))[:length]
         return ops.moveaxis(states, 0, 1)
 
     def compute_mask(self, inputs, mask=None):

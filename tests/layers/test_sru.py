@@ -158,3 +158,32 @@ def test_nan_at_masked_steps_reaches_no_gradient():
         grads = gradients(loss, x, layer.trainable_variables)
         assert all(np.all(np.isfinite(g)) for g in grads)
         assert np.all(grads[0][~mask] == 0)
+
+
+def test_gradients_match_finite_differences_of_the_numpy_loop():
+    """Through the chunked scan (11 steps: a chunk and a padded one), masks and both skips."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 11, 3))
+    mask = np.ones((2, 11), bool)
+    mask[0, 3] = False
+    mask[1, 7:] = False
+    weights = rng.normal(size=(2, 11, 3))
+    for units, backwards in ((3, False), (3, True), (2, False)):  # identity, projected skip
+        layer = SRU(units, go_backwards=backwards, dtype="float64")
+        layer(x, mask=mask)
+        w = weights[..., :units]
+
+        def loss(inp, layer=layer, w=w):
+            return keras.ops.sum(keras.ops.multiply(layer(inp, mask=mask), w))
+
+        got = gradients(loss, x, layer.trainable_variables)[0]
+
+        def reference(inp, layer=layer, w=w, backwards=backwards):
+            return np.sum(numpy_sru(layer, inp, mask, backwards=backwards)[0] * w)
+
+        want = np.zeros_like(x)
+        for index in np.ndindex(x.shape):
+            step = np.zeros_like(x)
+            step[index] = 1e-6
+            want[index] = (reference(x + step) - reference(x - step)) / 2e-6
+        np.testing.assert_allclose(got, want, atol=1e-6)
