@@ -12,11 +12,13 @@ padded to a random length between a quarter of ``--length`` and all of it):
 - ``train_step_ms``: one ``model.train_on_batch`` (Adam, binary cross-entropy;
   a traced graph under TensorFlow), the mean over ``--steps`` steps;
 - ``predict_reviews_per_s``: ``model.predict_on_batch`` over ``--predict-batches``
-  batches, in reviews per second.
+  batches, in reviews per second;
+- the same in CPU time of the process (all its threads): ``train_step_cpu_ms``,
+  ``predict_reviews_per_cpu_s``.
 
-Each is the median of ``--repeats`` runs after one warm-up run; the cells
-take turns within every run (the order alternating), so a busy machine slows
-them alike. The process is held to ``--threads`` cores (TensorFlow's intra-
+Each is the median of ``--repeats`` runs after a warm-up step; the cells take
+turns batch by batch (the order alternating), so a busy machine slows them
+alike. The process is held to ``--threads`` cores (TensorFlow's intra-
 and inter-op threads, torch's threads). Writes ``experiments/results/
 sru_speed.json`` and ``.md`` (or ``--out``).
 """
@@ -30,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "sru_speed.json"
 PRESET = Path(__file__).resolve().parents[2] / "hatt" / "presets" / "rnn.json"
 
@@ -41,8 +45,8 @@ def parse_args():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=400, help="tokens a padded review")
     parser.add_argument("--vocab", type=int, default=None, help="default: the preset's")
-    parser.add_argument("--steps", type=int, default=3, help="training steps a run")
-    parser.add_argument("--predict-batches", type=int, default=4, help="batches a run")
+    parser.add_argument("--steps", type=int, default=5, help="training steps a run")
+    parser.add_argument("--predict-batches", type=int, default=8, help="batches a run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser.parse_args()
@@ -66,8 +70,6 @@ def limit_threads(threads):
 
 def synthetic_batches(count, batch, length, vocab, seed):
     """`count` id batches `[batch, length]`, right padded to random lengths."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     batches = []
     for _ in range(count):
@@ -89,34 +91,48 @@ def create_model(cell, model_kwargs, vocab):
     return model
 
 
-def train_run(model, batches, labels):
-    """Seconds per training step over `batches`."""
-    start = time.perf_counter()
-    for ids in batches:
-        model.train_on_batch(ids, labels)
-    return (time.perf_counter() - start) / len(batches)
-
-
-def predict_run(model, batches):
-    """Reviews per second over `batches`."""
-    start = time.perf_counter()
-    reviews = 0
-    for ids in batches:
-        reviews += len(model.predict_on_batch(ids))
-    return reviews / (time.perf_counter() - start)
+def timed(fn, *args):
+    """`(wall seconds, CPU seconds of the process)` of `fn(*args)`."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn(*args)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def measure(models, train_batches, predict_batches, labels, repeats):
-    """`{cell: {"train_step_s": [...], "predict_reviews_per_s": [...]}}`, cells taking turns."""
+    """`{cell: {measure: [one value a run]}}`.
+
+    Within a run the cells take turns batch by batch (the order alternating),
+    so that a busy machine slows them alike; CPU time (all threads of the
+    process) is recorded beside wall time, being less moved by other work.
+    """
     cells = list(models)
     for cell in cells:  # warm-up: traces the graphs
-        train_run(models[cell], train_batches[:1], labels)
-        predict_run(models[cell], predict_batches[:1])
-    runs = {cell: {"train_step_s": [], "predict_reviews_per_s": []} for cell in cells}
-    for repeat in range(repeats):
-        for cell in cells if repeat % 2 == 0 else cells[::-1]:
-            runs[cell]["train_step_s"].append(train_run(models[cell], train_batches, labels))
-            runs[cell]["predict_reviews_per_s"].append(predict_run(models[cell], predict_batches))
+        models[cell].train_on_batch(train_batches[0], labels)
+        models[cell].predict_on_batch(predict_batches[0])
+    keys = (
+        "train_step_s",
+        "train_step_cpu_s",
+        "predict_reviews_per_s",
+        "predict_reviews_per_cpu_s",
+    )
+    runs = {cell: {key: [] for key in keys} for cell in cells}
+    turn = 0
+    for _ in range(repeats):
+        totals = {cell: np.zeros(4) for cell in cells}
+        for ids in train_batches:
+            turn += 1
+            for cell in cells if turn % 2 else cells[::-1]:
+                totals[cell][:2] += timed(models[cell].train_on_batch, ids, labels)
+        for ids in predict_batches:
+            turn += 1
+            for cell in cells if turn % 2 else cells[::-1]:
+                totals[cell][2:] += timed(models[cell].predict_on_batch, ids)
+        reviews = sum(len(ids) for ids in predict_batches)
+        for cell, (wall, cpu, predict_wall, predict_cpu) in totals.items():
+            runs[cell]["train_step_s"].append(wall / len(train_batches))
+            runs[cell]["train_step_cpu_s"].append(cpu / len(train_batches))
+            runs[cell]["predict_reviews_per_s"].append(reviews / predict_wall)
+            runs[cell]["predict_reviews_per_cpu_s"].append(reviews / predict_cpu)
     return runs
 
 
@@ -125,12 +141,17 @@ def summarize(runs, baseline):
     for cell, times in runs.items():
         rows[cell] = {
             "train_step_ms": 1e3 * statistics.median(times["train_step_s"]),
+            "train_step_cpu_ms": 1e3 * statistics.median(times["train_step_cpu_s"]),
             "predict_reviews_per_s": statistics.median(times["predict_reviews_per_s"]),
+            "predict_reviews_per_cpu_s": statistics.median(times["predict_reviews_per_cpu_s"]),
         }
+    base = rows[baseline]
     for row in rows.values():
-        row["train_speedup"] = rows[baseline]["train_step_ms"] / row["train_step_ms"]
-        row["predict_speedup"] = (
-            row["predict_reviews_per_s"] / rows[baseline]["predict_reviews_per_s"]
+        row["train_speedup"] = base["train_step_ms"] / row["train_step_ms"]
+        row["train_cpu_speedup"] = base["train_step_cpu_ms"] / row["train_step_cpu_ms"]
+        row["predict_speedup"] = row["predict_reviews_per_s"] / base["predict_reviews_per_s"]
+        row["predict_cpu_speedup"] = (
+            row["predict_reviews_per_cpu_s"] / base["predict_reviews_per_cpu_s"]
         )
     return rows
 
@@ -145,18 +166,24 @@ def markdown(report):
         f"{report['threads']} threads, {report['backend']} backend (Keras {report['keras']}), "
         f"{report['machine']}; load average at the end {report['load_average']}. Median of "
         f"{report['repeats']} runs ({report['steps']} training steps, "
-        f"{report['predict_batches']} prediction batches a run), the cells taking turns.",
+        f"{report['predict_batches']} prediction batches a run), the cells taking turns "
+        "batch by batch.",
         "",
         f"Command: `{report['command']}`",
         "",
-        f"| cell | training step (ms) | x {report['baseline']} | prediction (reviews/s) "
-        f"| x {report['baseline']} |",
-        "|---|---:|---:|---:|---:|",
+        f"Speed-ups are against {report['baseline']} (higher is faster). CPU time is the "
+        "process's, all threads: on a shared machine it moves less than wall time.",
+        "",
+        "| cell | training step (ms) | speed-up | CPU ms a step | speed-up "
+        "| prediction (reviews/s) | speed-up | reviews a CPU second | speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cell, row in report["results"].items():
         lines.append(
             f"| {cell} | {row['train_step_ms']:.0f} | {row['train_speedup']:.2f} "
-            f"| {row['predict_reviews_per_s']:,.0f} | {row['predict_speedup']:.2f} |"
+            f"| {row['train_step_cpu_ms']:.0f} | {row['train_cpu_speedup']:.2f} "
+            f"| {row['predict_reviews_per_s']:,.0f} | {row['predict_speedup']:.2f} "
+            f"| {row['predict_reviews_per_cpu_s']:,.0f} | {row['predict_cpu_speedup']:.2f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -165,7 +192,6 @@ def main():
     args = parse_args()
     limit_threads(args.threads)
     import keras
-    import numpy as np
 
     model_kwargs = json.loads(PRESET.read_text())["model_kwargs"]
     model_kwargs.pop("cell", None)
