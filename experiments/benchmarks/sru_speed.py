@@ -203,7 +203,7 @@ def main():
     runs = measure(models, train_batches, predict_batches, labels, args.repeats)
     report = {
         "benchmark": "sru_speed",
-        "command": "python experiments/benchmarks/sru_speed.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python experiments/benchmarks/sru_speed.py", *sys.argv[1:]]),
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",

@@ -169,6 +169,7 @@ def _predictions(run, texts):
     return model, inputs, to_numpy(model(inputs.get("ids", inputs), training=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["rnn", "han"])
 def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, tmp_path):
     run = sru_runs[family]
@@ -186,6 +187,7 @@ def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, t
     np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_rnn_exports_to_a_raw_text_saved_model(sru_runs, tmp_path):
     run = sru_runs["rnn"]
     texts = list(run.corpus.test.texts[:8])
