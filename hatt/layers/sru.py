@@ -19,7 +19,9 @@ class SRU(keras.layers.Layer):
 
     where `skip(x_t) = x_t` when `d == units` and `x_t W_s` (a fourth
     projection, also computed for all steps at once) otherwise. The loop is
-    `keras.ops.scan`, so it runs under every backend.
+    `keras.ops.scan` over `c_t` alone (`r_t` needs only `c_{t-1}`, so `r_t`
+    and `h_t` are computed for all steps at once after it); it runs under
+    every backend, in eager and in graph mode with an unknown time axis.
 
     Masking: a masked step carries the state through (`c_t = c_{t-1}`) and
     outputs zeros; its inputs (even NaN) reach neither the state nor the
@@ -61,6 +63,8 @@ class SRU(keras.layers.Layer):
         - [Lei et al., 2017. Simple Recurrent Units for Highly Parallelizable
           Recurrence](https://arxiv.org/abs/1709.02755)
     """
+
+    CHUNK = 8  # steps a loop iteration runs
 
     def __init__(
         self,
@@ -108,43 +112,65 @@ class SRU(keras.layers.Layer):
         )
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
+        keep = _keep_mask(inputs, mask)  # [batch, T, 1] bool
+        if self.go_backwards:  # everything below runs in the order of processing
+            inputs, keep = ops.flip(inputs, axis=1), ops.flip(keep, axis=1)
+        # Masked steps are zeroed before the product, so NaN there reaches no gradient,
+        # and their projections are 0.
+        inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
         projected = ops.matmul(inputs, self.kernel)  # all steps at once
-        candidate, forget, reset = (
-            projected[..., : self.units],
-            projected[..., self.units : 2 * self.units],
-            projected[..., 2 * self.units : 3 * self.units],
-        )
-        skip = (
-            inputs if self.kernel.shape[1] == 3 * self.units else projected[..., 3 * self.units :]
-        )
-        keep = ops.ones_like(inputs[..., :1], dtype="bool") if mask is None else mask[..., None]
-        if mask is not None:
-            keep = ops.cast(keep, "bool")
-        steps = [ops.moveaxis(t, 1, 0) for t in (candidate, forget, reset, skip)]
-        keep = ops.moveaxis(keep, 1, 0)
-        if self.go_backwards:
-            steps = [ops.flip(t, axis=0) for t in steps]
-            keep = ops.flip(keep, axis=0)
-        steps = [ops.where(keep, t, ops.zeros_like(t)) for t in steps]
-        v_f, v_r = self.recurrent_kernel[0], self.recurrent_kernel[1]
-        b_f, b_r = self.bias[0], self.bias[1]
-
-        def step(state, xs):
-            x_c, x_f, x_r, x_s, kept = xs
-            f = ops.sigmoid(x_f + v_f * state + b_f)
-            r = ops.sigmoid(x_r + v_r * state + b_r)
-            new = f * state + (1.0 - f) * x_c
-            new = ops.where(kept, new, state)
-            out = r * new + (1.0 - r) * x_s
-            return new, ops.where(kept, out, ops.zeros_like(out))
-
-        initial = ops.zeros_like(steps[0][0]) if initial_state is None else initial_state
-        last, outputs = ops.scan(step, initial, (*steps, keep))
-        outputs = ops.moveaxis(outputs, 0, 1)
+        n = self.units
+        candidate = projected[..., :n]
+        forget = projected[..., n : 2 * n] + self.bias[0]
+        reset = projected[..., 2 * n : 3 * n] + self.bias[1]
+        # skip: the inputs themselves (d == units) or their fourth projection
+        skip = inputs if self.kernel.shape[1] == 3 * n else projected[..., 3 * n :]
+        kept = ops.cast(keep, projected.dtype)
+        initial = _initial_state(initial_state, ops.zeros_like(candidate[:, 0]))
+        states = self._states(initial, forget, candidate, kept)  # c_1 .. c_T
+        # r_t needs c_{t-1} only: computed for all steps at once, outside the loop
+        previous = ops.concatenate([initial[:, None], states[:, :-1]], axis=1)
+        reset = ops.sigmoid(reset + self.recurrent_kernel[1] * previous)
+        outputs = (skip + reset * (states - skip)) * kept  # zeros at masked steps
         if self.return_sequences:
             return outputs
         # last kept output: h of the last unmasked step (zeros if none)
-        return _last_kept(outputs, ops.moveaxis(keep, 0, 1)[..., 0])
+        return _last_kept(outputs, keep[..., 0])
+
+    def _states(self, initial, forget, candidate, kept):
+        """`c_t` of every step, `[batch, T, units]`: the only sequential part.
+
+        With `1 - f_t = sigmoid(-(f~_t + b_f) - v_f c_{t-1})`, a step is
+        `c_t = c_{t-1} + keep_t (1 - f_t) (x~_t - c_{t-1})`: ten element-wise
+        ops, and a masked step (`keep_t = 0`) carries the state through. The
+        scan runs over chunks of `CHUNK` steps (the time axis padded with
+        masked steps), each chunk's steps written out in its body: a loop
+        iteration costs far more than the element-wise work on a CPU. It
+        scans one tensor, not a tuple: keras' TensorFlow scan fails in a graph
+        whose time axis is unknown (variable-length batches) when given
+        several (keras 3.15: `None.assert_is_compatible_with`).
+        """
+        n, chunk = self.units, self.CHUNK
+        steps = ops.moveaxis(ops.concatenate([-forget, candidate, kept], axis=-1), 1, 0)
+        length, batch = ops.shape(steps)[0], ops.shape(steps)[1]
+        steps = ops.pad(steps, ((0, -length % chunk), (0, 0), (0, 0)))  # kept = 0 there
+        chunks = ops.reshape(steps, (-1, chunk, batch, 2 * n + 1))
+        minus_v_f = -self.recurrent_kernel[0]
+
+        def run_chunk(carry, x):
+            # keras' scan wants the outputs shaped as the carry: both are the chunk's c_t
+            state, states = carry[-1], []
+            for x_t in ops.unstack(x, num=chunk, axis=0):
+                one_minus_f = ops.sigmoid(x_t[:, :n] + minus_v_f * state)
+                state = state + x_t[:, 2 * n :] * one_minus_f * (x_t[:, n : 2 * n] - state)
+                states.append(state)
+            states = ops.stack(states)
+            return states, states
+
+        start = ops.repeat(initial[None], chunk, axis=0)
+        _, states = ops.scan(run_chunk, start, chunks)
+        states = ops.reshape(states, (-1, batch, n))[:length]
+        return ops.moveaxis(states, 0, 1)
 
     def compute_mask(self, inputs, mask=None):
         return mask if self.return_sequences else None
@@ -167,6 +193,22 @@ class SRU(keras.layers.Layer):
             }
         )
         return config
+
+
+def _keep_mask(inputs, mask):
+    """The `[batch, T, 1]` bool mask of the kept steps (all when `mask` is `None`)."""
+    if mask is None:
+        return ops.ones_like(inputs[..., :1], dtype="bool")
+    return ops.cast(mask, "bool")[..., None]
+
+
+def _initial_state(initial_state, zeros):
+    """`c_0`: `zeros`, or the state `Bidirectional` passes (a one-element list)."""
+    if initial_state is None:
+        return zeros
+    if isinstance(initial_state, (list, tuple)):
+        (initial_state,) = initial_state
+    return ops.convert_to_tensor(initial_state, dtype=zeros.dtype)
 
 
 def _last_kept(outputs, keep):

@@ -69,7 +69,8 @@ def build_han(
             Defaults to `50`.
         sentence_units: Positive int, units of each direction of the
             sentence RNN. Defaults to `50`.
-        cell: `"gru"` (Yang et al.) or `"lstm"`. Defaults to `"gru"`.
+        cell: `"gru"` (Yang et al.), `"lstm"` or `"sru"` (`hatt.layers.SRU`,
+            Lei et al. 2017). Defaults to `"gru"`.
         attention_units: Positive int or `None`, `units` of both
             attentions. Defaults to `None` (the RNN output size).
         attention_score: Both attentions' `score`. Defaults to `"dot"`.

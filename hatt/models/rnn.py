@@ -2,7 +2,7 @@
 
 import keras
 
-from hatt.layers import ContextAttention
+from hatt.layers import SRU, ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
@@ -13,19 +13,40 @@ from hatt.models.wiring import (
     PaddingMask,
 )
 
-CELLS = ("gru", "lstm")  # hatt.layers.SRU is not wired in yet: it fails in graph mode under masks
+# The recurrent cells of the rnn and HAN encoders, by the name `cell=` takes.
+CELL_CLASSES = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM, "sru": SRU}
+CELLS = tuple(CELL_CLASSES)
 
 
 def recurrent_layer(cell, units, name, grouped=False):
-    """A `Bidirectional` GRU or LSTM returning sequences, named `name`.
+    """A `Bidirectional` GRU, LSTM or SRU returning sequences, named `name`.
 
     With `grouped=True` it is a `LengthGroupedBidirectional`: the same
     weights and outputs, but at inference the rows run in groups of similar
     length, each only as many steps as its longest row.
     """
-    layer_class = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}[cell]
+    layer_class = CELL_CLASSES[cell]
     wrapper = LengthGroupedBidirectional if grouped else keras.layers.Bidirectional
     return wrapper(layer_class(units, return_sequences=True, name=f"{name}_{cell}"), name=name)
+
+
+def cell_of(encoder):
+    """The `cell` name (`"gru"`, `"lstm"` or `"sru"`) of a layer from `recurrent_layer`.
+
+    Args:
+        encoder: A `Bidirectional` built by `recurrent_layer` (or a reloaded
+            one).
+
+    Returns:
+        The key of `CELL_CLASSES` whose class the forward layer is.
+    """
+    for cell, layer_class in CELL_CLASSES.items():
+        if type(encoder.forward_layer) is layer_class:
+            return cell
+    raise ValueError(
+        f"Expected an encoder of one of the cells {CELLS}. "
+        f"Received: encoder={encoder.name!r} of {type(encoder.forward_layer).__name__}"
+    )
 
 
 def build_rnn(
@@ -43,9 +64,11 @@ def build_rnn(
     attention_temperature=1.0,
     name="rnn",
 ):
-    """Build a bidirectional GRU/LSTM classifier pooled by `ContextAttention`.
+    """Build a bidirectional GRU/LSTM/SRU classifier pooled by `ContextAttention`.
 
-    `Embedding(mask_zero=True)` → `num_layers` `Bidirectional` GRUs or LSTMs
+    `Embedding(mask_zero=True)` → `num_layers` `Bidirectional` GRUs, LSTMs or
+    SRUs (`hatt.layers.SRU`, Lei et al. 2017: the matrix products of all
+    steps at once, only element-wise work in the loop)
     → `hatt.layers.ContextAttention` (named `"word_attention"`) →
     `Dropout`: the document vector. `hatt.models.build("rnn", ...)` adds the
     classification head (`hatt.models.head.classifier`). With
@@ -68,7 +91,8 @@ def build_rnn(
         units: Positive int, units of each RNN direction. Defaults to `64`.
         num_layers: Positive int, stacked bidirectional RNNs. Defaults to
             `1`.
-        cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
+        cell: `"gru"`, `"lstm"` or `"sru"` (`hatt.layers.SRU`). Defaults to
+            `"gru"`.
         attention_units: Positive int or `None`, `units` of the attention.
             Defaults to `None` (`2 * units`).
         attention_normalizer: The attention's `normalizer`: `"softmax"`,
@@ -106,6 +130,8 @@ def build_rnn(
           Learning to Align and Translate](https://arxiv.org/abs/1409.0473)
         - [Yang et al., 2016. Hierarchical Attention Networks for Document
           Classification](https://aclanthology.org/N16-1174/)
+        - [Lei et al., 2017. Simple Recurrent Units for Highly Parallelizable
+          Recurrence](https://arxiv.org/abs/1709.02755)
     """
     _checks.check_positive_int("vocabulary_size", vocabulary_size)
     _checks.check_positive_int("embedding_dim", embedding_dim)

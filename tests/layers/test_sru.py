@@ -114,3 +114,76 @@ def test_config_round_trip_and_gradients():
 def test_bad_units():
     with pytest.raises(ValueError, match=r"units=0"):
         SRU(0)
+
+
+def test_graph_with_unknown_time_axis_inside_bidirectional():
+    """model.fit on batches of different lengths: the scanned time axis is unknown when traced.
+
+    keras' TensorFlow scan failed there on several scanned tensors
+    (`'NoneType' object has no attribute 'assert_is_compatible_with'`).
+    """
+    tokens = keras.Input(shape=(None,), dtype="int32")
+    x = keras.layers.Embedding(12, 4, mask_zero=True)(tokens)
+    x = keras.layers.Bidirectional(SRU(3, return_sequences=False))(x)
+    model = keras.Model(tokens, keras.layers.Dense(1)(x))
+    model.compile("adam", "mse", jit_compile=False)
+    rng = np.random.default_rng(0)
+    for length in (5, 7):  # a new length: traced again, or run with an unknown axis
+        ids = rng.integers(1, 12, size=(4, length)).astype("int32")
+        ids[0, 2:] = 0
+        assert np.isfinite(model.train_on_batch(ids, np.ones((4, 1)))).all()
+        assert np.isfinite(to_numpy(model.predict_on_batch(ids))).all()
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        spec = tf.TensorSpec((None, None, 4), "float32")
+        mask_spec = tf.TensorSpec((None, None), "bool")
+        bi = keras.layers.Bidirectional(SRU(3))
+        traced = tf.function(lambda x, m: bi(x, mask=m), input_signature=[spec, mask_spec])
+        x, mask = data(seed=3, dim=4)
+        eager = to_numpy(bi(x, mask=mask))
+        np.testing.assert_allclose(to_numpy(traced(x, mask)), eager, atol=1e-6)
+
+
+def test_nan_at_masked_steps_reaches_no_gradient():
+    x, mask = data(seed=4)
+    x[~mask] = np.nan
+    for units in (4, 6):  # identity skip, projected skip
+        layer = SRU(units)
+        layer(x, mask=mask)
+
+        def loss(inp, layer=layer):
+            return keras.ops.sum(layer(inp, mask=mask))
+
+        grads = gradients(loss, x, layer.trainable_variables)
+        assert all(np.all(np.isfinite(g)) for g in grads)
+        assert np.all(grads[0][~mask] == 0)
+
+
+def test_gradients_match_finite_differences_of_the_numpy_loop():
+    """Through the chunked scan (11 steps: a chunk and a padded one), masks and both skips."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 11, 3))
+    mask = np.ones((2, 11), bool)
+    mask[0, 3] = False
+    mask[1, 7:] = False
+    weights = rng.normal(size=(2, 11, 3))
+    for units, backwards in ((3, False), (3, True), (2, False)):  # identity, projected skip
+        layer = SRU(units, go_backwards=backwards, dtype="float64")
+        layer(x, mask=mask)
+        w = weights[..., :units]
+
+        def loss(inp, layer=layer, w=w):
+            return keras.ops.sum(keras.ops.multiply(layer(inp, mask=mask), w))
+
+        got = gradients(loss, x, layer.trainable_variables)[0]
+
+        def reference(inp, layer=layer, w=w, backwards=backwards):
+            return np.sum(numpy_sru(layer, inp, mask, backwards=backwards)[0] * w)
+
+        want = np.zeros_like(x)
+        for index in np.ndindex(x.shape):
+            step = np.zeros_like(x)
+            step[index] = 1e-6
+            want[index] = (reference(x + step) - reference(x - step)) / 2e-6
+        np.testing.assert_allclose(got, want, atol=1e-6)

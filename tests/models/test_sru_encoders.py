@@ -1,0 +1,212 @@
+"""`cell="sru"` in the rnn and HAN encoders (issue 35, item 5): bidirectional SRUs that
+respect the masks, train in graph mode, reload in a fresh process and export."""
+
+import json
+from types import SimpleNamespace
+
+import keras
+import numpy as np
+import pytest
+
+import hatt
+from hatt import training
+from hatt.data import Imdb, pack_sentences
+from hatt.layers import SRU
+from hatt.models.rnn import CELLS, cell_of
+from tests._fresh_process import run_json_script
+from tests.conftest import PerFamily, planted
+
+from ._model_test import (
+    batch_for,
+    build_small,
+    check_attention,
+    check_forward,
+    check_padding_invariance,
+    to_numpy,
+)
+
+ENCODERS = {"rnn": ("encoder_0",), "han": ("word_encoder", "sentence_encoder")}
+
+
+@pytest.mark.parametrize("family", ["rnn", "han"])
+def test_encoders_are_bidirectional_srus_that_respect_the_masks(family):
+    model = build_small(family, cell="sru")
+    for name in ENCODERS[family]:
+        encoder = model.get_layer(name)
+        assert isinstance(encoder, keras.layers.Bidirectional)
+        assert type(encoder.forward_layer) is SRU and type(encoder.backward_layer) is SRU
+        assert encoder.backward_layer.go_backwards and not encoder.forward_layer.go_backwards
+        assert cell_of(encoder) == "sru"
+    ids = batch_for(family)  # padding, an empty review, a one-token review
+    check_forward(model, ids)
+    check_padding_invariance(family, model, ids)
+    check_attention(family, model, ids)
+    # graph mode (model.predict traces a tf.function under TensorFlow; the HAN's word
+    # encoder then runs length groups of unknown width) on more padding agrees with eager
+    eager = to_numpy(model(ids, training=False))
+    wider = np.pad(ids, [(0, 0)] * (ids.ndim - 1) + [(0, 3)])
+    np.testing.assert_allclose(model.predict(wider, verbose=0), eager, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["rnn", "han"])
+def test_nan_in_the_padding_embedding_changes_nothing(family):
+    """Id 0's vector reaches no kept step: NaN there leaves every review's output as it was."""
+    model = build_small(family, cell="sru")
+    ids = batch_for(family)
+    ids = ids[ids.reshape(len(ids), -1).any(axis=1)]  # an empty review runs one padding step
+    before = to_numpy(model(ids, training=False))
+    embedding = model.get_layer("word_embedding" if family == "han" else "embedding")
+    table = to_numpy(embedding.embeddings).copy()
+    table[0] = np.nan
+    embedding.embeddings.assign(table)
+    np.testing.assert_allclose(to_numpy(model(ids, training=False)), before, atol=1e-6)
+
+
+def test_the_backward_direction_reads_the_review_backwards():
+    """The backward SRU's state at a review's first word has seen the whole review."""
+    model = build_small("rnn", cell="sru")
+    encoder = keras.Model(model.inputs, model.get_layer("encoder_0").output)
+    ids = np.array([[5, 7, 3, 9, 0, 0]], "int32")
+    changed = ids.copy()
+    changed[0, 3] = 11  # the last word
+    states, states_changed = (to_numpy(encoder(x, training=False))[0] for x in (ids, changed))
+    units = model.get_layer("encoder_0").forward_layer.units
+    # forward half: steps before the last word are unchanged; backward half: all change
+    np.testing.assert_allclose(states_changed[:3, :units], states[:3, :units], atol=1e-6)
+    assert np.all(np.abs(states_changed[:4, units:] - states[:4, units:]).max(axis=1) > 1e-6)
+    assert np.all(states[4:] == 0)  # padding steps output zeros
+
+
+@pytest.mark.parametrize("family", ["rnn", "han"])
+def test_config_round_trip(family):
+    model = build_small(family, cell="sru")
+    clone = keras.Model.from_config(model.get_config())
+    for name in ENCODERS[family]:
+        assert clone.get_layer(name).get_config() == model.get_layer(name).get_config()
+        assert cell_of(clone.get_layer(name)) == "sru"
+    clone.set_weights(model.get_weights())
+    ids = batch_for(family)
+    np.testing.assert_allclose(
+        to_numpy(clone(ids, training=False)), to_numpy(model(ids, training=False)), atol=1e-6
+    )
+
+
+def test_an_unknown_cell_names_the_choices():
+    assert CELLS == ("gru", "lstm", "sru")
+    for family in ("rnn", "han"):
+        with pytest.raises(ValueError, match=r"\('gru', 'lstm', 'sru'\).*cell='qrnn'"):
+            hatt.models.build(family, vocabulary_size=10, cell="qrnn")
+
+
+def _train_run(family, run_dir):
+    """`hatt train FAMILY --set model_kwargs.cell=sru` on a tiny planted corpus, 2 epochs."""
+    config = training.assemble_config(
+        family,
+        preset=None,
+        overrides={
+            "max_tokens": 100,
+            "min_count": 1,
+            "sequence_length": 20,
+            "max_sentences": 4,
+            "max_words": 8,
+            "batch_size": 16,
+            "epochs": 2,
+            "word_vectors": None,
+            "ngram": None,
+            "learning_rate": 0.01,
+            "model_kwargs": {"cell": "sru", "embedding_dim": 8, "dropout": 0.0},
+        },
+    )
+    corpus = Imdb(planted(96, 0), planted(16, 1), planted(32, 2), "planted")
+    metrics = training.train(config, run_dir, texts=corpus, verbose=0)
+    return SimpleNamespace(config=config, corpus=corpus, metrics=metrics, run_dir=run_dir)
+
+
+@pytest.fixture(scope="module")
+def sru_runs(tmp_path_factory):
+    """`{family: run}`, each trained on first use."""
+    root = tmp_path_factory.mktemp("sru_runs")
+    return PerFamily(lambda family: _train_run(family, root / family))
+
+
+# `import hatt` alone, then Keras' loader; the inputs as an .npz (the packed HAN's are a dict).
+RELOAD_SCRIPT = r"""
+import json, sys
+import numpy as np
+import hatt, keras
+
+model = keras.saving.load_model(sys.argv[1])
+arrays = dict(np.load(sys.argv[2]))
+inputs = arrays["ids"] if set(arrays) == {"ids"} else arrays
+print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))  # one packed batch
+"""
+
+# The SavedModel in a process that imports neither hatt nor keras.
+SAVED_MODEL_SCRIPT = r"""
+import json, sys
+for name in ("keras", "hatt", "tf_keras"):
+    sys.modules[name] = None
+import tensorflow as tf
+
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+print(json.dumps(serve(text=tf.constant(json.loads(sys.argv[2])))["probabilities"].numpy().tolist()))
+"""
+
+
+def _model_inputs(run, texts):
+    """The run's model inputs for `texts`, as training fed them (the HAN packed)."""
+    vectorizer = hatt.data.Vectorizer.load(run.run_dir / "vectorizer.json")
+    if run.config.model == "han":
+        groups = training.sentence_groups(run.config)
+        return pack_sentences(vectorizer.ragged_ids(texts), groups)
+    return {"ids": vectorizer(texts)}
+
+
+def _predictions(run, texts):
+    """The run's `model.keras` and its probabilities for `texts`."""
+    model = keras.saving.load_model(run.run_dir / "model.keras")
+    inputs = {k: to_numpy(v) for k, v in _model_inputs(run, texts).items()}
+    return model, inputs, to_numpy(model(inputs.get("ids", inputs), training=False))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["rnn", "han"])
+def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, tmp_path):
+    run = sru_runs[family]
+    assert np.isfinite(run.metrics["test_loss"])
+    texts = list(run.corpus.test.texts[:8])
+    model, inputs, want = _predictions(run, texts)
+    assert hatt.models.is_packed(model) == (family == "han")  # the HAN as hatt train trains it
+    encoder = model.get_layer(ENCODERS[family][0])
+    assert cell_of(encoder) == "sru"
+    assert np.any(to_numpy(encoder.forward_layer.bias) != 0)  # it trained
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    got = run_json_script(
+        RELOAD_SCRIPT, str(run.run_dir / "model.keras"), str(tmp_path / "inputs.npz")
+    )
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_rnn_exports_to_a_raw_text_saved_model(sru_runs, tmp_path):
+    run = sru_runs["rnn"]
+    texts = list(run.corpus.test.texts[:8])
+    _, _, want = _predictions(run, texts)
+    exported = hatt.export.export(run.run_dir, tmp_path / "saved")
+    served = run_json_script(SAVED_MODEL_SCRIPT, str(exported.saved_model), json.dumps(texts))
+    np.testing.assert_allclose(np.asarray(served)[:, -1], want[:, -1], atol=1e-5)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="hatt.models.registry.dense_twin reads the cell as 'lstm' or 'gru'; it needs "
+    "hatt.models.rnn.cell_of (then the packed SRU HAN exports too: add it above)",
+)
+def test_the_packed_hans_dense_twin_keeps_the_sru():
+    """Export and `hatt.export.load` view a packed HAN through its dense twin."""
+    packed = build_small("han", cell="sru", packed_groups=2)
+    twin = hatt.models.dense_twin(packed)
+    assert cell_of(twin.get_layer("word_encoder")) == "sru"
+    ids = batch_for("han")
+    check_padding_invariance("han", twin, ids)
