@@ -16,7 +16,7 @@ from hatt.layers import ContextAttention
 from hatt.models import head as head_lib
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
-from hatt.models.rnn import build_rnn
+from hatt.models.rnn import build_rnn, cell_of
 from hatt.models.transformer import build_transformer
 from hatt.models.wiring import GatherSentences, UnfoldSentences
 
@@ -204,7 +204,6 @@ def dense_twin(model):
     word_encoder = model.get_layer("word_encoder")
     sentence_encoder = model.get_layer("sentence_encoder")
     word_attention = model.get_layer("word_attention")
-    cell = "lstm" if isinstance(word_encoder.forward_layer, keras.layers.LSTM) else "gru"
     twin = build(
         "han",
         num_classes=head_lib.num_classes_of(model),
@@ -213,9 +212,11 @@ def dense_twin(model):
         embedding_dim=embedding.output_dim,
         word_units=word_encoder.forward_layer.units,
         sentence_units=sentence_encoder.forward_layer.units,
-        cell=cell,
+        cell=cell_of(word_encoder),
         attention_units=word_attention.units,
         attention_score=word_attention.score,
+        attention_normalizer=word_attention.normalizer,
+        attention_temperature=word_attention.temperature,
         dropout=model.get_layer("dropout").rate,
         name=model.name,
     )

@@ -90,6 +90,26 @@ def test_packed_han_with_a_multiclass_channel_has_a_dense_twin():
     np.testing.assert_allclose(to_numpy(packed(inputs)), to_numpy(twin(ids)), atol=1e-5)
 
 
+def test_the_dense_twin_keeps_a_sparse_attention_and_its_temperature():
+    """The export's (dense) HAN must attend as the trained (packed) one: a twin with
+    softmax over sparsemax-trained scores would explain another model."""
+    packed = build_small(
+        "han", packed_groups=2, attention_normalizer="sparsemax", attention_temperature=0.05
+    )
+    twin = hatt.models.dense_twin(packed)
+    for name in ("word_attention", "sentence_attention"):
+        assert twin.get_layer(name).normalizer == "sparsemax"
+        assert twin.get_layer(name).temperature == 0.05
+    ids, _ = nested_task(12, max_sentences=4, max_words=6, seed=3)
+    reviews = [[[int(w) for w in s if w] for s in review if s.any()] for review in ids]
+    ragged = tf.ragged.constant(reviews, dtype=tf.int32, ragged_rank=2)
+    inputs = {k: np.asarray(v) for k, v in pack_sentences(ragged, (3, 6)).items()}
+    np.testing.assert_allclose(to_numpy(packed(inputs)), to_numpy(twin(ids)), atol=1e-5)
+    weights = to_numpy(hatt.models.attention_model(twin)(ids)["word_attention"])
+    real = ids != 0
+    assert (weights[real] == 0).any()  # a cold sparsemax: exact zeros among real words
+
+
 def test_explanation_view_parts_sum_to_the_multiclass_logits():
     model = build_small("han", num_classes=3, ngram=CHANNEL)
     wide = with_channel_weights(model)

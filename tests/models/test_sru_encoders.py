@@ -197,12 +197,6 @@ def test_the_rnn_exports_to_a_raw_text_saved_model(sru_runs, tmp_path):
     np.testing.assert_allclose(np.asarray(served)[:, -1], want[:, -1], atol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="hatt.models.registry.dense_twin reads the cell as 'lstm' or 'gru'; it needs "
-    "hatt.models.rnn.cell_of (then the packed SRU HAN exports too: add it above)",
-)
 def test_the_packed_hans_dense_twin_keeps_the_sru():
     """Export and `hatt.export.load` view a packed HAN through its dense twin."""
     packed = build_small("han", cell="sru", packed_groups=2)
