@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import hatt
 from hatt.layers import ContextAttention
+from hatt.models.rnn import CELL_CLASSES, CELLS
 from hatt.models.wiring import EncoderMask, LengthGroupedBidirectional
 
 from ._model_test import build_small, check_attention, nested_batch, nested_task, to_numpy
@@ -19,8 +20,7 @@ from ._model_test import build_small, check_attention, nested_batch, nested_task
 def _pair(cell="gru", **kwargs):
     """A plain and a grouped Bidirectional with the same weights (built on 4 features)."""
     keras.utils.set_random_seed(0)
-    layer_class = keras.layers.GRU if cell == "gru" else keras.layers.LSTM
-    rnn = layer_class(5, return_sequences=True)
+    rnn = CELL_CLASSES[cell](5, return_sequences=True)
     plain = keras.layers.Bidirectional(rnn)
     grouped = LengthGroupedBidirectional(rnn, **kwargs)
     plain.build((None, None, 4))
@@ -41,7 +41,7 @@ def _rows(n=23, steps=9, seed=0, right_padded=True):
     return x, mask
 
 
-@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("cell", CELLS)
 @pytest.mark.parametrize("kwargs", [{"groups": 3, "min_rows": 1}, {"groups": 8, "min_rows": 4}, {}])
 def test_grouped_equals_plain(cell, kwargs):
     plain, grouped = _pair(cell, **kwargs)

@@ -188,8 +188,9 @@ def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, t
 
 
 @pytest.mark.slow
-def test_the_rnn_exports_to_a_raw_text_saved_model(sru_runs, tmp_path):
-    run = sru_runs["rnn"]
+@pytest.mark.parametrize("family", ["rnn", "han"])
+def test_exports_to_a_raw_text_saved_model(family, sru_runs, tmp_path):
+    run = sru_runs[family]
     texts = list(run.corpus.test.texts[:8])
     _, _, want = _predictions(run, texts)
     exported = hatt.export.export(run.run_dir, tmp_path / "saved")
