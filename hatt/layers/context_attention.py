@@ -495,6 +495,14 @@ def _top_k_uniform(scores, mask, k):
     return chosen / ops.maximum(ops.sum(chosen, axis=-1, keepdims=True), 1.0)
 
 
+def check_attention_arguments(
+    normalizer="softmax", local_p=False, window=None, hard=None, temperature=1.0, hard_k=1
+):
+    """Raise `ValueError` unless `ContextAttention` accepts these options (for builders
+    that take them before the layer exists)."""
+    _check_options(normalizer, local_p, window, hard, temperature, hard_k)
+
+
 def _check_options(normalizer, local_p, window, hard, temperature, hard_k):
     """Validate the normalizer, local-p and hard-attention arguments."""
     check_normalizer(normalizer)

@@ -1,5 +1,7 @@
 """Argument checks shared by the model builders: `ValueError`s that name and echo the value."""
 
+from hatt.layers.context_attention import check_attention_arguments
+
 
 def check_positive_int(name, value):
     """Raise unless `value` is a positive int (bools rejected)."""
@@ -80,3 +82,23 @@ def unknown_keys_error(what, unknown, known):
         close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
         shown.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
     return ValueError(f"Unknown {what}: {', '.join(shown)}. Known: {sorted(known)}")
+
+
+ATTENTION_OPTIONS = ("local_p", "window", "hard", "hard_k")  # ContextAttention's, as a dict
+
+
+def check_attention_options(options, normalizer="softmax"):
+    """Raise unless `options` is `None` or a dict of `ContextAttention`'s local-p and hard
+    options (`ATTENTION_OPTIONS`) the layer accepts with `normalizer`; the message
+    names `attention_options`."""
+    if options is None:
+        return
+    if not isinstance(options, dict) or set(options) - set(ATTENTION_OPTIONS):
+        raise ValueError(
+            f"Expected attention_options to be a dict of {ATTENTION_OPTIONS}. "
+            f"Received: attention_options={options!r}"
+        )
+    try:
+        check_attention_arguments(normalizer=normalizer, **options)
+    except ValueError as error:
+        raise ValueError(f"attention_options: {error}") from None

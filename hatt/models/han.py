@@ -30,6 +30,7 @@ def build_han(
     packed_groups=None,
     attention_normalizer="softmax",
     attention_temperature=1.0,
+    attention_options=None,
     name="han",
 ):
     """Build a Hierarchical Attention Network over `[batch, S, W]` ids.
@@ -81,6 +82,10 @@ def build_han(
             divided by it before the normalizer (`ContextAttention`'s
             `temperature`); below 1 a sparse normalizer keeps fewer words.
             Defaults to `1.0`.
+        attention_options: `None` or a dict of `ContextAttention`'s local
+            and hard options: `{"local_p": True, "window": D}` (Luong et
+            al.'s local-p) or `{"hard": "gumbel", "hard_k": k}` (Xu et al.'s
+            hard attention; needs the softmax normalizer). Defaults to `None`.
         dropout: Float in `[0, 1)`, dropout on the word embeddings, the
             sentence vectors and the document vector. Defaults to `0.3`.
         word_pooling: Distinct names from `"attention"`, `"max"`, `"mean"`,
@@ -122,6 +127,7 @@ def build_han(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
     _checks.check_positive_number("attention_temperature", attention_temperature)
+    _checks.check_attention_options(attention_options, attention_normalizer)
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
@@ -146,6 +152,7 @@ def build_han(
             skip_masked=packed_groups is None,  # at inference, the words only
             normalizer=attention_normalizer,
             temperature=attention_temperature,
+            **(attention_options or {}),
             name="word_attention",
         ),
         prefix="word_",
@@ -159,6 +166,7 @@ def build_han(
         score=attention_score,
         normalizer=attention_normalizer,
         temperature=attention_temperature,
+        **(attention_options or {}),
         name="sentence_attention",
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")

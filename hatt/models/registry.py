@@ -13,6 +13,7 @@ import keras
 
 from hatt import names
 from hatt.layers import ContextAttention
+from hatt.models import _checks
 from hatt.models import head as head_lib
 from hatt.models.cnn import build_cnn
 from hatt.models.han import build_han
@@ -217,6 +218,7 @@ def dense_twin(model):
         attention_score=word_attention.score,
         attention_normalizer=word_attention.normalizer,
         attention_temperature=word_attention.temperature,
+        attention_options={k: getattr(word_attention, k) for k in _checks.ATTENTION_OPTIONS},
         dropout=model.get_layer("dropout").rate,
         name=model.name,
     )

@@ -62,6 +62,7 @@ def build_rnn(
     word_dropout=0.0,
     attention_normalizer="softmax",
     attention_temperature=1.0,
+    attention_options=None,
     name="rnn",
 ):
     """Build a bidirectional GRU/LSTM/SRU classifier pooled by `ContextAttention`.
@@ -102,6 +103,10 @@ def build_rnn(
             divided by it before the normalizer (`ContextAttention`'s
             `temperature`); below 1 a sparse normalizer keeps fewer words.
             Defaults to `1.0`.
+        attention_options: `None` or a dict of `ContextAttention`'s local
+            and hard options: `{"local_p": True, "window": D}` (Luong et
+            al.'s local-p) or `{"hard": "gumbel", "hard_k": k}` (Xu et al.'s
+            hard attention; needs the softmax normalizer). Defaults to `None`.
         attention_score: The attention's `score`. Defaults to `"dot"`.
         dropout: Float in `[0, 1)`, dropout on the embeddings and on the
             document vector. Defaults to `0.3`.
@@ -142,6 +147,7 @@ def build_rnn(
     _checks.check_choice("attention_score", attention_score, SCORES)
     _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
     _checks.check_positive_number("attention_temperature", attention_temperature)
+    _checks.check_attention_options(attention_options, attention_normalizer)
     _checks.check_rate("dropout", dropout)
     _checks.check_rate("word_dropout", word_dropout)
 
@@ -164,6 +170,7 @@ def build_rnn(
             score=attention_score,
             normalizer=attention_normalizer,
             temperature=attention_temperature,
+            **(attention_options or {}),
             name="word_attention",
         ),
     )

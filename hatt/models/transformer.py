@@ -28,6 +28,7 @@ def build_transformer(
     attention_normalizer="softmax",
     attention_window=None,
     attention_temperature=1.0,
+    attention_options=None,
     name="transformer",
 ):
     """Build a Transformer-encoder classifier pooled by `ContextAttention`.
@@ -95,6 +96,10 @@ def build_transformer(
         attention_temperature: Positive float: the pooling attention's scores
             are divided by it before the normalizer (`ContextAttention`'s
             `temperature`). Defaults to `1.0`.
+        attention_options: `None` or a dict of `ContextAttention`'s local
+            and hard options: `{"local_p": True, "window": D}` (Luong et
+            al.'s local-p) or `{"hard": "gumbel", "hard_k": k}` (Xu et al.'s
+            hard attention; needs the softmax normalizer). Defaults to `None`.
         name: The model's name. Defaults to `"transformer"`.
 
     Returns:
@@ -130,6 +135,7 @@ def build_transformer(
         attention_window=attention_window,
     )
     _checks.check_positive_number("attention_temperature", attention_temperature)
+    _checks.check_attention_options(attention_options, attention_normalizer)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -162,6 +168,7 @@ def build_transformer(
             score=attention_score,
             normalizer=attention_normalizer,
             temperature=attention_temperature,
+            **(attention_options or {}),
             name="word_attention",
         ),
     )

@@ -77,9 +77,58 @@ def test_the_attention_temperature_reaches_every_pooling_attention(family):
         hatt.models.build(family, vocabulary_size=60, attention_temperature=0, **KWARGS[family])
 
 
+@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
+@pytest.mark.parametrize(
+    "options", [{"local_p": True, "window": 3}, {"hard": "gumbel", "hard_k": 2}]
+)
+def test_local_p_and_hard_attention_reach_the_pooling_and_survive_a_reload(
+    family, options, tmp_path
+):
+    model = hatt.models.build(
+        family, vocabulary_size=60, embedding_dim=8, attention_options=options, **KWARGS[family]
+    )
+    pooling = [n for n in ATTENTIONS[family] if n.endswith("_attention")]
+    for name in pooling:
+        config = model.get_layer(name).get_config()
+        assert {k: config[k] for k in options} == options
+    ids = _ids(model)
+    weights = np.asarray(
+        hatt.models.attention_model(model).predict(ids, verbose=0)["word_attention"]
+    )
+    mask = ids != 0
+    assert np.all(weights[~mask] == 0) and np.isfinite(weights).all()
+    if "hard" in options:  # inference: 1/k on the k best words of each row (k = 2)
+        rows = weights.reshape(-1, weights.shape[-1])[mask.reshape(-1, mask.shape[-1]).sum(-1) >= 2]
+        np.testing.assert_allclose(np.sort(rows, axis=-1)[:, -2:], 0.5, atol=1e-6)
+    model.save(tmp_path / "m.keras")
+    reloaded = keras.saving.load_model(tmp_path / "m.keras")
+    for name in pooling:
+        assert reloaded.get_layer(name).get_config() == model.get_layer(name).get_config()
+
+
+def test_the_packed_han_s_twin_keeps_the_local_and_hard_options():
+    packed = hatt.models.build(
+        "han",
+        vocabulary_size=60,
+        embedding_dim=8,
+        packed_groups=2,
+        attention_options={"hard": "gumbel", "hard_k": 3},
+        **KWARGS["han"],
+    )
+    twin = hatt.models.dense_twin(packed)
+    for name in ("word_attention", "sentence_attention"):
+        assert (twin.get_layer(name).hard, twin.get_layer(name).hard_k) == ("gumbel", 3)
+
+
 @pytest.mark.parametrize(
     "kwargs,message",
     [
+        ({"attention_options": {"windw": 3}}, "attention_options to be a dict of"),
+        ({"attention_options": {"local_p": True}}, "attention_options: Expected window"),
+        (
+            {"attention_normalizer": "sparsemax", "attention_options": {"hard": "gumbel"}},
+            "attention_options: hard attention uses the scores directly",
+        ),
         ({"attention_normalizer": "softermax"}, "attention_normalizer to be one of"),
         ({"attention_window": -1}, "attention_window to be an int >= 0 or None"),
         ({"attention_window": "3"}, "attention_window to be an int >= 0 or None"),
