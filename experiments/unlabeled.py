@@ -50,12 +50,13 @@ UNSUP = next(
     ),
     ROOT.parent / "shared" / "data" / UNSUP_NAME,
 )
-METHODS = ("nb_lr", "tfidf_lr", "rnn", "rnn_unsup")
+METHODS = ("nb_lr", "tfidf_lr", "rnn", "rnn_unsup", "rnn_unsup_vocab")
 LABELS = {
     "nb_lr": "NB-LR",
     "tfidf_lr": "TF-IDF + LR",
     "rnn": "rnn, word2vec on the labeled draw",
     "rnn_unsup": "rnn, word2vec on the draw + unsup",
+    "rnn_unsup_vocab": "rnn, word2vec and the vocabulary on the draw + unsup",
 }
 
 
@@ -79,12 +80,14 @@ def parse_args(argv=None):
 
 
 def hatt_row(method, tables, place, unlabeled, force):
-    """``rnn`` or ``rnn_unsup`` (``hatt train rnn --unlabeled PATH``) on one draw."""
+    """``rnn``, ``rnn_unsup`` (``hatt train rnn --unlabeled PATH``) or ``rnn_unsup_vocab``
+    (also ``--set unlabeled_vocabulary=true``) on one draw."""
     if method == "rnn":
         return sc.hatt_cell("rnn", tables, place, force)
-    row = sc.hatt_cell(
-        "rnn", tables, place, force, name=method, extra=["--unlabeled", str(unlabeled)]
-    )
+    extra = ["--unlabeled", str(unlabeled)]
+    if method == "rnn_unsup_vocab":
+        extra += ["--set", "unlabeled_vocabulary=true"]
+    row = sc.hatt_cell("rnn", tables, place, force, name=method, extra=extra)
     run_dir = place / method
     metrics = json.loads((run_dir / "metrics.json").read_text())
     row.update(

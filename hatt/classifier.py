@@ -347,7 +347,8 @@ class TextClassifier:
                 loop's printed steps and progress bars.
             restart: remove an earlier run's files from ``run_dir`` first.
             command: the command line ``metrics.json`` records (``hatt train``'s).
-            unlabeled: documents without labels that word2vec and the vocabulary
+            unlabeled: documents without labels that word2vec (and with the
+                setting ``unlabeled_vocabulary=True`` the vocabulary)
                 also learn from: a path (a folder of ``.txt`` files, a table, a
                 text file of one document a line, an archive; as ``hatt train
                 --unlabeled``) or a list of ``str``. Any equal to a validation or

@@ -113,7 +113,8 @@ def add_train_command(sub):
         "--unlabeled",
         metavar="PATH",
         default=None,
-        help="unlabeled documents that word2vec and the vocabulary also learn from: a folder "
+        help="unlabeled documents that word2vec also learns from (the vocabulary too with --set "
+        "unlabeled_vocabulary=true): a folder "
         "of .txt files, a .csv / .tsv / .jsonl table, a text file of one a line, or an "
         "archive (aclImdb_v1_unsup.tar.gz), or imdb:unsup (IMDB's own, found beside the "
         "labeled data); any equal to a validation or test text is dropped. Needs "

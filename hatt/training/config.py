@@ -329,6 +329,7 @@ class TrainConfig:
     # or test text are dropped. Needs word_vectors="word2vec".
     unlabeled: str | None = None
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
+    unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
@@ -473,7 +474,7 @@ def check_unlabeled(config):
     if config.word_vectors != "word2vec" or config.prepared:
         raise ValueError(
             "Expected word_vectors='word2vec' and a corpus read as text (not prepared=) with "
-            "unlabeled documents: word2vec and the vocabulary learn from them. Received: "
+            "unlabeled documents: word2vec is what learns from them. Received: "
             f"word_vectors={config.word_vectors!r}, prepared={config.prepared!r} with "
             f"unlabeled={config.unlabeled!r} (add --set word_vectors=word2vec)"
         )

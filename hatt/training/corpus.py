@@ -323,7 +323,7 @@ class Corpus:
         corpus.unlabeled = read_unlabeled(config, splits, unlabeled)
         vocabulary_texts = list(texts.train.texts)
         also = ""
-        if corpus.unlabeled is not None:  # words met only there still get a vector
+        if corpus.unlabeled is not None and config.unlabeled_vocabulary:
             vocabulary_texts += corpus.unlabeled.texts
             also = f" and {len(corpus.unlabeled.texts)} unlabeled documents"
         print(f"Fitting the vocabulary on {len(texts.train)} training reviews{also}")

@@ -42,7 +42,7 @@ def _unlabeled(corpus):
 
 
 def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(corpus, tmp_path):
-    clf = hatt.TextClassifier("rnn", **TINY_RNN)
+    clf = hatt.TextClassifier("rnn", unlabeled_vocabulary=True, **TINY_RNN)
     clf.fit(corpus, run_dir=tmp_path / "with", verbose=0, unlabeled=_unlabeled(corpus))
     report = json.loads((tmp_path / "with" / "unlabeled.json").read_text())
     assert report["source"] == "(in memory)"
@@ -55,10 +55,14 @@ def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(corpus, tmp_p
     config = json.loads((tmp_path / "with" / "config.json").read_text())
     assert config["unlabeled"] == "(in memory)"
 
-    hatt.TextClassifier("rnn", **TINY_RNN).fit(corpus, run_dir=tmp_path / "alone", verbose=0)
-    vocabulary = hatt.data.Vectorizer.load(tmp_path / "alone" / "vectorizer.json").get_vocabulary()
+    # the default: word2vec learns from them, the vocabulary does not
+    alone = tmp_path / "alone"
+    hatt.TextClassifier("rnn", **TINY_RNN).fit(
+        corpus, run_dir=alone, verbose=0, unlabeled=_unlabeled(corpus)
+    )
+    vocabulary = hatt.data.Vectorizer.load(alone / "vectorizer.json").get_vocabulary()
     assert ONLY_UNLABELED not in vocabulary
-    assert not (tmp_path / "alone" / "unlabeled.json").exists()
+    assert json.loads((alone / "word_vectors.json").read_text())["unlabeled_documents"] == 30
 
 
 def test_hatt_train_reads_a_folder_of_unlabeled_documents(corpus, tmp_path):
