@@ -2,7 +2,6 @@
 
 import keras
 
-from hatt.layers import ContextAttention
 from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
@@ -14,6 +13,7 @@ from hatt.models.wiring import (
     GatherSentences,
     PaddingMask,
     UnfoldSentences,
+    pooling_attention,
 )
 
 
@@ -146,14 +146,14 @@ def build_han(
     word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=packed_groups is None)
     pool_words = ConcatPooling(
         word_pooling,
-        ContextAttention(
-            units=attention_units,
-            score=attention_score,
+        pooling_attention(
+            "word_attention",
+            attention_units,
+            attention_score,
+            attention_normalizer,
+            attention_temperature,
+            attention_options,
             skip_masked=packed_groups is None,  # at inference, the words only
-            normalizer=attention_normalizer,
-            temperature=attention_temperature,
-            **(attention_options or {}),
-            name="word_attention",
         ),
         prefix="word_",
     )
@@ -161,13 +161,13 @@ def build_han(
     sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
     sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
     sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
-    sentence_attention = ContextAttention(
-        units=attention_units,
-        score=attention_score,
-        normalizer=attention_normalizer,
-        temperature=attention_temperature,
-        **(attention_options or {}),
-        name="sentence_attention",
+    sentence_attention = pooling_attention(
+        "sentence_attention",
+        attention_units,
+        attention_score,
+        attention_normalizer,
+        attention_temperature,
+        attention_options,
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 

@@ -2,7 +2,7 @@
 
 import keras
 
-from hatt.layers import SRU, ContextAttention
+from hatt.layers import SRU
 from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
@@ -11,6 +11,7 @@ from hatt.models.wiring import (
     EncoderMask,
     LengthGroupedBidirectional,
     PaddingMask,
+    pooling_attention,
 )
 
 # The recurrent cells of the rnn and HAN encoders, by the name `cell=` takes.
@@ -165,13 +166,13 @@ def build_rnn(
     encoders = [recurrent_layer(cell, units, f"encoder_{i}") for i in range(num_layers)]
     pool = ConcatPooling(
         pooling,
-        ContextAttention(
-            units=attention_units,
-            score=attention_score,
-            normalizer=attention_normalizer,
-            temperature=attention_temperature,
-            **(attention_options or {}),
-            name="word_attention",
+        pooling_attention(
+            "word_attention",
+            attention_units,
+            attention_score,
+            attention_normalizer,
+            attention_temperature,
+            attention_options,
         ),
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")

@@ -2,12 +2,12 @@
 
 import keras
 
-from hatt.layers import ContextAttention, PositionEmbedding, TransformerBlock
+from hatt.layers import PositionEmbedding, TransformerBlock
 from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
-from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask
+from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask, pooling_attention
 
 
 def build_transformer(
@@ -163,13 +163,13 @@ def build_transformer(
     )
     pool = ConcatPooling(
         pooling,
-        ContextAttention(
-            units=attention_units,
-            score=attention_score,
-            normalizer=attention_normalizer,
-            temperature=attention_temperature,
-            **(attention_options or {}),
-            name="word_attention",
+        pooling_attention(
+            "word_attention",
+            attention_units,
+            attention_score,
+            attention_normalizer,
+            attention_temperature,
+            attention_options,
         ),
     )
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")

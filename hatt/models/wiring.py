@@ -11,6 +11,7 @@ and masked max- and mean-over-time pooling.
 import keras
 from keras import ops
 
+from hatt.layers import ContextAttention
 from hatt.layers._masking import large_negative, to_bool_mask
 from hatt.models import _checks
 
@@ -464,3 +465,17 @@ def check_concat_pooling(pooling):
     for part in parts:
         _checks.check_choice("pooling", part, CONCAT_POOLINGS)
     return parts
+
+
+def pooling_attention(name, units, score, normalizer, temperature, options, **kwargs):
+    """The families' pooling `ContextAttention` from a builder's `attention_*` arguments
+    (`options`: its local-p / hard dict, or `None`); `kwargs` go to the layer as well."""
+    return ContextAttention(
+        units=units,
+        score=score,
+        normalizer=normalizer,
+        temperature=temperature,
+        name=name,
+        **(options or {}),
+        **kwargs,
+    )
