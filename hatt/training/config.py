@@ -27,8 +27,10 @@ from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
 from hatt.training import scale
 from hatt.training.distribute import STRATEGIES
+from hatt.training.legacy import LEGACY_FIELDS, LEGACY_MODEL_KWARGS, translate_legacy  # noqa: F401
 from hatt.training.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
 from hatt.training.scale import SCALED_KEYS
+from hatt.training.semi import check_semi_supervised
 from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
@@ -64,24 +66,6 @@ VOCABULARY_FIELDS = (
 PREPARED_FIELDS = DATA_FIELDS + VOCABULARY_FIELDS
 CLASS_WEIGHTS = ("auto", "balanced", "none")
 IMDB_LABELS = ("binary", "rating")
-# Old flat keys of the n-gram channel → keys of the `ngram` section.
-LEGACY_MODEL_KWARGS = {
-    "ngram_buckets": "buckets",
-    "ngram": "order",
-    "ngram_reduction": "reduction",
-    "ngram_binary": "binary",
-    "ngram_dropout": "feature_dropout",
-    "ngram_l2": "l2",
-}
-LEGACY_FIELDS = {
-    "ngram_init": "init",
-    "ngram_fit": "fit",
-    "ngram_alpha": "alpha",
-    "ngram_C": "C",
-    "ngram_min_df": "min_df",
-    "ngram_init_scale": "init_scale",
-    "ngram_trainable": "trainable",
-}
 PRESET_PACKAGE = "hatt.presets"
 DEFAULT_PRESET = "default"  # assemble_config: the family's own preset, when it has one
 
@@ -331,6 +315,18 @@ class TrainConfig:
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
     unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
     init: str | None = None  # a trained model of the family to start from (training/transfer)
+    init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
+
+    # self-training (hatt.training.self_training): a teacher labels the unlabeled
+    # documents, a student trains on the labeled and the confident ones
+    pseudo_labels: bool = False
+    pseudo_label_threshold: float | None = None  # the confidence kept; None: chosen on validation
+
+    # adversarial training on the embeddings (hatt.training.adversarial, Miyato et al.)
+    adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)
+    adversarial_epsilon: float = 5.0  # the perturbation's L2 norm per document
+    adversarial_weight: float = 1.0  # the adversarial loss's weight beside the usual loss
+
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
     learning_rate: float = 1e-3
@@ -389,7 +385,7 @@ class TrainConfig:
         _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         if self.limit is not None:
             _check_positive_int("limit", self.limit, minimum=2)
-        check_unlabeled(self)
+        check_semi_supervised(self)
         if self.labels is not None:
             _check_choice("labels", self.labels, IMDB_LABELS)
         if self.class_weight is not None:
@@ -456,66 +452,6 @@ def _check_scaled(scaled):
             raise ValueError(
                 f"Expected scaled.{key} to be [from, to]. Received: scaled.{key}={change!r}"
             )
-
-
-def check_unlabeled(config):
-    """``unlabeled`` needs word2vec (what learns from it) and a corpus read as text."""
-    if config.unlabeled is None and config.unlabeled_text_column is not None:
-        raise ValueError(
-            "Expected unlabeled (the unlabeled documents' path) with unlabeled_text_column. "
-            f"Received: unlabeled_text_column={config.unlabeled_text_column!r} alone"
-        )
-    if config.unlabeled is None:
-        return
-    if not config.unlabeled.strip():
-        raise ValueError(
-            f"Expected unlabeled to be a path. Received: unlabeled={config.unlabeled!r}"
-        )
-    if config.word_vectors != "word2vec" or config.prepared:
-        raise ValueError(
-            "Expected word_vectors='word2vec' and a corpus read as text (not prepared=) with "
-            "unlabeled documents: word2vec is what learns from them. Received: "
-            f"word_vectors={config.word_vectors!r}, prepared={config.prepared!r} with "
-            f"unlabeled={config.unlabeled!r} (add --set word_vectors=word2vec)"
-        )
-
-
-def translate_legacy(values, complete=False):
-    """Move the old flat n-gram keys of ``values`` into its ``ngram`` section.
-
-    ``model_kwargs.ngram_buckets`` / ``ngram`` / ``ngram_binary`` /
-    ``ngram_reduction`` / ``ngram_dropout`` / ``ngram_l2`` and the top-level
-    ``ngram_init`` / ``ngram_fit`` / ``ngram_alpha`` / ``ngram_C`` /
-    ``ngram_min_df`` / ``ngram_init_scale`` / ``ngram_trainable`` become keys of
-    ``values["ngram"]``; ``ngram_buckets`` 0 meant "no channel" (``None``).
-
-    Args:
-        values: a configuration dict (not changed).
-        complete: ``values`` is a whole configuration (an old ``config.json``):
-            without ``ngram_buckets`` it had no channel, whatever its other
-            ``ngram_*`` keys said. Otherwise (a file or overrides laid over a
-            preset) the keys found are a partial section.
-
-    Returns:
-        A new dict.
-    """
-    values = dict(values)
-    kwargs = values.get("model_kwargs")
-    kwargs = dict(kwargs) if isinstance(kwargs, dict) else {}  # else checked as it is
-    layer = {new: kwargs.pop(old) for old, new in LEGACY_MODEL_KWARGS.items() if old in kwargs}
-    fit = {new: values.pop(old) for old, new in LEGACY_FIELDS.items() if old in values}
-    if layer:
-        values["model_kwargs"] = kwargs
-    if not layer and not fit:
-        return values
-    off = ("buckets" in layer and not layer["buckets"]) or (complete and "buckets" not in layer)
-    if off:
-        values["ngram"] = None
-    else:
-        section = values.get("ngram")
-        section = section.to_dict() if isinstance(section, NgramSettings) else section
-        values["ngram"] = {**(section or {}), **layer, **fit}
-    return values
 
 
 def check_model_kwargs(family, model_kwargs):

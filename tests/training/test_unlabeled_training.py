@@ -10,7 +10,7 @@ import pytest
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import assemble_config
+from hatt.training import TrainConfig, assemble_config
 from tests.conftest import planted
 
 TINY_RNN = {
@@ -96,7 +96,7 @@ def test_hatt_train_reads_a_folder_of_unlabeled_documents(corpus, tmp_path):
 @pytest.mark.parametrize(
     "values,message",
     [
-        ({"unlabeled": "u.txt"}, "Expected word_vectors='word2vec' and a corpus read as text"),
+        ({"unlabeled": "u.txt"}, "Expected a corpus read as text .not prepared=. and a step that learns"),
         ({"unlabeled_text_column": "body"}, "with unlabeled_text_column"),
         ({"unlabeled": " ", "word_vectors": "word2vec"}, "Expected unlabeled to be a path"),
     ],
@@ -138,3 +138,28 @@ def test_imdb_s_unlabeled_split_is_found_beside_the_labeled_data(tmp_path, monke
     assert find_imdb_unsup(None) == imdb / "train" / "unsup"
     with pytest.raises(ValueError, match="as a local folder or .tar.gz"):
         find_imdb_unsup("tfds:imdb_reviews")
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"pseudo_labels": True}, "Expected unlabeled documents"),
+        ({"pseudo_label_threshold": 0.9, "unlabeled": "u.txt", "word_vectors": "word2vec"},
+         "Expected pseudo_labels=true"),
+        ({"pseudo_labels": True, "unlabeled": "u.txt", "pseudo_label_threshold": 1.0},
+         "a probability in"),
+        ({"adversarial": "fgsm"}, "Expected adversarial to be one of"),
+        ({"adversarial": "at", "adversarial_epsilon": 0}, "adversarial_epsilon"),
+        ({"init_frozen_epochs": 1}, "Expected init"),
+        ({"init": "m.keras", "init_frozen_epochs": 10, "epochs": 10}, "init_frozen_epochs < epochs"),
+        ({"init": "m.keras", "init_frozen_epochs": -1}, "integer >= 0"),
+    ],
+)
+def test_semi_supervised_settings_are_checked(values, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(model="rnn", **values)
+
+
+def test_pseudo_labels_or_vat_use_unlabeled_documents_without_word2vec():
+    assert TrainConfig(model="rnn", unlabeled="u.txt", pseudo_labels=True).pseudo_labels
+    assert TrainConfig(model="rnn", unlabeled="u.txt", adversarial="vat").adversarial == "vat"

@@ -1,0 +1,64 @@
+"""Configurations written before the ``ngram`` section existed, translated.
+
+``model_kwargs.ngram_buckets``, top-level ``ngram_init`` and their siblings were
+the n-gram channel's keys before :class:`hatt.training.config.NgramSettings`
+gathered them into one section; :func:`translate_legacy` moves them there, so
+old config files and run directories still load.
+"""
+
+# Old flat keys of the n-gram channel → keys of the `ngram` section.
+LEGACY_MODEL_KWARGS = {
+    "ngram_buckets": "buckets",
+    "ngram": "order",
+    "ngram_reduction": "reduction",
+    "ngram_binary": "binary",
+    "ngram_dropout": "feature_dropout",
+    "ngram_l2": "l2",
+}
+LEGACY_FIELDS = {
+    "ngram_init": "init",
+    "ngram_fit": "fit",
+    "ngram_alpha": "alpha",
+    "ngram_C": "C",
+    "ngram_min_df": "min_df",
+    "ngram_init_scale": "init_scale",
+    "ngram_trainable": "trainable",
+}
+
+
+def translate_legacy(values, complete=False):
+    """Move the old flat n-gram keys of ``values`` into its ``ngram`` section.
+
+    ``model_kwargs.ngram_buckets`` / ``ngram`` / ``ngram_binary`` /
+    ``ngram_reduction`` / ``ngram_dropout`` / ``ngram_l2`` and the top-level
+    ``ngram_init`` / ``ngram_fit`` / ``ngram_alpha`` / ``ngram_C`` /
+    ``ngram_min_df`` / ``ngram_init_scale`` / ``ngram_trainable`` become keys of
+    ``values["ngram"]``; ``ngram_buckets`` 0 meant "no channel" (``None``).
+
+    Args:
+        values: a configuration dict (not changed).
+        complete: ``values`` is a whole configuration (an old ``config.json``):
+            without ``ngram_buckets`` it had no channel, whatever its other
+            ``ngram_*`` keys said. Otherwise (a file or overrides laid over a
+            preset) the keys found are a partial section.
+
+    Returns:
+        A new dict.
+    """
+    values = dict(values)
+    kwargs = values.get("model_kwargs")
+    kwargs = dict(kwargs) if isinstance(kwargs, dict) else {}  # else checked as it is
+    layer = {new: kwargs.pop(old) for old, new in LEGACY_MODEL_KWARGS.items() if old in kwargs}
+    fit = {new: values.pop(old) for old, new in LEGACY_FIELDS.items() if old in values}
+    if layer:
+        values["model_kwargs"] = kwargs
+    if not layer and not fit:
+        return values
+    off = ("buckets" in layer and not layer["buckets"]) or (complete and "buckets" not in layer)
+    if off:
+        values["ngram"] = None
+    else:
+        section = values.get("ngram")
+        section = section.to_dict() if hasattr(section, "to_dict") else section  # NgramSettings
+        values["ngram"] = {**(section or {}), **layer, **fit}
+    return values

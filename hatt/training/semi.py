@@ -1,0 +1,107 @@
+"""Which steps learn from unlabeled documents, checked before any data is read.
+
+``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
+:mod:`hatt.training.word_vectors`), by self-training (``pseudo_labels``,
+:mod:`hatt.training.self_training`) and by virtual adversarial training
+(``adversarial="vat"``, :mod:`hatt.training.adversarial`); a run that names
+unlabeled documents needs one of them. ``init_frozen_epochs`` (gradual
+unfreezing, :mod:`hatt.training.transfer`) needs ``init``.
+"""
+
+ADVERSARIAL = ("none", "at", "vat")
+
+
+def uses_unlabeled(config):
+    """The steps of ``config`` that learn from its unlabeled documents, by name."""
+    steps = []
+    if config.word_vectors == "word2vec":
+        steps.append("word2vec")
+    if config.pseudo_labels:
+        steps.append("pseudo_labels")
+    if config.adversarial == "vat":
+        steps.append("vat")
+    return steps
+
+
+def check_semi_supervised(config):
+    """Raise ``ValueError`` unless ``config``'s unlabeled, self-training, adversarial
+    and gradual-unfreezing settings fit together."""
+    _check_unlabeled(config)
+    _check_pseudo_labels(config)
+    _check_adversarial(config)
+    _check_unfreezing(config)
+
+
+def _check_unlabeled(config):
+    """``unlabeled`` needs a step that learns from it and a corpus read as text."""
+    if config.unlabeled is None and config.unlabeled_text_column is not None:
+        raise ValueError(
+            "Expected unlabeled (the unlabeled documents' path) with unlabeled_text_column. "
+            f"Received: unlabeled_text_column={config.unlabeled_text_column!r} alone"
+        )
+    if config.unlabeled is None:
+        return
+    if not config.unlabeled.strip():
+        raise ValueError(
+            f"Expected unlabeled to be a path. Received: unlabeled={config.unlabeled!r}"
+        )
+    if not uses_unlabeled(config) or config.prepared:
+        raise ValueError(
+            "Expected a corpus read as text (not prepared=) and a step that learns from "
+            "unlabeled documents: word_vectors='word2vec', pseudo_labels=true or "
+            f"adversarial='vat'. Received: word_vectors={config.word_vectors!r}, "
+            f"pseudo_labels={config.pseudo_labels!r}, adversarial={config.adversarial!r}, "
+            f"prepared={config.prepared!r} with unlabeled={config.unlabeled!r} "
+            "(add --set word_vectors=word2vec)"
+        )
+
+
+def _check_pseudo_labels(config):
+    threshold = config.pseudo_label_threshold
+    if threshold is not None and not 0 < threshold < 1:
+        raise ValueError(
+            "Expected pseudo_label_threshold to be a probability in (0, 1), or null (chosen "
+            f"on the validation split). Received: pseudo_label_threshold={threshold!r}"
+        )
+    if (config.pseudo_labels or threshold is not None) and config.unlabeled is None:
+        raise ValueError(
+            "Expected unlabeled documents (--unlabeled PATH) with pseudo_labels: they are "
+            f"what the teacher labels. Received: pseudo_labels={config.pseudo_labels!r}, "
+            f"pseudo_label_threshold={threshold!r}, unlabeled=None"
+        )
+    if threshold is not None and not config.pseudo_labels:
+        raise ValueError(
+            "Expected pseudo_labels=true with pseudo_label_threshold. Received: "
+            f"pseudo_label_threshold={threshold!r}, pseudo_labels=false"
+        )
+
+
+def _check_adversarial(config):
+    if config.adversarial not in ADVERSARIAL:
+        raise ValueError(
+            f"Expected adversarial to be one of {', '.join(map(repr, ADVERSARIAL))}. "
+            f"Received: adversarial={config.adversarial!r}"
+        )
+    for name in ("adversarial_epsilon", "adversarial_weight"):
+        value = getattr(config, name)
+        if not value > 0:
+            raise ValueError(f"Expected {name} to be a number > 0. Received: {name}={value!r}")
+
+
+def _check_unfreezing(config):
+    frozen = config.init_frozen_epochs
+    if isinstance(frozen, bool) or not isinstance(frozen, int) or frozen < 0:
+        raise ValueError(
+            "Expected init_frozen_epochs to be an integer >= 0. "
+            f"Received: init_frozen_epochs={frozen!r}"
+        )
+    if frozen and config.init is None:
+        raise ValueError(
+            "Expected init (--init MODEL) with init_frozen_epochs: they are the epochs the "
+            f"layers copied from it stay frozen. Received: init_frozen_epochs={frozen}, init=None"
+        )
+    if frozen and frozen >= config.epochs:
+        raise ValueError(
+            f"Expected init_frozen_epochs < epochs (some epochs must train every layer). "
+            f"Received: init_frozen_epochs={frozen}, epochs={config.epochs}"
+        )
