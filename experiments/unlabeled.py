@@ -50,9 +50,11 @@ UNSUP = next(
     ),
     ROOT.parent / "shared" / "data" / UNSUP_NAME,
 )
-# hatt rows: (label, --set overrides after `hatt train rnn --unlabeled PATH`); "rnn" alone
-# trains without the unlabeled reviews.
+# hatt rows: (label, --set overrides after `hatt train FAMILY --unlabeled PATH`), the
+# family being the name's first part; None: trained without the unlabeled reviews.
 HATT_METHODS = {
+    "han": ("han, word2vec on the labeled draw", None),
+    "han_unsup": ("han, word2vec on the draw + unsup", []),
     "rnn": ("rnn, word2vec on the labeled draw", None),
     "rnn_unsup": ("rnn, word2vec on the draw + unsup", []),
     "rnn_unsup_vocab": (
@@ -101,15 +103,15 @@ def parse_args(argv=None):
 
 
 def hatt_row(method, tables, place, unlabeled, force):
-    """``hatt train rnn`` on one draw: alone (``rnn``) or with ``--unlabeled PATH`` and
-    the method's ``--set`` overrides (:data:`HATT_METHODS`)."""
-    overrides = HATT_METHODS[method][1]
+    """``hatt train FAMILY`` on one draw: alone (``rnn``, ``han``) or with ``--unlabeled
+    PATH`` and the method's ``--set`` overrides (:data:`HATT_METHODS`)."""
+    family, overrides = method.split("_")[0], HATT_METHODS[method][1]
     if overrides is None:
-        return _with_deep(sc.hatt_cell("rnn", tables, place, force), place / "rnn")
+        return _with_deep(sc.hatt_cell(family, tables, place, force), place / family)
     extra = ["--unlabeled", str(unlabeled)]
     for pair in overrides:
         extra += ["--set", pair]
-    row = sc.hatt_cell("rnn", tables, place, force, name=method, extra=extra)
+    row = sc.hatt_cell(family, tables, place, force, name=method, extra=extra)
     run_dir = place / method
     metrics = json.loads((run_dir / "metrics.json").read_text())
     row.update(
