@@ -199,21 +199,32 @@ def _decoded(place, data, log):
 
 
 class _Counts:
-    def __init__(self):
-        self.read = self.empty = self.excluded = self.repeated = 0
+    def __init__(self, limit, max_chars):
+        self.read = self.empty = self.excluded = self.repeated = self.chars = 0
         self.seen = set()
+        self.limit, self.max_chars = limit, max_chars
+        self.stopped = None  # "limit" or "max_chars": the rest of the source was not read
+
+    def full(self, kept):
+        """Whether ``kept`` holds all it may (and why, in ``stopped``)."""
+        if self.limit is not None and len(kept) >= self.limit:
+            self.stopped = "limit"
+        elif self.max_chars is not None and self.chars >= self.max_chars:
+            self.stopped = "max_chars"
+        return self.stopped is not None
 
 
-def _keep_chunk(chunk, excluded, counts, kept, limit):
+def _keep_chunk(chunk, excluded, counts, kept):
     """Append the texts of ``chunk`` that match no excluded fingerprint to ``kept``."""
     for text, fingerprint in zip(chunk, fingerprints(chunk), strict=True):
-        if limit is not None and len(kept) >= limit:
+        if counts.full(kept):
             return
         if int(fingerprint) in excluded:
             counts.excluded += 1
             continue
         counts.repeated += int(fingerprint) in counts.seen
         counts.seen.add(int(fingerprint))
+        counts.chars += len(text)
         kept.append(text)
 
 
@@ -232,7 +243,7 @@ def _check_result(path, counts, kept, log):
     )
 
 
-def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
+def read_unlabeled(path, *, text_column=None, exclude=(), limit=None, max_chars=None):
     """The unlabeled documents of ``path`` and what reading them skipped.
 
     Args:
@@ -244,26 +255,35 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
             A document equal to one of them after :func:`hatt.data.text.clean`
             (case, HTML and spacing aside) is dropped and counted.
         limit: keep at most this many documents (``None``: all).
+        max_chars: stop once the kept documents hold this many characters
+            (``None``: no bound): a source far larger than memory is read as a
+            stream up to it, and the report says where it stopped.
 
     Returns:
         ``(texts, report)``: a list of str, and a dict ``read``, ``empty``,
         ``not_text``, ``invalid_utf8``, ``excluded`` (equal to a validation / test
         text), ``repeated`` (kept texts equal to an earlier kept one), ``kept``,
-        ``seconds``.
+        ``chars`` (kept), ``stopped`` (``None``, or ``"limit"`` / ``"max_chars"``:
+        the rest of the source was not read), ``seconds``.
 
     Raises:
         ValueError: ``path`` does not exist, holds no document, or only
             documents equal to excluded texts; ``limit`` is not positive.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"Expected limit to be a positive integer or None. Received: {limit!r}")
+    for name, value in (("limit", limit), ("max_chars", max_chars)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(
+                f"Expected {name} to be a positive integer or None. Received: {value!r}"
+            )
     start = time.perf_counter()
     name = IN_MEMORY if isinstance(path, list | tuple) else str(path)
     source = documents(path, text_column)
     excluded = {int(f) for f in fingerprints(list(exclude))} if len(exclude) else set()
-    log, counts, kept, chunk = ReadLog(), _Counts(), [], []
+    log, counts, kept, chunk = ReadLog(), _Counts(limit, max_chars), [], []
     for place, data in source:
-        if limit is not None and len(kept) >= limit:
+        if counts.full(kept):
             break
         counts.read += 1
         text = _decoded(place, data, log)
@@ -274,10 +294,10 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
             continue
         chunk.append(text)
         if len(chunk) >= CHUNK:
-            _keep_chunk(chunk, excluded, counts, kept, limit)
+            _keep_chunk(chunk, excluded, counts, kept)
             chunk = []
     if chunk:
-        _keep_chunk(chunk, excluded, counts, kept, limit)
+        _keep_chunk(chunk, excluded, counts, kept)
     _check_result(name, counts, kept, log)
     report = {
         "source": name,
@@ -288,16 +308,27 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None):
         "excluded": counts.excluded,
         "repeated": counts.repeated,
         "kept": len(kept),
+        "chars": counts.chars,
+        "stopped": counts.stopped,
         "seconds": round(time.perf_counter() - start, 2),
     }
     return kept, report
 
 
+STOPPED = {
+    "limit": "the rest of the source was not read: unlabeled_limit",
+    "max_chars": "the rest of the source was not read: the memory budget for unlabeled text "
+    "(a quarter of the machine's memory; --set unlabeled_limit=N keeps fewer)",
+}
+
+
 def summary(report):
-    """One line for the user: what was read, skipped and excluded."""
+    """One line for the user: what was read, skipped and excluded (and where reading stopped)."""
+    stopped = report.get("stopped")
     return (
         f"Unlabeled: {report['kept']} documents kept of {report['read']} read from "
         f"{report['source']} ({report['empty']} empty, {report['not_text']} not text, "
         f"{report['excluded']} equal to a validation/test text and removed, "
         f"{report['invalid_utf8']} with invalid UTF-8 replaced) in {report['seconds']} s"
+        + (f"; {STOPPED[stopped]}" if stopped else "")
     )

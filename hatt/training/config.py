@@ -314,6 +314,7 @@ class TrainConfig:
     unlabeled: str | None = None
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
     unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
+    unlabeled_limit: int | None = None  # keep at most this many (None: up to a memory budget)
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
 

@@ -13,7 +13,7 @@ import numpy as np
 import hatt
 from hatt.data import prepared as prepared_lib
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
-from hatt.training import distribute
+from hatt.training import distribute, limits
 from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
 
 # === Dataset options shared by both sources ==========================================
@@ -231,7 +231,11 @@ def read_unlabeled(config, splits, documents=None):
         source = unlabeled_lib.find_imdb_unsup(config.data)
     exclude = [*splits["validation"].texts, *splits["test"].texts]
     texts, report = unlabeled_lib.read_unlabeled(
-        source, text_column=config.unlabeled_text_column, exclude=exclude
+        source,
+        text_column=config.unlabeled_text_column,
+        exclude=exclude,
+        limit=config.unlabeled_limit,
+        max_chars=limits.unlabeled_chars(),
     )
     print(unlabeled_lib.summary(report))
     return Unlabeled(texts, report)

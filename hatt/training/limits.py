@@ -37,6 +37,21 @@ def check_batch_memory(config, memory_bytes=None):
         )
 
 
+UNLABELED_MEMORY_SHARE = 4  # unlabeled text may take a quarter of the machine's memory
+
+
+def unlabeled_chars(memory_bytes=None):
+    """The characters of unlabeled text a run keeps at most (``None``: unknown memory).
+
+    The texts, then their ids for word2vec and the teacher's batches, stay in memory
+    together; a quarter of the machine's memory in characters leaves room for them
+    (about 3 million IMDB reviews on 24 GiB). A larger source is read as a stream up
+    to it and the run says where it stopped (:func:`hatt.data.unlabeled.summary`).
+    """
+    memory_bytes = memory_bytes or _physical_memory()
+    return memory_bytes // UNLABELED_MEMORY_SHARE if memory_bytes else None
+
+
 def _physical_memory():
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -39,6 +39,11 @@ def _check_unlabeled(config):
             "Expected unlabeled (the unlabeled documents' path) with unlabeled_text_column. "
             f"Received: unlabeled_text_column={config.unlabeled_text_column!r} alone"
         )
+    limit = config.unlabeled_limit
+    if limit is not None and (isinstance(limit, bool) or limit < 1):
+        raise ValueError(
+            f"Expected unlabeled_limit to be a positive integer. Received: unlabeled_limit={limit!r}"
+        )
     if config.unlabeled is None:
         return
     if not config.unlabeled.strip():

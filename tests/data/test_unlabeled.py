@@ -121,3 +121,29 @@ def test_errors_name_the_source(tmp_path):
 def test_real_unsup_limit():
     texts, report = read_unlabeled(os.environ["HATT_UNSUP"], limit=100)
     assert len(texts) == 100 and report["read"] >= 100
+
+
+def test_a_source_larger_than_the_budget_is_read_as_a_stream_up_to_it(tmp_path, monkeypatch):
+    import hatt.data.unlabeled as unlabeled_module
+
+    monkeypatch.setattr(unlabeled_module, "CHUNK", 10)  # documents read ahead of the check
+    path = tmp_path / "many.txt"
+    path.write_text("".join(f"document number {i}\n" for i in range(1000)))
+    texts, report = read_unlabeled(path, max_chars=100)
+    # it stops at the first document that reaches the budget: nothing beyond is kept
+    assert report["stopped"] == "max_chars"
+    assert sum(map(len, texts[:-1])) < 100 <= sum(map(len, texts)) == report["chars"]
+    assert texts == [f"document number {i}" for i in range(len(texts))]
+    assert report["read"] <= len(texts) + 10 and "memory budget" in summary(report)
+    limited, report = read_unlabeled(path, limit=3)
+    assert len(limited) == 3 and report["stopped"] == "limit"
+    whole, report = read_unlabeled(path)
+    assert len(whole) == 1000 and report["stopped"] is None and "not read" not in summary(report)
+    with pytest.raises(ValueError, match="max_chars"):
+        read_unlabeled(path, max_chars=0)
+
+
+def test_the_unlabeled_budget_is_a_share_of_memory():
+    from hatt.training import limits
+
+    assert limits.unlabeled_chars(24 * 2**30) == 6 * 2**30

@@ -1,0 +1,179 @@
+"""Few labels, with and without IMDB's unlabeled reviews: a table and a learning curve.
+
+Issue 36, item 4. Reads the result files other scripts wrote (it trains nothing):
+
+- ``experiments/results/small_corpora/polarity/``: ``hatt train han`` and the NB-LR /
+  TF-IDF + LR baselines on the small-corpora draws (``experiments/small_corpora.py``);
+- ``experiments/results/unlabeled/``: the same draws with ``--unlabeled`` (``han_unsup``,
+  ``rnn_unsup``, ...; ``experiments/unlabeled.py --size N --methods han_unsup``), and
+  ``full-*.json``: the whole training split (25,000 labels) with the unsup split
+  (:func:`record_full` copies a finished run's figures there);
+- ``experiments/results/han.json``, ``baseline_nb_lr.json``, ``baseline_tfidf_lr.json``:
+  the whole training split without unlabeled text.
+
+Only the draws every plotted method has are used at a size, so the methods stand on the
+same documents; every figure is on the FULL test split (25,000 reviews).
+
+Writes ``experiments/results/learning_curve/learning_curve.{json,md}`` and
+``docs/learning_curve.png``.
+
+Run:  python experiments/learning_curve.py
+      python experiments/learning_curve.py --record-full RUN_DIR --name han_unsup
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import small_corpora as sc  # noqa: E402  (plot, BASELINES: reused)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results"
+SMALL = RESULTS / "small_corpora" / "polarity"
+UNLABELED = RESULTS / "unlabeled"
+OUT = RESULTS / "learning_curve"
+FIGURE = ROOT / "docs" / "learning_curve.png"
+FULL_SIZE = 25000
+# method → (label, where its draws are, its whole-training-split result file)
+METHODS = {
+    "han": ("HAN", SMALL, RESULTS / "han.json"),
+    "han_unsup": ("HAN + 50k unlabeled", UNLABELED, UNLABELED / "full-han_unsup.json"),
+    "nb_lr": ("NB-LR", SMALL, RESULTS / "baseline_nb_lr.json"),
+    "tfidf_lr": ("TF-IDF + LR", SMALL, RESULTS / "baseline_tfidf_lr.json"),
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--record-full", metavar="RUN_DIR", help="a finished run on all labels")
+    parser.add_argument("--name", default="han_unsup", help="its method name (full-NAME.json)")
+    parser.add_argument("--command", default=None, help="the command that trained it")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--figure", default=str(FIGURE))
+    return parser.parse_args(argv)
+
+
+def record_full(run_dir, name, command=None):
+    """Copy a finished whole-training-split run's figures to ``UNLABELED/full-NAME.json``."""
+    run_dir = Path(run_dir)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    channel = metrics.get("ngram_channel") or {}
+    unlabeled = run_dir / "unlabeled.json"
+    row = {
+        "method": name,
+        "size": FULL_SIZE,
+        "test_accuracy": metrics["test_accuracy"],
+        "test_macro_f1": metrics["test_macro_f1"],
+        "deep_test_accuracy": channel.get("deep_test_accuracy"),
+        "train_seconds": metrics["train_seconds"],
+        "epochs": metrics.get("epochs"),
+        "seed": metrics.get("seed"),
+        "command": command or metrics.get("command"),
+        "hatt_version": metrics.get("hatt_version"),
+        "unlabeled": json.loads(unlabeled.read_text()) if unlabeled.exists() else None,
+        "word_vectors": metrics.get("word_vectors"),
+    }
+    path = UNLABELED / f"full-{name}.json"
+    path.write_text(json.dumps(row, indent=2) + "\n")
+    return path
+
+
+def draws(method):
+    """``{size: {draw: row}}`` of ``method``'s small-corpora draws."""
+    found = {}
+    for path in sorted(METHODS[method][1].glob(f"n*-d*-{method}.json")):
+        row = json.loads(path.read_text())
+        size, draw = (int(part[1:]) for part in path.stem.split("-")[:2])
+        found.setdefault(size, {})[draw] = row
+    return found
+
+
+def full_row(method):
+    """The whole-training-split row of ``method``, or None when it was not run."""
+    path = METHODS[method][2]
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def collect():
+    """``{size: {method: {"test_accuracy": (mean, std), "deep": ..., "draws": [...]}}}``."""
+    per_method = {method: draws(method) for method in METHODS}
+    sizes = sorted({size for found in per_method.values() for size in found})
+    summary = {}
+    for size in sizes:
+        shared = set.intersection(
+            *(set(found.get(size, {})) for found in per_method.values())
+        )  # the draws every method has at this size
+        if shared:
+            summary[size] = {
+                method: _cell([per_method[method][size][d] for d in sorted(shared)], shared)
+                for method in METHODS
+            }
+    full = {method: full_row(method) for method in METHODS}
+    if all(full.values()):
+        summary[FULL_SIZE] = {method: _cell([row], [0]) for method, row in full.items()}
+    return summary
+
+
+def _cell(rows, draw_numbers):
+    accuracies = [row["test_accuracy"] for row in rows]
+    deep = [row.get("deep_test_accuracy") for row in rows]
+    return {
+        "test_accuracy": (statistics.mean(accuracies), _std(accuracies)),
+        "deep_test_accuracy": statistics.mean(deep) if all(d is not None for d in deep) else None,
+        "draws": sorted(draw_numbers),
+        "commands": sorted({row.get("command", "") for row in rows}),
+    }
+
+
+def _std(values):
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def write_reports(summary, out, figure):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "learning_curve.json").write_text(json.dumps(summary, indent=2) + "\n")
+    names = list(METHODS)
+    lines = [
+        "# Few labels, with and without IMDB's 50,000 unlabeled reviews (issue 36)",
+        "",
+        "Generated by `experiments/learning_curve.py`; test accuracy on the full IMDB test "
+        "split (25,000 reviews), mean ± std over the draws every method has at that size; "
+        "the deep part alone in brackets.",
+        "",
+        "| labels | draws | " + " | ".join(METHODS[m][0] for m in names) + " |",
+        "|---:|---|" + "---:|" * len(names),
+    ]
+    for size, cells in summary.items():
+        shown = []
+        for method in names:
+            mean, std = cells[method]["test_accuracy"]
+            deep = cells[method]["deep_test_accuracy"]
+            text = f"{100 * mean:.2f} %" + (f" ± {100 * std:.2f}" if std else "")
+            shown.append(text + (f" ({100 * deep:.2f})" if deep is not None else ""))
+        draws_used = ", ".join(map(str, cells[names[0]]["draws"]))
+        label = "all" if size == FULL_SIZE else draws_used
+        lines.append(f"| {size} | {label} | " + " | ".join(shown) + " |")
+    (out / "learning_curve.md").write_text("\n".join(lines) + "\n")
+    renamed = {
+        "polarity": {
+            size: {METHODS[m][0] if m not in sc.BASELINES else m: cell for m, cell in cells.items()}
+            for size, cells in summary.items()
+        }
+    }
+    sc.plot(renamed, figure)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.record_full:
+        print(record_full(args.record_full, args.name, args.command))
+    write_reports(collect(), args.out, args.figure)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
