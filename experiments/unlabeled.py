@@ -55,6 +55,7 @@ UNSUP = next(
 HATT_METHODS = {
     "han": ("han, word2vec on the labeled draw", None),
     "han_unsup": ("han, word2vec on the draw + unsup", []),
+    "han_unsup_rest": ("han, word2vec on the draw + unsup + the rest of train", []),
     "rnn": ("rnn, word2vec on the labeled draw", None),
     "rnn_unsup": ("rnn, word2vec on the draw + unsup", []),
     "rnn_unsup_vocab": (
@@ -81,6 +82,9 @@ LABELS = {
     **{name: label for name, (label, _) in HATT_METHODS.items()},
 }
 METHODS = tuple(LABELS)
+# methods whose unlabeled text is the unsup split AND the training documents outside the
+# draw, their labels dropped (issue 36, item 4: "the rest of train and the unsup split")
+WITH_REST = ("han_unsup_rest",)
 
 
 def parse_args(argv=None):
@@ -100,6 +104,25 @@ def parse_args(argv=None):
 
 
 # === Rows =============================================================================
+
+
+def rest_table(pools, size, draw, seed, unlabeled, runs):
+    """A JSONL table (``text`` only) of the unsup reviews and the training reviews outside
+    the draw: the unlabeled text of :data:`WITH_REST` methods (written once)."""
+    from hatt.data.unlabeled import read_unlabeled
+
+    path = Path(runs) / "polarity" / "data" / f"n{size:05d}-d{draw}-rest.jsonl"
+    if path.exists():
+        return path
+    chosen = set(sc.draw_indices(pools["train"].labels, size, draw, seed).tolist())
+    rest = [text for i, text in enumerate(pools["train"].texts) if i not in chosen]
+    unsup, _ = read_unlabeled(str(unlabeled))
+    partial = path.with_suffix(".partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        for text in [*rest, *unsup]:
+            handle.write(json.dumps({"text": text}) + "\n")
+    partial.replace(path)
+    return path
 
 
 def hatt_row(method, tables, place, unlabeled, force):
@@ -141,7 +164,10 @@ def run_row(args, pools, test_tokens, draw, method):
     if method in sc.BASELINES:
         row = sc.baseline_cell(method, tables, test_tokens, args.seed)
     else:
-        row = hatt_row(method, tables, place, args.unlabeled, args.force)
+        unlabeled = args.unlabeled
+        if method in WITH_REST:
+            unlabeled = rest_table(pools, args.size, draw, args.seed, unlabeled, args.runs)
+        row = hatt_row(method, tables, place, unlabeled, args.force)
     row.update(
         method=method,
         size=args.size,
