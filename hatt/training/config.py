@@ -323,6 +323,12 @@ class TrainConfig:
     pseudo_labels: bool = False
     pseudo_label_threshold: float | None = None  # the confidence kept; None: chosen on validation
 
+    # language-model pretraining of the word encoder on the training split and the
+    # unlabeled documents (hatt.training.pretrain; cached in the run directory)
+    pretrain: str | None = None  # None or "lm"
+    pretrain_epochs: int = 1
+    pretrain_output_words: int = 2048  # the LM predicts the most frequent words (others: one id)
+
     # adversarial training on the embeddings (hatt.training.adversarial, Miyato et al.)
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)
     adversarial_epsilon: float = 5.0  # the perturbation's L2 norm per document
