@@ -1,0 +1,69 @@
+"""The stacked ensemble (and the mean) of any finished runs that share their splits.
+
+``experiments/run_all.py`` stacks the four families' headline runs; this stacks the
+run directories named on the command line, e.g. the HAN trained with IMDB's unlabeled
+reviews beside the runs without them (issue 36, item 3: the stacked ensemble goal).
+Each member's name is the one given (``NAME=RUN_DIR``), so two runs of a family can
+stand side by side. The combinations are run_all's own (:func:`run_all.ensemble`,
+:func:`run_all.stacked_ensemble`: a logistic regression over the members' logits fit
+on the validation split only; the test split is scored once).
+
+Run:  python experiments/stack_runs.py han_unsup=/tmp/s36/han-unsup han=runs/han \\
+          rnn=runs/rnn --out experiments/results/unlabeled/stacked.json
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run_all  # noqa: E402  (the ensembles, reused)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("members", nargs="+", metavar="NAME=RUN_DIR")
+    parser.add_argument("--out", required=True, help="the results JSON (a .md beside it)")
+    return parser.parse_args(argv)
+
+
+def read_member(spec):
+    """``NAME=RUN_DIR`` → the run's metrics, named NAME (a baseline's results JSON works too)."""
+    name, _, place = spec.partition("=")
+    if not name or not place:
+        raise ValueError(f"Expected NAME=RUN_DIR. Received: {spec!r}")
+    path = Path(place)
+    path = path / "metrics.json" if path.is_dir() else path
+    if not path.is_file():
+        raise ValueError(f"Expected a finished run (its metrics.json) at {place!r}")
+    metrics = json.loads(path.read_text())
+    return {**metrics, "model": name}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    members = [read_member(spec) for spec in args.members]
+    rows = {
+        "members": {m["model"]: m["test_accuracy"] for m in members},
+        "mean": run_all.ensemble(members),
+        "stacked": run_all.stacked_ensemble(members),
+    }
+    for kind in ("mean", "stacked"):
+        if rows[kind] is None:
+            raise ValueError(f"The {kind} ensemble needs every member's saved probabilities")
+        rows[kind] = {k: v for k, v in rows[kind].items() if k not in ("validation", "test")}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    lines = ["| model | test accuracy |", "|---|---:|"]
+    lines += [f"| {name} | {100 * acc:.2f} % |" for name, acc in rows["members"].items()]
+    for kind in ("mean", "stacked"):
+        lines.append(f"| {rows[kind]['model']} | {100 * rows[kind]['test_accuracy']:.2f} % |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
