@@ -62,7 +62,6 @@ HATT_METHODS = {
         "rnn, word2vec and the vocabulary on the draw + unsup",
         ["unlabeled_vocabulary=true"],
     ),
-    "rnn_unsup_lm": ("rnn, word2vec + LM-pretrained encoder on the draw + unsup", ["pretrain=lm"]),
     "rnn_unsup_at": ("rnn, word2vec on the draw + unsup, adversarial", ["adversarial=at"]),
     "rnn_unsup_vat": (
         "rnn, word2vec on the draw + unsup, virtual adversarial",

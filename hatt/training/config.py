@@ -310,7 +310,7 @@ class TrainConfig:
     # unlabeled documents (hatt.data.unlabeled.read_unlabeled: a folder, a table, a text
     # file of one a line, an archive such as aclImdb_v1_unsup.tar.gz) that word2vec and
     # the vocabulary learn from beside the training split; texts equal to a validation
-    # or test text are dropped. Needs word_vectors="word2vec".
+    # or test text are dropped. Needs a step that learns from them (hatt.training.semi).
     unlabeled: str | None = None
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
     unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
@@ -322,12 +322,6 @@ class TrainConfig:
     # documents, a student trains on the labeled and the confident ones
     pseudo_labels: bool = False
     pseudo_label_threshold: float | None = None  # the confidence kept; None: chosen on validation
-
-    # language-model pretraining of the word encoder on the training split and the
-    # unlabeled documents (hatt.training.pretrain; cached in the run directory)
-    pretrain: str | None = None  # None or "lm"
-    pretrain_epochs: int = 1
-    pretrain_output_words: int = 2048  # the LM predicts the most frequent words (others: one id)
 
     # adversarial training on the embeddings (hatt.training.adversarial, Miyato et al.)
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)

@@ -1,8 +1,7 @@
 """Which steps learn from unlabeled documents, checked before any data is read.
 
 ``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
-:mod:`hatt.training.word_vectors`), by language-model pretraining of the word
-encoder (``pretrain="lm"``, :mod:`hatt.training.pretrain`), by self-training (``pseudo_labels``,
+:mod:`hatt.training.word_vectors`), by self-training (``pseudo_labels``,
 :mod:`hatt.training.self_training`) and by virtual adversarial training
 (``adversarial="vat"``, :mod:`hatt.training.adversarial`); a run that names
 unlabeled documents needs one of them. ``init_frozen_epochs`` (gradual
@@ -10,7 +9,6 @@ unfreezing, :mod:`hatt.training.transfer`) needs ``init``.
 """
 
 ADVERSARIAL = ("none", "at", "vat")
-PRETRAIN = ("lm",)
 
 
 def uses_unlabeled(config):
@@ -22,8 +20,6 @@ def uses_unlabeled(config):
         steps.append("pseudo_labels")
     if config.adversarial == "vat":
         steps.append("vat")
-    if config.pretrain is not None:
-        steps.append("pretrain")
     return steps
 
 
@@ -33,7 +29,6 @@ def check_semi_supervised(config):
     _check_unlabeled(config)
     _check_pseudo_labels(config)
     _check_adversarial(config)
-    _check_pretrain(config)
     _check_unfreezing(config)
 
 
@@ -58,7 +53,7 @@ def _check_unlabeled(config):
     if not uses_unlabeled(config) or config.prepared:
         raise ValueError(
             "Expected a corpus read as text (not prepared=) and a step that learns from "
-            "unlabeled documents: word_vectors='word2vec', pretrain='lm', pseudo_labels=true "
+            "unlabeled documents: word_vectors='word2vec', pseudo_labels=true "
             f"or adversarial='vat'. Received: word_vectors={config.word_vectors!r}, "
             f"pseudo_labels={config.pseudo_labels!r}, adversarial={config.adversarial!r}, "
             f"prepared={config.prepared!r} with unlabeled={config.unlabeled!r} "
@@ -96,20 +91,6 @@ def _check_adversarial(config):
         value = getattr(config, name)
         if not value > 0:
             raise ValueError(f"Expected {name} to be a number > 0. Received: {name}={value!r}")
-
-
-def _check_pretrain(config):
-    if config.pretrain is not None and config.pretrain not in PRETRAIN:
-        raise ValueError(
-            f"Expected pretrain to be null or one of {', '.join(map(repr, PRETRAIN))}. "
-            f"Received: pretrain={config.pretrain!r}"
-        )
-    for name, minimum in (("pretrain_epochs", 1), ("pretrain_output_words", 2)):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(
-                f"Expected {name} to be an integer >= {minimum}. Received: {name}={value!r}"
-            )
 
 
 def _check_unfreezing(config):
