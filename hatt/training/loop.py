@@ -28,7 +28,7 @@ from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
-from hatt.training import distribute, mix, ngram, resume, transfer, word_vectors
+from hatt.training import distribute, mix, ngram, resume, self_training, transfer, word_vectors
 from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
@@ -501,6 +501,18 @@ def train(
         hatt.training.resume.NaNLossError: the loss became NaN (``status.json``
             says where).
     """
+    if config.pseudo_labels and not self_training.is_student(texts):  # a teacher, then this
+        return self_training.train(
+            config,
+            run_dir,
+            run=train,
+            texts=texts,
+            unlabeled=unlabeled,
+            restart=restart,
+            command=command,
+            verbose=verbose,
+            callbacks=callbacks,
+        )
     strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
     # one writer a run directory, held to the end (hatt.lock; released by the OS on a crash)
     resume.check_writable(distribute.worker_run_dir(run_dir, strategy))  # why not, first

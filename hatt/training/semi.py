@@ -23,6 +23,17 @@ def uses_unlabeled(config):
     return steps
 
 
+def check_pseudo_labeled(config):
+    """Raise ``ValueError`` when ``config`` asks for pseudo labels without unlabeled documents
+    (called as the run starts, before any data)."""
+    if config.pseudo_labels and config.unlabeled is None:
+        raise ValueError(
+            "Expected unlabeled documents (--unlabeled PATH, or fit(unlabeled=...)) with "
+            "pseudo_labels: they are what the teacher labels. Received: pseudo_labels=True, "
+            "unlabeled=None"
+        )
+
+
 def check_semi_supervised(config):
     """Raise ``ValueError`` unless ``config``'s unlabeled, self-training, adversarial
     and gradual-unfreezing settings fit together."""
@@ -62,17 +73,13 @@ def _check_unlabeled(config):
 
 
 def _check_pseudo_labels(config):
+    """The threshold's range (the unlabeled documents are checked when training starts:
+    ``TextClassifier(pseudo_labels=True)`` gets them at ``fit``)."""
     threshold = config.pseudo_label_threshold
     if threshold is not None and not 0 < threshold < 1:
         raise ValueError(
             "Expected pseudo_label_threshold to be a probability in (0, 1), or null (chosen "
             f"on the validation split). Received: pseudo_label_threshold={threshold!r}"
-        )
-    if (config.pseudo_labels or threshold is not None) and config.unlabeled is None:
-        raise ValueError(
-            "Expected unlabeled documents (--unlabeled PATH) with pseudo_labels: they are "
-            f"what the teacher labels. Received: pseudo_labels={config.pseudo_labels!r}, "
-            f"pseudo_label_threshold={threshold!r}, unlabeled=None"
         )
     if threshold is not None and not config.pseudo_labels:
         raise ValueError(

@@ -143,7 +143,6 @@ def test_imdb_s_unlabeled_split_is_found_beside_the_labeled_data(tmp_path, monke
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"pseudo_labels": True}, "Expected unlabeled documents"),
         ({"pseudo_label_threshold": 0.9, "unlabeled": "u.txt", "word_vectors": "word2vec"},
          "Expected pseudo_labels=true"),
         ({"pseudo_labels": True, "unlabeled": "u.txt", "pseudo_label_threshold": 1.0},

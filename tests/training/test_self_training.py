@@ -1,0 +1,143 @@
+"""Self-training (issue 36, item 2: pseudo labels from the teacher, the confidence threshold
+chosen on validation): the threshold and balancing math, and a tiny end-to-end run with its
+teacher, its cached pseudo labels and the test documents kept out."""
+
+import json
+
+import numpy as np
+import pytest
+
+import hatt
+from hatt.data import Imdb
+from hatt.training import resume, self_training
+from tests.conftest import planted
+
+TINY = {
+    "max_tokens": 200,
+    "min_count": 1,
+    "sequence_length": 20,
+    "batch_size": 16,
+    "learning_rate": 0.02,
+    "epochs": 2,
+    "patience": 2,
+    "embedding_dim": 8,
+    "units": 4,
+    "ngram": None,
+    "word_vectors": None,
+}
+
+
+def test_threshold_is_the_lowest_with_the_target_precision():
+    # confidences 0.55 (wrong), 0.65 (right), 0.75 (wrong), 0.9, 0.95, 0.99 (right)
+    positive = np.array([0.55, 0.65, 0.25, 0.9, 0.05, 0.99])
+    probabilities = np.stack([1 - positive, positive], axis=1)
+    labels = np.array([0, 1, 1, 1, 0, 1])
+    threshold, table = self_training.choose_threshold(
+        probabilities, labels, thresholds=(0.5, 0.6, 0.7, 0.8, 0.9), target=0.95
+    )
+    rows = {row["threshold"]: row for row in table}
+    assert rows[0.5]["coverage"] == 1.0 and rows[0.5]["precision"] == pytest.approx(4 / 6)
+    assert rows[0.6]["precision"] == pytest.approx(4 / 5)
+    assert rows[0.7]["precision"] == pytest.approx(3 / 4)  # 0.75 is wrong
+    assert rows[0.8]["precision"] == 1.0 and rows[0.8]["coverage"] == pytest.approx(0.5)
+    assert threshold == 0.8
+
+
+def test_threshold_none_reached_is_the_highest_and_empty_rows_have_no_precision():
+    probabilities = np.array([[0.6, 0.4], [0.3, 0.7]])
+    threshold, table = self_training.choose_threshold(probabilities, [1, 0], (0.5, 0.9), 0.95)
+    assert threshold == 0.9
+    assert table[1] == {"threshold": 0.9, "coverage": 0.0, "precision": None}
+
+
+def test_selection_is_confident_balanced_to_the_class_shares_and_most_confident_first():
+    positive = np.array([0.99, 0.97, 0.95, 0.93, 0.6, 0.02, 0.3, 0.08])
+    probabilities = np.stack([1 - positive, positive], axis=1)
+    indices, labels, confidence = self_training.select(probabilities, 0.9, [0.5, 0.5])
+    # confident: class 1 -> 0, 1, 2, 3; class 0 -> 5 (0.98), 7 (0.92); balanced: 2 each
+    assert indices.tolist() == [5, 7, 0, 1]
+    assert labels.tolist() == [0, 0, 1, 1]
+    np.testing.assert_allclose(confidence, [0.98, 0.92, 0.99, 0.97])
+    # shares 1:3: class 1's 4 confident allow 4 / 0.75 = 5.33 documents in all (class 0's
+    # 2 would allow 8): quotas floor(5.33 * 0.25) = 1 and floor(5.33 * 0.75) = 4
+    indices, labels, _ = self_training.select(probabilities, 0.9, [0.25, 0.75])
+    assert np.bincount(labels).tolist() == [1, 4]
+    assert indices.tolist() == [5, 0, 1, 2, 3]
+    # nothing confident: nothing kept, no error
+    indices, labels, _ = self_training.select(probabilities, 0.999, [0.5, 0.5])
+    assert len(indices) == 0 and len(labels) == 0
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Imdb(planted(80, 0), planted(30, 1), planted(30, 2), "planted")
+
+
+def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(corpus, tmp_path):
+    unlabeled = [*planted(60, 3).texts, corpus.test.texts[0], ""]
+    run_dir = tmp_path / "self"
+    clf = hatt.TextClassifier("rnn", pseudo_labels=True, **TINY)
+    clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
+
+    teacher = json.loads((run_dir / "teacher" / "metrics.json").read_text())
+    assert teacher["train_size"] == 80
+    teacher_config = json.loads((run_dir / "teacher" / "config.json").read_text())
+    assert teacher_config["pseudo_labels"] is False and teacher_config["unlabeled"] is None
+    summary = json.loads((run_dir / "pseudo_labels.json").read_text())
+    assert summary["unlabeled_documents"] == 60  # the test copy and the empty text are out
+    assert 0 <= summary["kept"] <= summary["confident"] <= 60
+    assert summary["threshold"] in self_training.THRESHOLDS
+    assert len(summary["thresholds"]) == len(self_training.THRESHOLDS)
+    assert summary["teacher"]["test_accuracy"] == teacher["test_accuracy"]
+
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["train_size"] == 80 + summary["kept"]
+    assert metrics["self_training"]["kept"] == summary["kept"]
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0
+    with np.load(run_dir / "pseudo_labels.npz") as saved:
+        assert len(saved["indices"]) == summary["kept"]
+        assert set(saved["indices"].tolist()) <= set(range(60))
+    # the student's model answers like any run's
+    probabilities = hatt.load(run_dir).predict(["a test"])
+    assert np.isfinite(probabilities).all()
+
+    # a finished run is refused before the teacher is looked at; --restart trains both again
+    with pytest.raises(resume.RunError, match="finished run"):
+        hatt.TextClassifier("rnn", pseudo_labels=True, **TINY).fit(
+            corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
+        )
+    stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
+    hatt.TextClassifier("rnn", pseudo_labels=True, pseudo_label_threshold=0.5, **TINY).fit(
+        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=True
+    )
+    assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns != stamp
+    summary = json.loads((run_dir / "pseudo_labels.json").read_text())
+    assert summary["threshold"] == 0.5 and summary["chosen"] == "given"
+    assert summary["confident"] == 60 and summary["kept"] > 0  # every document is >= 0.5
+    assert json.loads((run_dir / "metrics.json").read_text())["train_size"] == 80 + summary["kept"]
+
+
+def test_pseudo_labels_without_unlabeled_documents_fail_before_any_data(corpus, tmp_path):
+    clf = hatt.TextClassifier("rnn", pseudo_labels=True, **TINY)  # unlabeled come at fit
+    with pytest.raises(ValueError, match="Expected unlabeled documents"):
+        clf.fit(corpus, run_dir=tmp_path / "none", verbose=0)
+    assert not (tmp_path / "none").exists()
+
+
+def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_path):
+    unlabeled = planted(40, 4).texts
+    run_dir = tmp_path / "resumed"
+    settings = {**TINY, "pseudo_labels": True, "pseudo_label_threshold": 0.5}
+    hatt.TextClassifier("rnn", **settings).fit(
+        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
+    )
+    # as if the student had crashed: its results gone, the teacher's and the labels kept
+    (run_dir / "metrics.json").unlink()
+    teacher_stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
+    labels_stamp = (run_dir / "pseudo_labels.npz").stat().st_mtime_ns
+    hatt.TextClassifier("rnn", **settings).fit(
+        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
+    )
+    assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
+    assert (run_dir / "pseudo_labels.npz").stat().st_mtime_ns == labels_stamp
+    assert json.loads((run_dir / "metrics.json").read_text())["self_training"]["kept"] >= 0
