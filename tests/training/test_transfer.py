@@ -2,12 +2,13 @@
 
 import json
 
+import keras
 import numpy as np
 import pytest
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import transfer
+from hatt.training import resume, transfer
 from tests.conftest import planted
 
 TINY = {
@@ -113,3 +114,76 @@ def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch
         hatt.TextClassifier("han", init=str(trained), word_vectors=None).fit(
             texts.texts, texts.labels, run_dir=tmp_path / "b", verbose=0
         )
+
+
+# === Gradual unfreezing and from_model ===============================================
+
+UNFREEZE = {**TINY, "epochs": 3, "patience": 5, "init_frozen_epochs": 2}
+WATCHED = ("embedding", "encoder_0", "word_attention", "logit")
+
+
+class _Weights(keras.callbacks.Callback):
+    """Each finished epoch's weights of the watched layers, ``{epoch: {layer: [arrays]}}``."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs[epoch] = {
+            name: [np.array(w) for w in self.model.get_layer(name).get_weights()]
+            for name in WATCHED
+        }
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _other_task(n=90, seed=7):
+    texts = planted(n, seed)
+    return texts.texts, np.array(["bad", "good"])[texts.labels]
+
+
+class _Crash(Exception):
+    pass
+
+
+def _crash_after(monkeypatch, epochs):
+    """RunBackup backs up ``epochs`` epochs, then the process 'dies'."""
+    save = resume.RunBackup.on_epoch_end
+
+    def crash_after(self, epoch, logs=None):
+        save(self, epoch, logs)
+        if epoch + 1 >= epochs:
+            raise _Crash
+
+    monkeypatch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
+
+
+@pytest.fixture(scope="module")
+def unfrozen(trained, tmp_path_factory):
+    """An uninterrupted run with init_frozen_epochs=2 of 3: its weights every epoch."""
+    watch = _Weights()
+    run_dir = tmp_path_factory.mktemp("unfrozen") / "run"
+    clf = hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE)
+    clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
+    return clf, watch.epochs, run_dir
+
+
+def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unfrozen):
+    clf, epochs, run_dir = unfrozen
+    source = transfer.load_source(trained, "rnn").text_model.classifier
+    info = json.loads((run_dir / "init.json").read_text())
+    assert info["frozen_epochs"] == 2
+    assert set(info["frozen_layers"]) == {"embedding", "encoder_0", "word_attention"}
+    assert "logit" not in info["copied"]  # other classes: the fresh head trains throughout
+    for name in ("encoder_0", "word_attention"):  # as copied, through both frozen epochs
+        trained_weights = source.get_layer(name).get_weights()
+        assert _same(epochs[0][name], trained_weights) and _same(epochs[1][name], epochs[0][name])
+        assert not _same(epochs[2][name], epochs[1][name]), name  # then they train
+    assert _same(epochs[1]["embedding"], epochs[0]["embedding"])
+    assert not _same(epochs[2]["embedding"], epochs[1]["embedding"])
+    assert not _same(epochs[1]["logit"], epochs[0]["logit"])  # the head trains when frozen
+    assert len(clf.history["loss"]) == 3 and clf.metrics["epochs"] == 3
+    assert np.isfinite(clf.predict(["A fine film."])).all()
