@@ -19,9 +19,10 @@ What was copied, mapped and left is written to ``init.json`` in the run
 directory. A resumed run restores its own weights instead.
 
 Gradual unfreezing (``init_frozen_epochs=N``, ULMFiT's idea in one step): for
-the first ``N`` epochs the copied layers are frozen and only the rest trains (a
-fresh head, the n-gram channel, any layer the trained model did not have); from
-epoch ``N + 1`` every layer trains. :func:`gradual_unfreezing` gives the
+the first ``N`` epochs the copied layers below the head are frozen and only the
+rest trains (the head, copied or fresh: what ULMFiT unfreezes first; the n-gram
+channel; any layer the trained model did not have); from epoch ``N + 1`` every
+layer trains. :func:`gradual_unfreezing` gives the
 callback (:class:`GradualUnfreezing`) and adds ``frozen_epochs`` and
 ``frozen_layers`` to ``init.json``. Discriminative learning rates (a smaller
 rate for lower layers) are not implemented: every layer trains at the run's rate.
@@ -222,8 +223,10 @@ def gradual_unfreezing(model, config, run_dir, early_stopping=None):
     backup is restored: it builds the optimizer on every trainable variable
     (frozen ones included, so their moments exist once they train). The copied
     layers are ``init.json``'s ``"copied"`` (a resumed run reads the file its
-    first session wrote); the n-gram channel is never among them, and a layer
-    another setting froze (``word_vectors_trainable=false``) stays frozen.
+    first session wrote) but the head, which trains throughout (a copied head
+    frozen too would leave a same-task model nothing to train); the n-gram channel
+    is never among them, and a layer another setting froze
+    (``word_vectors_trainable=false``) stays frozen.
 
     Returns:
         ``[GradualUnfreezing(...)]`` or ``[]``; ``init.json`` gains
@@ -234,7 +237,7 @@ def gradual_unfreezing(model, config, run_dir, early_stopping=None):
         return []
     path = Path(run_dir) / run_files.INIT
     info = read_json_object(path)
-    names = [name for name in info["copied"] if name not in NEVER]
+    names = [name for name in info["copied"] if name not in (*NEVER, HEAD)]
     variables = [v for name in names for v in model.get_layer(name).trainable_weights]
     info["frozen_epochs"] = int(config.init_frozen_epochs)
     info["frozen_layers"] = [n for n in names if model.get_layer(n).trainable_weights]
