@@ -181,9 +181,9 @@ class Explanations(list):
 class TextClassifier:
     """A document classifier on raw text: preset + vectorizer + backbone + head + n-gram channel.
 
-    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``) or
-    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``),
-    train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
+    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``),
+    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``)
+    or :meth:`from_model` (starting from a trained model, ``--init``), train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
     :meth:`evaluate`, :meth:`explain`, :meth:`save` (reloaded by
     :func:`hatt.load`) and :meth:`export`.
 
