@@ -181,9 +181,9 @@ class Explanations(list):
 class TextClassifier:
     """A document classifier on raw text: preset + vectorizer + backbone + head + n-gram channel.
 
-    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``) or
-    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``),
-    train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
+    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``),
+    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``)
+    or :meth:`from_model` (starting from a trained model, ``--init``), train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
     :meth:`evaluate`, :meth:`explain`, :meth:`save` (reloaded by
     :func:`hatt.load`) and :meth:`export`.
 
@@ -234,6 +234,51 @@ class TextClassifier:
         >>> clf = hatt.TextClassifier.from_preset("han", epochs=3, dropout=0.2)
         """
         return cls(preset_family(name), preset=name, **overrides)
+
+    @classmethod
+    def from_model(cls, path, *, preset="default", **settings):
+        """A classifier that starts from the trained hatt model at ``path`` (``--init``).
+
+        Its family is the trained model's; ``fit`` copies the trained model's
+        layers into the new model before training (the encoders and attentions,
+        the word vectors of the words both vocabularies know, the head when the
+        classes are the same: :mod:`hatt.training.transfer`; ``init.json`` in the
+        run directory says what), for a small corpus of a related task. The
+        settings must build the same layers (the same preset and builder
+        arguments as the trained model) for them to be copied.
+        ``init_frozen_epochs=N`` keeps the copied layers frozen for the first
+        ``N`` epochs (gradual unfreezing). As ``hatt train FAMILY --init PATH``.
+
+        Args:
+            path: a run directory, a ``.keras`` file or ``saved_models/NAME``.
+            preset: the settings to start from: ``"default"`` (the family's own
+                preset, as ``hatt train``), a preset's name, or ``None`` (the bare
+                defaults).
+            **settings: settings over the preset's (see :class:`TextClassifier`).
+
+        Raises:
+            ValueError: no trained hatt model at ``path`` (or a SavedModel
+                without its ``.keras`` file), or a bad setting.
+
+        Example:
+
+        >>> clf = hatt.TextClassifier.from_model("runs/han-imdb", init_frozen_epochs=1)
+        >>> clf.fit(texts, labels)  # a few hundred documents of a related task
+        """
+        if "init" in settings:
+            raise ValueError(
+                "Expected the trained model as from_model's path only. Received: "
+                f"init={settings['init']!r} as a setting too."
+            )
+        try:
+            source = export.load(path)
+            source.text_model  # noqa: B018  (the Keras model its layers are copied from)
+        except export.ExportError as error:
+            raise ValueError(
+                "Expected path to name a trained hatt model (a run directory, a .keras file "
+                f"or saved_models/NAME). Received: path={str(path)!r}: {error}"
+            ) from None
+        return cls(source.family, preset=preset, init=str(path), **settings)
 
     @classmethod
     def from_config(cls, config):

@@ -256,6 +256,8 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
     backup = resume.RunBackup(run.run_dir, config.to_dict(), early_stopping, run.state)
     with run.strategy.scope():
         backup.restore_model(model)
+        # init_frozen_epochs: the copied layers frozen first (builds the optimizer on all)
+        unfreezing = transfer.gradual_unfreezing(model, config, run.run_dir, early_stopping)
     distribute.build_under_strategy(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
     callbacks = [
@@ -264,6 +266,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         backup,
         keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
         timer,
+        *unfreezing,
         *getattr(run, "callbacks", ()),
     ]
     model.fit(

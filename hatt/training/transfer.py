@@ -18,11 +18,27 @@ trained model when the family is the same and every weight's shape matches:
 What was copied, mapped and left is written to ``init.json`` in the run
 directory. A resumed run restores its own weights instead.
 
+Gradual unfreezing (``init_frozen_epochs=N``, ULMFiT's idea in one step): for
+the first ``N`` epochs the copied layers below the head are frozen and only the
+rest trains (the head, copied or fresh: what ULMFiT unfreezes first; the n-gram
+channel; any layer the trained model did not have); from epoch ``N + 1`` every
+layer trains. :func:`gradual_unfreezing` gives the
+callback (:class:`GradualUnfreezing`) and adds ``frozen_epochs`` and
+``frozen_layers`` to ``init.json``. Discriminative learning rates (a smaller
+rate for lower layers) are not implemented: every layer trains at the run's rate.
+
     >>> info = init_from_model(model, vectorizer, class_names, "runs/han-imdb")
     >>> info["copied"]  # ["word_encoder", "word_attention", ...]
 """
 
+import json
+from pathlib import Path
+
+import keras
 import numpy as np
+
+from hatt import run_dir as run_files
+from hatt.data.files import read_json_object
 
 NEVER = ("ngram_logit",)  # fit on the new corpus
 BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
@@ -31,6 +47,10 @@ HEAD = "logit"
 
 def load_source(path, family):
     """The trained model at ``path`` (a Keras-backed :class:`hatt.export.Predictor`).
+
+    Args:
+        path: a run directory, a ``.keras`` file or ``saved_models/NAME``.
+        family: the family it must be.
 
     Raises:
         ValueError: nothing loadable there, a SavedModel without its ``.keras``
@@ -142,3 +162,86 @@ def summary(info):
         f"({', '.join(info['copied'])}), {info['embedding_words']} of "
         f"{info['vocabulary_size']} words' vectors; head: {info['head']}"
     )
+
+
+# === Gradual unfreezing ===============================================================
+
+
+class GradualUnfreezing(keras.callbacks.Callback):
+    """Freeze ``variables`` for the epochs before ``frozen_epochs``, then train them.
+
+    Whether an epoch is frozen follows from its number alone (in
+    ``on_epoch_begin``), so a run resumed inside the frozen epochs freezes and one
+    resumed after them trains every layer, as the uninterrupted run did. Each
+    change of state retraces the train step (Keras 3 reads ``trainable`` when it
+    traces it). The optimizer must have been built on every variable
+    (:func:`gradual_unfreezing` does), so its state carries across the change.
+
+    Early stopping cannot end the frozen epochs: its patience counts from the
+    first epoch that trains every layer; its best epoch is still chosen among all.
+
+    Args:
+        variables: the variables to freeze (those of the copied layers that train).
+        frozen_epochs: how many epochs they stay frozen.
+        early_stopping: the run's ``keras.callbacks.EarlyStopping``, or ``None``.
+    """
+
+    def __init__(self, variables, frozen_epochs, early_stopping=None):
+        super().__init__()
+        self.variables = list(variables)
+        self.frozen_epochs = int(frozen_epochs)
+        self.early_stopping = early_stopping
+        self.patience = None if early_stopping is None else early_stopping.patience
+        self.frozen = False
+
+    def _set_frozen(self, frozen):
+        if frozen != self.frozen:
+            for variable in self.variables:
+                variable.trainable = not frozen
+            self.frozen = frozen
+            if self.model is not None:
+                self.model.make_train_function(force=True)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        frozen = epoch < self.frozen_epochs
+        if self.early_stopping is not None:
+            self.early_stopping.patience = 2**31 if frozen else self.patience
+            if epoch == self.frozen_epochs:
+                self.early_stopping.wait = 0  # patience starts with the whole model
+        self._set_frozen(frozen)
+
+    def on_train_end(self, logs=None):
+        self._set_frozen(False)  # the saved model trains every layer again
+        if self.early_stopping is not None:
+            self.early_stopping.patience = self.patience
+
+
+def gradual_unfreezing(model, config, run_dir, early_stopping=None):
+    """The callbacks of ``config.init_frozen_epochs`` (``[]`` when it is 0).
+
+    Call it inside the run's strategy scope, before ``fit`` and after the
+    backup is restored: it builds the optimizer on every trainable variable
+    (frozen ones included, so their moments exist once they train). The copied
+    layers are ``init.json``'s ``"copied"`` (a resumed run reads the file its
+    first session wrote) but the head, which trains throughout (a copied head
+    frozen too would leave a same-task model nothing to train); the n-gram channel
+    is never among them, and a layer another setting froze
+    (``word_vectors_trainable=false``) stays frozen.
+
+    Returns:
+        ``[GradualUnfreezing(...)]`` or ``[]``; ``init.json`` gains
+        ``"frozen_epochs"`` (the first N epochs, 1-based 1..N) and
+        ``"frozen_layers"``.
+    """
+    if not config.init_frozen_epochs:
+        return []
+    path = Path(run_dir) / run_files.INIT
+    info = read_json_object(path)
+    names = [name for name in info["copied"] if name not in (*NEVER, HEAD)]
+    variables = [v for name in names for v in model.get_layer(name).trainable_weights]
+    info["frozen_epochs"] = int(config.init_frozen_epochs)
+    info["frozen_layers"] = [n for n in names if model.get_layer(n).trainable_weights]
+    path.write_text(json.dumps(info, indent=2) + "\n")
+    if model.optimizer is not None and not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+    return [GradualUnfreezing(variables, config.init_frozen_epochs, early_stopping)]

@@ -1,13 +1,15 @@
 """--init MODEL (issue 36, item 6): a new model starts from a trained one's weights."""
 
 import json
+import types
 
+import keras
 import numpy as np
 import pytest
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import transfer
+from hatt.training import resume, transfer
 from tests.conftest import planted
 
 TINY = {
@@ -113,3 +115,152 @@ def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch
         hatt.TextClassifier("han", init=str(trained), word_vectors=None).fit(
             texts.texts, texts.labels, run_dir=tmp_path / "b", verbose=0
         )
+
+
+# === Gradual unfreezing and from_model ===============================================
+
+UNFREEZE = {**TINY, "epochs": 3, "patience": 5, "init_frozen_epochs": 2}
+WATCHED = ("embedding", "encoder_0", "word_attention", "logit")
+
+
+class _Weights(keras.callbacks.Callback):
+    """Each finished epoch's weights of the watched layers, ``{epoch: {layer: [arrays]}}``."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs[epoch] = {
+            name: [np.array(w) for w in self.model.get_layer(name).get_weights()]
+            for name in WATCHED
+        }
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _other_task(n=90, seed=7):
+    texts = planted(n, seed)
+    return texts.texts, np.array(["bad", "good"])[texts.labels]
+
+
+class _Crash(Exception):
+    pass
+
+
+def _crash_after(monkeypatch, epochs):
+    """RunBackup backs up ``epochs`` epochs, then the process 'dies'."""
+    save = resume.RunBackup.on_epoch_end
+
+    def crash_after(self, epoch, logs=None):
+        save(self, epoch, logs)
+        if epoch + 1 >= epochs:
+            raise _Crash
+
+    monkeypatch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
+
+
+@pytest.fixture(scope="module")
+def unfrozen(trained, tmp_path_factory):
+    """An uninterrupted run with init_frozen_epochs=2 of 3: its weights every epoch."""
+    watch = _Weights()
+    run_dir = tmp_path_factory.mktemp("unfrozen") / "run"
+    clf = hatt.TextClassifier.from_model(trained, preset=None, **UNFREEZE)
+    clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
+    return clf, watch.epochs, run_dir
+
+
+def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unfrozen):
+    clf, epochs, run_dir = unfrozen
+    source = transfer.load_source(trained, "rnn").text_model.classifier
+    info = json.loads((run_dir / "init.json").read_text())
+    assert info["frozen_epochs"] == 2
+    assert set(info["frozen_layers"]) == {"embedding", "encoder_0", "word_attention"}
+    assert "logit" not in info["copied"]  # other classes: the fresh head trains throughout
+    for name in ("encoder_0", "word_attention"):  # as copied, through both frozen epochs
+        trained_weights = source.get_layer(name).get_weights()
+        assert _same(epochs[0][name], trained_weights) and _same(epochs[1][name], epochs[0][name])
+        assert not _same(epochs[2][name], epochs[1][name]), name  # then they train
+    assert _same(epochs[1]["embedding"], epochs[0]["embedding"])
+    assert not _same(epochs[2]["embedding"], epochs[1]["embedding"])
+    assert not _same(epochs[1]["logit"], epochs[0]["logit"])  # the head trains when frozen
+    assert len(clf.history["loss"]) == 3 and clf.metrics["epochs"] == 3
+    assert np.isfinite(clf.predict(["A fine film."])).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash_after", [1, 2], ids=["inside", "after"])
+def test_a_resumed_run_freezes_as_the_uninterrupted_one(
+    trained, unfrozen, tmp_path, monkeypatch, crash_after
+):
+    """Crashed inside the frozen epochs (after 1 of 2) the resumed run still freezes;
+    crashed at their end it trains everything; both end as the uninterrupted run."""
+    whole, whole_epochs, _ = unfrozen
+    run_dir = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        _crash_after(patch, crash_after)
+        with pytest.raises(_Crash):
+            hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE).fit(
+                *_other_task(), run_dir=run_dir, verbose=0
+            )
+    watch = _Weights()
+    clf = hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE)
+    clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
+    assert sorted(watch.epochs) == list(range(crash_after, 3))
+    if crash_after == 1:  # epoch 2 (index 1) frozen: the encoder still as copied
+        assert _same(watch.epochs[1]["encoder_0"], whole_epochs[0]["encoder_0"])
+    assert not _same(watch.epochs[2]["encoder_0"], whole_epochs[1]["encoder_0"])  # then trains
+    for name in WATCHED:  # every epoch as the uninterrupted run's
+        for epoch, weights in watch.epochs.items():
+            for mine, theirs in zip(weights[name], whole_epochs[epoch][name], strict=True):
+                np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    assert clf.metrics["resumed_from_epoch"] == crash_after and clf.metrics["epochs"] == 3
+    assert clf.metrics["validation_accuracy"] == pytest.approx(whole.metrics["validation_accuracy"])
+    assert [int(r["epoch"]) for r in hatt.training.read_history(run_dir)] == [0, 1, 2]
+
+
+def test_from_model_takes_the_family_and_starts_from_the_trained_model(trained, unfrozen):
+    clf, _, run_dir = unfrozen  # from_model(trained, ...).fit on another tiny corpus
+    assert clf.family == "rnn" and clf.config.init == str(trained)
+    info = json.loads((run_dir / "init.json").read_text())
+    assert {"embedding", "encoder_0", "word_attention"} <= set(info["copied"])
+    assert info["embedding_words"] > 0
+    assert clf.class_names == ("bad", "good")
+    labels = clf.predict_labels(["A fine film.", "A dull one."])
+    assert len(labels) == 2 and set(labels) <= {"bad", "good"}
+
+
+def test_from_model_without_a_model_there_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="Expected path to name a trained hatt model.*nowhere"):
+        hatt.TextClassifier.from_model(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="Expected path to name a trained hatt model.*empty"):
+        hatt.TextClassifier.from_model(tmp_path / "empty", init_frozen_epochs=1)
+
+
+def test_the_head_and_layers_frozen_by_other_settings_are_never_frozen_here(tmp_path):
+    model, _ = _new_model(planted(30, 5).texts, 2)
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+    model.get_layer("embedding").trainable = False  # as word_vectors_trainable=false
+    copied = ["embedding", "encoder_0", "word_attention", "logit"]
+    (tmp_path / "init.json").write_text(json.dumps({"copied": copied}))
+    config = types.SimpleNamespace(init_frozen_epochs=1)
+    (unfreezing,) = transfer.gradual_unfreezing(model, config, tmp_path)
+    info = json.loads((tmp_path / "init.json").read_text())
+    assert info["frozen_layers"] == ["encoder_0", "word_attention"]
+    assert model.optimizer.built  # on every variable, before any is frozen
+    unfreezing.set_model(model)
+    before = {id(v) for v in model.trainable_weights}
+    unfreezing.on_epoch_begin(0)
+    trains = {id(v) for v in model.trainable_weights}
+    frozen = {
+        id(v) for name in ("encoder_0", "word_attention") for v in model.get_layer(name).weights
+    }
+    assert trains == before - frozen
+    assert {id(v) for v in model.get_layer("logit").weights} <= trains
+    assert {id(v) for v in model.get_layer("ngram_logit").weights} <= trains
+    unfreezing.on_epoch_begin(1)
+    assert {id(v) for v in model.trainable_weights} == before
+    assert not model.get_layer("embedding").trainable_weights  # still frozen
