@@ -22,8 +22,8 @@ TINY_RNN = {
     "sequence_length": 20,
     "batch_size": 16,
     "learning_rate": 0.02,
-    "epochs": 2,
-    "patience": 2,
+    "epochs": 1,
+    "patience": 1,
     "embedding_dim": 8,
     "units": 4,
     "ngram": None,
@@ -117,6 +117,7 @@ def test_the_adversarial_term_is_added_to_the_training_loss():
 
     def one_step(config):
         model = tiny_model(seed=3)
+        model.run_eagerly = True  # one step: far quicker than tracing it
         if config is not None:
             adversarial.enable(model, config)
         return model.train_on_batch(ids, labels, return_dict=True)["loss"]
@@ -128,47 +129,65 @@ def test_the_adversarial_term_is_added_to_the_training_loss():
     assert one_step(settings("vat", weight=1e-6)) == pytest.approx(plain, rel=1e-4)
 
 
-def _fit_and_reload(corpus, run_dir, unlabeled=None, **options):
-    """Fit a tiny RNN with ``options``; its model.keras reloaded in a fresh process must
-    predict what the run saved for the test split."""
-    clf = hatt.TextClassifier("rnn", **TINY_RNN, **options)
-    metrics = clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled).metrics
-    assert metrics["epochs"] == 2 and np.isfinite(metrics["test_loss"])
+@pytest.fixture(scope="module")
+def runs(corpus, tmp_path_factory):
+    """Tiny RNN runs of ``hatt.TextClassifier.fit``: AT, and VAT with unlabeled documents
+    and balanced class weights: ``{method: (run_dir, metrics)}``."""
+    folder = tmp_path_factory.mktemp("adversarial")
+    unlabeled = [f"An unlabeled review {i} of the film." for i in range(20)]
+    out = {}
+    for method, options in (("at", {}), ("vat", {"class_weight": "balanced"})):
+        clf = hatt.TextClassifier("rnn", **TINY_RNN, adversarial=method, **options)
+        run_dir = folder / method
+        clf.fit(
+            corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled if method == "vat" else None
+        )
+        out[method] = (run_dir, clf.metrics)
+    return out
+
+
+@pytest.mark.parametrize("method", ["at", "vat"])
+def test_fit_with_adversarial_training_writes_its_run(runs, method):
+    run_dir, metrics = runs[method]
+    assert metrics["epochs"] == TINY_RNN["epochs"] and np.isfinite(metrics["test_loss"])
+    assert 0 <= metrics["test_accuracy"] <= 1
     history = hatt.training.loop.read_history(run_dir)
+    assert len(history) == TINY_RNN["epochs"]
     assert all(np.isfinite(float(row["loss"])) for row in history)
-    saved = np.load(run_dir / "test_probabilities.npz")["probabilities"]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["adversarial"] == method and config["adversarial_epsilon"] == 5.0
+
+
+def test_the_trained_models_reload_in_a_fresh_process_and_predict_the_same(runs, corpus):
     script = (
-        "import json, sys, hatt, numpy as np\n"
-        "clf = hatt.load(sys.argv[1])\n"
-        "print(json.dumps(clf.predict(json.loads(sys.argv[2]))[:, 1].tolist()))\n"
+        "import json, sys, hatt\n"
+        "texts = json.loads(sys.argv[1])\n"
+        "print(json.dumps([hatt.load(p).predict(texts)[:, 1].tolist() for p in sys.argv[2:]]))\n"
     )
+    paths = [str(runs[method][0] / "model.keras") for method in ("at", "vat")]
     done = subprocess.run(
-        [sys.executable, "-c", script, str(run_dir / "model.keras"), json.dumps(corpus.test.texts)],
+        [sys.executable, "-c", script, json.dumps(corpus.test.texts), *paths],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    reloaded = np.array(json.loads(done.stdout.strip().splitlines()[-1]))
-    np.testing.assert_allclose(reloaded, saved, atol=1e-5)
-    return metrics
+    reloaded = json.loads(done.stdout.strip().splitlines()[-1])
+    for method, probabilities in zip(("at", "vat"), reloaded, strict=True):
+        saved = np.load(runs[method][0] / "test_probabilities.npz")["probabilities"]
+        np.testing.assert_allclose(probabilities, saved, atol=1e-5)
 
 
-def test_fit_with_adversarial_training_trains_and_reloads_without_it(corpus, tmp_path):
-    metrics = _fit_and_reload(corpus, tmp_path / "at", adversarial="at")
-    assert metrics["test_accuracy"] > 0.5
-    config = json.loads((tmp_path / "at" / "config.json").read_text())
-    assert config["adversarial"] == "at" and config["adversarial_epsilon"] == 5.0
-
-
-def test_fit_with_virtual_adversarial_training_and_unlabeled_documents(corpus, tmp_path):
-    _fit_and_reload(
-        corpus,
-        tmp_path / "vat",
-        adversarial="vat",
-        unlabeled=[f"An unlabeled review {i} of the film." for i in range(20)],
-        class_weight="balanced",
-    )
+def test_an_enabled_model_saves_reloads_and_exports_as_built(tmp_path):
+    model = adversarial.enable(tiny_model(), settings("vat"))
+    ids = np.array([[3, 5, 7, 0], [2, 4, 6, 8]], "int32")
+    model.save(tmp_path / "m.keras")
+    reloaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert "train_step" not in vars(reloaded)
+    np.testing.assert_allclose(reloaded.predict(ids, verbose=0), model.predict(ids, verbose=0))
+    model.export(tmp_path / "saved", format="tf_saved_model", verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "saved"))
+    np.testing.assert_allclose(served.serve(ids), model.predict(ids, verbose=0), atol=1e-6)
 
 
 def test_a_model_without_a_word_embedding_is_refused_before_any_data(tmp_path):
