@@ -107,6 +107,7 @@ def enable(model, config):
         return _train_step(model, hook, settings, data)
 
     model.train_step = train_step
+    model.train_function = None  # a step traced before this one is traced again
     model.adversarial_hook = hook  # read by the tests (a plain object: never saved)
     return model
 
