@@ -28,7 +28,16 @@ from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
-from hatt.training import distribute, mix, ngram, resume, self_training, transfer, word_vectors
+from hatt.training import (
+    adversarial,
+    distribute,
+    mix,
+    ngram,
+    resume,
+    self_training,
+    transfer,
+    word_vectors,
+)
 from hatt.training import metrics as metrics_lib
 from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
@@ -86,6 +95,8 @@ def create_model(config, vectorizer, steps_per_epoch, num_classes=2):
         loss=head_lib.loss_for(num_classes),
         metrics=["accuracy"],
     )
+    if config.adversarial != "none":  # AT / VAT change the training step only
+        adversarial.enable(model, config)
     return model
 
 
@@ -104,6 +115,8 @@ def check_buildable(config):
     if config.word_vectors is not None:
         word_vectors.check_source(config.word_vectors)
         word_vectors.embedding_layer(model)
+    if config.adversarial != "none":
+        adversarial.word_embedding(model, config.adversarial)
 
 
 def set_seed(config):

@@ -1,10 +1,11 @@
 """Which steps learn from unlabeled documents, checked before any data is read.
 
 ``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
-:mod:`hatt.training.word_vectors`), by self-training (``pseudo_labels``,
-:mod:`hatt.training.self_training`) and by virtual adversarial training
-(``adversarial="vat"``, :mod:`hatt.training.adversarial`); a run that names
-unlabeled documents needs one of them. ``init_frozen_epochs`` (gradual
+:mod:`hatt.training.word_vectors`) and by self-training (``pseudo_labels``,
+:mod:`hatt.training.self_training`); a run that names unlabeled documents needs one
+of them. Virtual adversarial training (``adversarial="vat"``,
+:mod:`hatt.training.adversarial`) needs no label but learns from the labeled batches
+only for now, so it does not count. ``init_frozen_epochs`` (gradual
 unfreezing, :mod:`hatt.training.transfer`) needs ``init``.
 """
 
@@ -18,8 +19,6 @@ def uses_unlabeled(config):
         steps.append("word2vec")
     if config.pseudo_labels:
         steps.append("pseudo_labels")
-    if config.adversarial == "vat":
-        steps.append("vat")
     return steps
 
 
@@ -64,8 +63,7 @@ def _check_unlabeled(config):
     if not uses_unlabeled(config) or config.prepared:
         raise ValueError(
             "Expected a corpus read as text (not prepared=) and a step that learns from "
-            "unlabeled documents: word_vectors='word2vec', pseudo_labels=true "
-            f"or adversarial='vat'. Received: word_vectors={config.word_vectors!r}, "
+            "unlabeled documents: word_vectors='word2vec' or pseudo_labels=true. Received: word_vectors={config.word_vectors!r}, "
             f"pseudo_labels={config.pseudo_labels!r}, adversarial={config.adversarial!r}, "
             f"prepared={config.prepared!r} with unlabeled={config.unlabeled!r} "
             "(add --set word_vectors=word2vec)"
