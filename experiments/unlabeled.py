@@ -71,6 +71,10 @@ HATT_METHODS = {
         "rnn, word2vec on the draw + unsup, pseudo labels",
         ["pseudo_labels=true"],
     ),
+    "rnn_unsup_pseudo4k": (
+        "rnn, word2vec on the draw + unsup, pseudo labels (at most 4,000)",
+        ["pseudo_labels=true", "pseudo_label_limit=4000"],
+    ),
     "rnn_unsup_vat_pseudo": (
         "rnn, word2vec on the draw + unsup, virtual adversarial + pseudo labels",
         ["adversarial=vat", "pseudo_labels=true"],

@@ -322,6 +322,7 @@ class TrainConfig:
     # documents, a student trains on the labeled and the confident ones
     pseudo_labels: bool = False
     pseudo_label_threshold: float | None = None  # the confidence kept; None: chosen on validation
+    pseudo_label_limit: int | None = None  # at most this many (the most confident); None: all
 
     # adversarial training on the embeddings (hatt.training.adversarial, Miyato et al.)
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)

@@ -16,15 +16,16 @@ A run with ``pseudo_labels`` is two runs of the same settings:
    candidate is written to ``pseudo_labels.json``;
 4. the confident documents, **balanced** to the training split's class shares
    (the most confident of each class; a teacher that leans to one class would
-   otherwise teach the student to lean further);
+   otherwise teach the student to lean further), at most ``pseudo_label_limit``;
 5. the **student**: the same settings trained in ``RUN_DIR`` on the labeled
    training split plus those documents (the n-gram channel's NB ratios learn from
    them too), validated and tested on the same splits as the teacher. Its
    ``metrics.json`` is the run's, with the teacher's figures and the pseudo
    labels' summary added under ``"self_training"``.
 
-The teacher's run and the pseudo labels (``pseudo_labels.npz``) are kept: a run
-interrupted in the student resumes there without training the teacher again.
+The teacher's run and its probabilities (``teacher_probabilities.npz``) are kept: a
+run interrupted in the student resumes there without training the teacher again, and a
+run with another threshold or limit reuses them (a teacher of other settings is refused).
 
     >>> config = assemble_config("rnn", unlabeled="unsup.txt", pseudo_labels=True)
     >>> metrics = hatt.training.loop.train(config, "runs/rnn-self")  # calls train() here
@@ -41,7 +42,8 @@ from hatt import run_dir as run_files
 from hatt.data.corpus import Split, TextCorpus, count_classes
 
 TEACHER = "teacher"  # the teacher's run directory, inside the student's
-PSEUDO_LABELS = "pseudo_labels.npz"  # unlabeled document index, label, confidence
+PROBABILITIES = "teacher_probabilities.npz"  # the teacher's on every unlabeled document
+PSEUDO_LABELS = "pseudo_labels.npz"  # the kept ones: document index, label, confidence
 SUMMARY = "pseudo_labels.json"  # threshold table, counts, the teacher's figures
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 TARGET_PRECISION = 0.95
@@ -86,13 +88,14 @@ def choose_threshold(probabilities, labels, thresholds=THRESHOLDS, target=TARGET
     return chosen, table
 
 
-def select(probabilities, threshold, class_shares):
+def select(probabilities, threshold, class_shares, limit=None):
     """The unlabeled documents to teach: confident ones, balanced to ``class_shares``.
 
     Args:
         probabilities: ``[N, C]`` the teacher's probabilities.
         threshold: the confidence kept.
         class_shares: ``[C]`` the training split's class shares (sum 1).
+        limit: at most this many documents in all (``None``: no limit).
 
     Returns:
         ``(indices, labels, confidence)`` of the kept documents, most confident
@@ -107,7 +110,8 @@ def select(probabilities, threshold, class_shares):
     available = count_classes(labels[confident], len(shares))
     with np.errstate(divide="ignore"):
         total = np.min(np.where(shares > 0, available / shares, np.inf))
-    quota = np.floor(shares * (0 if not np.isfinite(total) else total)).astype(np.int64)
+    total = 0 if not np.isfinite(total) else min(total, limit if limit is not None else total)
+    quota = np.floor(shares * total).astype(np.int64)
     chosen = []
     for label, count in enumerate(quota):
         mine = np.flatnonzero(confident & (labels == label))
@@ -145,7 +149,7 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
     )
     if restart:
         shutil.rmtree(run_dir / TEACHER, ignore_errors=True)
-        for name in (PSEUDO_LABELS, SUMMARY):
+        for name in (PROBABILITIES, PSEUDO_LABELS, SUMMARY):
             (run_dir / name).unlink(missing_ok=True)
     if texts is None:
         texts = corpus_lib.load_texts(config)
@@ -178,12 +182,13 @@ def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
     """Step 1: the teacher's metrics, trained now unless its run finished before."""
     from hatt.training import semi
 
-    changes = {"pseudo_labels": False, "pseudo_label_threshold": None}
+    changes = {"pseudo_labels": False, "pseudo_label_threshold": None, "pseudo_label_limit": None}
     if semi.uses_unlabeled(config) == ["pseudo_labels"]:  # nothing else learns from them
         changes.update(unlabeled=None, unlabeled_text_column=None, unlabeled_limit=None)
     teacher_config = dataclasses.replace(config, **changes)
     metrics_path = teacher_dir / run_files.METRICS
     if metrics_path.is_file():
+        _check_teacher(teacher_dir, teacher_config)
         print(f"Self-training: the teacher's run in {teacher_dir} is done; reusing it")
         return json.loads(metrics_path.read_text())
     print(f"Self-training, step 1 of 2: the teacher, in {teacher_dir}")
@@ -193,26 +198,40 @@ def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
     )
 
 
+def _check_teacher(teacher_dir, teacher_config):
+    """A finished teacher is reused only when it was trained with the settings asked now."""
+    from hatt.training import resume
+
+    saved = json.loads((teacher_dir / run_files.CONFIG).read_text())
+    saved, wanted = _normalize(saved), teacher_config.to_dict()
+    for key in ("scale", "scaled"):  # what the run changed for its corpus size
+        saved.pop(key, None), wanted.pop(key, None)
+    differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    if differ:
+        changes = ", ".join(f"{k}: {saved.get(k)!r} -> {wanted.get(k)!r}" for k in differ)
+        raise resume.RunError(
+            f"The teacher in {str(teacher_dir)!r} was trained with other settings ({changes}). "
+            "Pass --restart to train the teacher and the student again, or use another --run-dir."
+        )
+
+
 def _pseudo_labels(config, run_dir, teacher, texts, documents):
-    """Steps 2-4: the kept documents' ``(indices, labels)``, cached in ``run_dir``."""
-    cache = run_dir / PSEUDO_LABELS
-    if cache.is_file() and (run_dir / SUMMARY).is_file():
-        with np.load(cache) as saved:
-            if int(saved["documents"]) == len(documents):
-                return saved["indices"], saved["labels"]
-    teacher_dir = run_dir / TEACHER
-    validation = _as_matrix(np.load(teacher_dir / run_files.VALIDATION_PROBABILITIES))
+    """Steps 2-4: the kept documents' ``(indices, labels)``; the teacher's probabilities
+    of every unlabeled document cached in ``run_dir``."""
+    validation = _as_matrix(np.load(run_dir / TEACHER / run_files.VALIDATION_PROBABILITIES))
     threshold, table = config.pseudo_label_threshold, None
     if threshold is None:
         threshold, table = choose_threshold(validation, texts.validation.labels)
-    probabilities = _label_unlabeled(teacher_dir, documents)
+    probabilities = _teacher_probabilities(run_dir, documents)
     shares = count_classes(texts.train.labels, texts.num_classes) / len(texts.train)
-    indices, labels, confidence = select(probabilities, threshold, shares)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    indices, labels, confidence = select(
+        probabilities, threshold, shares, config.pseudo_label_limit
+    )
     np.savez_compressed(
-        cache, indices=indices, labels=labels, confidence=confidence, documents=len(documents)
+        run_dir / PSEUDO_LABELS, indices=indices, labels=labels, confidence=confidence
     )
     summary = _summary(teacher, threshold, table, documents, probabilities, labels, texts)
+    summary["limit"] = config.pseudo_label_limit
     _write_json(run_dir / SUMMARY, summary)
     print(
         f"Self-training: {len(indices)} of {len(documents)} unlabeled documents kept at "
@@ -220,6 +239,19 @@ def _pseudo_labels(config, run_dir, teacher, texts, documents):
         f"{summary['kept_per_class']}"
     )
     return indices, labels
+
+
+def _teacher_probabilities(run_dir, documents):
+    """Step 2, once: the teacher's ``[N, C]`` probabilities of ``documents`` (cached)."""
+    cache = run_dir / PROBABILITIES
+    if cache.is_file():
+        with np.load(cache) as saved:
+            if int(saved["documents"]) == len(documents):
+                return saved["probabilities"]
+    probabilities = _label_unlabeled(run_dir / TEACHER, documents)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(cache, probabilities=probabilities, documents=len(documents))
+    return probabilities
 
 
 def _as_matrix(saved):

@@ -79,6 +79,17 @@ def _check_pseudo_labels(config):
             "Expected pseudo_label_threshold to be a probability in (0, 1), or null (chosen "
             f"on the validation split). Received: pseudo_label_threshold={threshold!r}"
         )
+    limit = config.pseudo_label_limit
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(
+            "Expected pseudo_label_limit to be a positive integer or null. "
+            f"Received: pseudo_label_limit={limit!r}"
+        )
+    if limit is not None and not config.pseudo_labels:
+        raise ValueError(
+            f"Expected pseudo_labels=true with pseudo_label_limit. Received: "
+            f"pseudo_label_limit={limit!r}, pseudo_labels=false"
+        )
     if threshold is not None and not config.pseudo_labels:
         raise ValueError(
             "Expected pseudo_labels=true with pseudo_label_threshold. Received: "

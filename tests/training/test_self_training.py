@@ -58,6 +58,9 @@ def test_selection_is_confident_balanced_to_the_class_shares_and_most_confident_
     assert indices.tolist() == [5, 7, 0, 1]
     assert labels.tolist() == [0, 0, 1, 1]
     np.testing.assert_allclose(confidence, [0.98, 0.92, 0.99, 0.97])
+    # a limit keeps the shares: 3 in all, 1 and 1 (floor(1.5))
+    indices, labels, _ = self_training.select(probabilities, 0.9, [0.5, 0.5], limit=3)
+    assert indices.tolist() == [5, 0]
     # shares 1:3: class 1's 4 confident allow 4 / 0.75 = 5.33 documents in all (class 0's
     # 2 would allow 8): quotas floor(5.33 * 0.25) = 1 and floor(5.33 * 0.75) = 4
     indices, labels, _ = self_training.select(probabilities, 0.9, [0.25, 0.75])
@@ -134,10 +137,26 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     # as if the student had crashed: its results gone, the teacher's and the labels kept
     (run_dir / "metrics.json").unlink()
     teacher_stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
-    labels_stamp = (run_dir / "pseudo_labels.npz").stat().st_mtime_ns
+    labels_stamp = (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns
     hatt.TextClassifier("rnn", **settings).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
     )
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
-    assert (run_dir / "pseudo_labels.npz").stat().st_mtime_ns == labels_stamp
+    assert (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns == labels_stamp
     assert json.loads((run_dir / "metrics.json").read_text())["self_training"]["kept"] >= 0
+
+    # another limit reuses the teacher and its probabilities; a teacher of other settings
+    # is refused (it would teach what the run did not ask for)
+    (run_dir / "metrics.json").unlink()
+    hatt.TextClassifier("rnn", **settings, pseudo_label_limit=3).fit(
+        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
+    )
+    assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
+    summary = json.loads((run_dir / "pseudo_labels.json").read_text())
+    assert summary["kept"] <= 3 and summary["limit"] == 3
+    assert json.loads((run_dir / "metrics.json").read_text())["train_size"] == 80 + summary["kept"]
+    (run_dir / "metrics.json").unlink()
+    with pytest.raises(resume.RunError, match="teacher .* other settings .*units"):
+        hatt.TextClassifier("rnn", **{**settings, "units": 6}).fit(
+            corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
+        )
