@@ -11,8 +11,8 @@ Issue 36, item 4. Reads the result files other scripts wrote (it trains nothing)
 - ``experiments/results/han.json``, ``baseline_nb_lr.json``, ``baseline_tfidf_lr.json``:
   the whole training split without unlabeled text.
 
-Only the draws every plotted method has are used at a size, so the methods stand on the
-same documents; every figure is on the FULL test split (25,000 reviews).
+Only the draws every method run at a size has are used there, so the methods stand on
+the same documents (a blank cell: not run at that size); every figure is on the FULL test split (25,000 reviews).
 
 Writes ``experiments/results/learning_curve/learning_curve.{json,md}`` and
 ``docs/learning_curve.png``.
@@ -45,6 +45,13 @@ METHODS = {
         "HAN + 50k unlabeled + rest of train",
         UNLABELED,
         UNLABELED / "full-han_unsup.json",  # at 25,000 labels there is no rest of train
+    ),
+    "rnn": ("BiGRU", SMALL, RESULTS / "rnn.json"),
+    "rnn_unsup": ("BiGRU + 50k unlabeled", UNLABELED, UNLABELED / "full-rnn_unsup.json"),
+    "rnn_unsup_pseudo4k": (
+        "BiGRU + 50k unlabeled + 4,000 pseudo labels",
+        UNLABELED,
+        UNLABELED / "full-rnn_unsup_pseudo4k.json",
     ),
     "nb_lr": ("NB-LR", SMALL, RESULTS / "baseline_nb_lr.json"),
     "tfidf_lr": ("TF-IDF + LR", SMALL, RESULTS / "baseline_tfidf_lr.json"),
@@ -110,14 +117,13 @@ def collect():
     for size in sizes:
         present = [method for method, found in per_method.items() if found.get(size)]
         shared = set.intersection(*(set(per_method[m][size]) for m in present))
-        if shared and "han_unsup" in present:  # the draws every method run at this size has
+        if shared:  # the draws every method run at this size has (blank: not run there)
             summary[size] = {
                 method: _cell([per_method[method][size][d] for d in sorted(shared)], shared)
                 for method in present
             }
     full = {method: full_row(method) for method in METHODS}
-    if all(full.values()):
-        summary[FULL_SIZE] = {method: _cell([row], [0]) for method, row in full.items()}
+    summary[FULL_SIZE] = {method: _cell([row], [0]) for method, row in full.items() if row}
     return summary
 
 
@@ -161,7 +167,7 @@ def write_reports(summary, out, figure):
             deep = cells[method]["deep_test_accuracy"]
             text = f"{100 * mean:.2f} %" + (f" ± {100 * std:.2f}" if std else "")
             shown.append(text + (f" ({100 * deep:.2f})" if deep is not None else ""))
-        draws_used = ", ".join(map(str, cells["han_unsup"]["draws"]))
+        draws_used = ", ".join(map(str, next(iter(cells.values()))["draws"]))
         label = "all" if size == FULL_SIZE else draws_used
         lines.append(f"| {size} | {label} | " + " | ".join(shown) + " |")
     (out / "learning_curve.md").write_text("\n".join(lines) + "\n")
