@@ -53,8 +53,6 @@ import keras
 import tensorflow as tf
 from keras.src.losses.loss import unscale_loss_for_distribution  # as Keras' own train_step
 
-from hatt.models import head as head_lib
-
 METHODS = ("at", "vat")
 XI = 0.1  # VAT's finite-difference step, in normalised units (Miyato's code: 0.1)
 _TINY = 1e-12
@@ -67,11 +65,12 @@ def word_embedding(model, method="at"):
         ValueError: the model has no word embedding (the one-hot CNN reads
             words through its region table).
     """
-    if head_lib.layer_or_none(model, "regions") is None:
-        for name in head_lib.EMBEDDING_NAMES:
-            layer = head_lib.layer_or_none(model, name)
-            if isinstance(layer, keras.layers.Embedding):
-                return layer
+    from hatt.training import word_vectors  # THE finder of a model's word embedding
+
+    try:
+        return word_vectors.embedding_layer(model)
+    except ValueError:
+        pass
     raise ValueError(
         "Expected a model with a word embedding (layer 'embedding' or 'word_embedding') "
         f"for adversarial={method!r}: the perturbation is added to the word vectors. "
