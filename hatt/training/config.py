@@ -27,7 +27,12 @@ from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
 from hatt.training import scale
 from hatt.training.distribute import STRATEGIES
-from hatt.training.legacy import LEGACY_FIELDS, LEGACY_MODEL_KWARGS, translate_legacy  # noqa: F401
+from hatt.training.legacy import (  # noqa: F401
+    LEGACY_FIELDS,
+    LEGACY_MODEL_KWARGS,
+    drop_removed,
+    translate_legacy,
+)
 from hatt.training.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
 from hatt.training.scale import SCALED_KEYS
 from hatt.training.semi import check_semi_supervised
@@ -412,8 +417,11 @@ class TrainConfig:
         check_model_kwargs(self.model, self.model_kwargs)
 
     @classmethod
-    def from_dict(cls, values):
+    def from_dict(cls, values, *, saved=False):
         """A config from a dict (``config.json``), old flat n-gram keys translated.
+
+        ``saved``: ``values`` is a run's own record (its ``config.json`` or
+        backup), where settings removed since are dropped rather than refused.
 
         A run's ``config.json`` holds the settings as resolved for its training
         split (``scaled``); they are read back as asked (the preset's values,
@@ -421,6 +429,8 @@ class TrainConfig:
         (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
         """
         _check_scaled(values.get("scaled"))
+        if saved:
+            values = drop_removed(values)
         values = scale.unscale(translate_legacy(values, complete=True))
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)

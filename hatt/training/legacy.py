@@ -3,8 +3,14 @@
 ``model_kwargs.ngram_buckets``, top-level ``ngram_init`` and their siblings were
 the n-gram channel's keys before :class:`hatt.training.config.NgramSettings`
 gathered them into one section; :func:`translate_legacy` moves them there, so
-old config files and run directories still load.
+old config files and run directories still load. Settings that were removed
+because nothing implemented them (``REMOVED_FIELDS``) are dropped from a saved
+run's configuration (:func:`drop_removed`): a run written with them did not use
+them, so it resumes; asked for today they are unknown keys.
 """
+
+# Settings removed because no code read them (a run that had them ran without them).
+REMOVED_FIELDS = ("pretrain", "pretrain_epochs", "pretrain_output_words")
 
 # Old flat keys of the n-gram channel → keys of the `ngram` section.
 LEGACY_MODEL_KWARGS = {
@@ -62,3 +68,8 @@ def translate_legacy(values, complete=False):
         section = section.to_dict() if hasattr(section, "to_dict") else section  # NgramSettings
         values["ngram"] = {**(section or {}), **layer, **fit}
     return values
+
+
+def drop_removed(values):
+    """A saved run's configuration without the ``REMOVED_FIELDS`` (a new dict)."""
+    return {k: v for k, v in values.items() if k not in REMOVED_FIELDS}

@@ -166,7 +166,7 @@ def check_run(config, run_dir, strategy, *, restart=False):
         run_dir,
         config.to_dict(),
         restart=restart,
-        normalize=lambda saved: TrainConfig.from_dict(saved).to_dict(),
+        normalize=lambda saved: TrainConfig.from_dict(saved, saved=True).to_dict(),
     )
     if state:
         print(f"Resuming {run_dir} after epoch {state['epoch']} of {config.epochs}")

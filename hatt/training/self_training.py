@@ -171,7 +171,7 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
 def _normalize(saved):
     from hatt.training.config import TrainConfig
 
-    return TrainConfig.from_dict(saved).to_dict()
+    return TrainConfig.from_dict(saved, saved=True).to_dict()
 
 
 def _splits(texts):

@@ -85,6 +85,18 @@ def test_an_old_run_directory_config_loads(tmp_path):
     assert config.ngram.fit == "separate" and config.preset is None
 
 
+def test_a_run_written_with_the_removed_pretrain_settings_loads_as_without_them(tmp_path):
+    # session 20 removed pretrain / pretrain_epochs / pretrain_output_words: nothing read them
+    today = training.assemble_config("han").to_dict()
+    old = {**today, "pretrain": None, "pretrain_epochs": 1, "pretrain_output_words": 2048}
+    assert training.TrainConfig.from_dict(old, saved=True).to_dict() == today
+    # asked for today they are unknown keys, not silently ignored
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps({"pretrain_epochs": 3}))
+    with pytest.raises(ValueError, match="pretrain_epochs"):
+        training.assemble_config("han", config_file=path)
+
+
 def test_a_legacy_config_file_lays_over_the_preset(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"ngram_C": 0.1, "model_kwargs": {"ngram_binary": False}}))

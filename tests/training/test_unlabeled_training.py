@@ -96,7 +96,10 @@ def test_hatt_train_reads_a_folder_of_unlabeled_documents(corpus, tmp_path):
 @pytest.mark.parametrize(
     "values,message",
     [
-        ({"unlabeled": "u.txt"}, "Expected a corpus read as text .not prepared=. and a step that learns"),
+        (
+            {"unlabeled": "u.txt"},
+            "Expected a corpus read as text .not prepared=. and a step that learns",
+        ),
         ({"unlabeled_text_column": "body"}, "with unlabeled_text_column"),
         ({"unlabeled": " ", "word_vectors": "word2vec"}, "Expected unlabeled to be a path"),
     ],
@@ -143,14 +146,21 @@ def test_imdb_s_unlabeled_split_is_found_beside_the_labeled_data(tmp_path, monke
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"pseudo_label_threshold": 0.9, "unlabeled": "u.txt", "word_vectors": "word2vec"},
-         "Expected pseudo_labels=true"),
-        ({"pseudo_labels": True, "unlabeled": "u.txt", "pseudo_label_threshold": 1.0},
-         "a probability in"),
+        (
+            {"pseudo_label_threshold": 0.9, "unlabeled": "u.txt", "word_vectors": "word2vec"},
+            "Expected pseudo_labels=true",
+        ),
+        (
+            {"pseudo_labels": True, "unlabeled": "u.txt", "pseudo_label_threshold": 1.0},
+            "a probability in",
+        ),
         ({"adversarial": "fgsm"}, "Expected adversarial to be one of"),
         ({"adversarial": "at", "adversarial_epsilon": 0}, "adversarial_epsilon"),
         ({"init_frozen_epochs": 1}, "Expected init"),
-        ({"init": "m.keras", "init_frozen_epochs": 10, "epochs": 10}, "init_frozen_epochs < epochs"),
+        (
+            {"init": "m.keras", "init_frozen_epochs": 10, "epochs": 10},
+            "init_frozen_epochs < epochs",
+        ),
         ({"init": "m.keras", "init_frozen_epochs": -1}, "integer >= 0"),
     ],
 )
