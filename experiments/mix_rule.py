@@ -1,0 +1,187 @@
+"""Which rule should keep the deep part in the mix at small validation splits? Chosen on validation.
+
+The mix (:func:`hatt.training.mix.choose_mix`) keeps the deep part when a 5-fold check on
+the validation split says it lowers the log loss by at least ``KEEP_MARGIN_SE`` standard
+errors (1.0). At 50-100 validation reviews that margin may drop deep parts that help
+(``experiments/mix_kept.py``). Which margin is best must be decided without the test
+split, so this script scores each candidate rule by nested cross-validation on the
+validation logits of finished runs (``validation_probabilities.npz``):
+
+- outer: repeated stratified K-fold on a run's validation reviews;
+- on the outer training folds, each rule decides (the mix fit with the deep part, its
+  held-out check on those reviews, kept or not by the rule's margin; else the channel
+  alone, as :func:`choose_mix` does);
+- the decided mix is scored on the outer held-out fold (log loss and accuracy).
+
+Rules: ``always`` (keep the deep part whenever its fit weight is positive), margins of
+0, 0.5, 1 (today's) and 2 standard errors, and ``channel`` (never keep it). The pooled
+held-out log loss over every run and repeat picks the rule. Only then, as a report,
+each rule is applied to the whole validation split and scored on the run's test logits
+(``test_probabilities.npz``): those columns are not used to choose. It trains nothing.
+
+Run:  python experiments/mix_rule.py RUN_DIR [RUN_DIR ...] [--repeats 10] [--out DIR]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hatt.training import mix as mix_lib
+from hatt.training.nblr import logit_accuracy, logit_losses, predicted_classes
+
+RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE (today)": 1.0, "2 SE": 2.0}
+CHANNEL = "channel"  # never keep the deep part
+
+
+def load_split(run_dir, name):
+    """(deep logits, channel logits with its own intercept, labels) of a run's split."""
+    data = np.load(Path(run_dir) / f"{name}_probabilities.npz")
+    return (
+        np.asarray(data["deep_logits"], np.float64),
+        np.asarray(data["channel_logits"], np.float64),
+        np.asarray(data["labels"], np.int64),
+    )
+
+
+def num_classes_of(deep):
+    return 2 if deep.ndim == 1 else deep.shape[1]
+
+
+def decide(deep, channel, y, seed=0):
+    """Every rule's mix on these reviews: ``{rule: Mix}`` (one held-out check shared)."""
+    classes = num_classes_of(deep)
+    with_deep = mix_lib.fit_mix(deep, channel, y)
+    check = mix_lib.held_out_check(deep, channel, y, classes, seed=seed)
+    if classes == 2:
+        alone = mix_lib.Mix(0.0, 1.0, 0.0)  # the channel as fit (its intercept is in it)
+    else:
+        alone = mix_lib.fit_mix(deep, channel, y, use_deep=False)
+    mixes = {}
+    for rule, margin in RULES.items():
+        passes = check["folds"] == 0 or check["difference"] + margin * check["difference_se"] < 0
+        mixes[rule] = with_deep if with_deep.deep > 0 and passes else alone
+    mixes[CHANNEL] = alone
+    return mixes
+
+
+def nested_scores(deep, channel, y, folds=5, repeats=10):
+    """Per rule: mean held-out log loss and accuracy over ``repeats`` outer K-folds."""
+    from sklearn.model_selection import StratifiedKFold
+
+    losses = {rule: [] for rule in [*RULES, CHANNEL]}
+    correct = {rule: [] for rule in losses}
+    kept = {rule: 0 for rule in losses}
+    for repeat in range(repeats):
+        splitter = StratifiedKFold(folds, shuffle=True, random_state=repeat)
+        for train, held in splitter.split(np.zeros(len(y)), y):
+            mixes = decide(deep[train], channel[train], y[train], seed=repeat)
+            for rule, mix in mixes.items():
+                logits = mix.logits(deep[held], channel[held])
+                losses[rule].append(logit_losses(logits, y[held]))
+                correct[rule].append(predicted_classes(logits) == y[held])
+                kept[rule] += int(mix.deep > 0)
+    decisions = repeats * folds
+    return {
+        rule: {
+            "held_out_loss": float(np.concatenate(losses[rule]).mean()),
+            "held_out_accuracy": float(np.concatenate(correct[rule]).mean()),
+            "deep_kept_share": kept[rule] / decisions,
+        }
+        for rule in losses
+    }
+
+
+def test_scores(run_dir):
+    """Per rule, decided on the whole validation split: test accuracy (a report only)."""
+    mixes = decide(*load_split(run_dir, "validation"))
+    deep, channel, y = load_split(run_dir, "test")
+    return {
+        rule: {
+            "test_accuracy": logit_accuracy(mix.logits(deep, channel), y),
+            "deep_kept": mix.deep > 0,
+        }
+        for rule, mix in mixes.items()
+    }
+
+
+def analyse(run_dirs, repeats):
+    runs = []
+    for run_dir in run_dirs:
+        deep, channel, y = load_split(run_dir, "validation")
+        print(f"{run_dir}: {len(y)} validation reviews, {repeats} x 5-fold")
+        runs.append(
+            {
+                "run_dir": str(run_dir),
+                "validation_reviews": len(y),
+                "nested": nested_scores(deep, channel, y, repeats=repeats),
+                "test": test_scores(run_dir),
+            }
+        )
+    rules = list(runs[0]["nested"])
+    pooled = {
+        rule: {
+            key: float(np.mean([run["nested"][rule][key] for run in runs]))
+            for key in ("held_out_loss", "held_out_accuracy", "deep_kept_share")
+        }
+        for rule in rules
+    }
+    chosen = min(rules, key=lambda rule: pooled[rule]["held_out_loss"])
+    return {"runs": runs, "pooled": pooled, "chosen": chosen, "repeats": repeats}
+
+
+def markdown(result):
+    rules = list(result["pooled"])
+    lines = [
+        "# The mix's rule for keeping the deep part, chosen on validation",
+        "",
+        "Written by `python experiments/mix_rule.py` (nested cross-validation on each run's "
+        f"validation logits, {result['repeats']} repeats of 5 folds). Chosen on the pooled "
+        f"held-out log loss: **{result['chosen']}**. The test columns are a report, not "
+        "used to choose.",
+        "",
+        "| rule | held-out log loss (pooled) | held-out accuracy (pooled) | deep part kept "
+        "(share of decisions) |",
+        "|---|---:|---:|---:|",
+    ]
+    for rule in rules:
+        p = result["pooled"][rule]
+        lines.append(
+            f"| {rule} | {p['held_out_loss']:.4f} | {100 * p['held_out_accuracy']:.2f} % | "
+            f"{100 * p['deep_kept_share']:.0f} % |"
+        )
+    lines += ["", "Per run: held-out log loss / test accuracy (deep part kept: *).", ""]
+    lines.append("| run | validation reviews | " + " | ".join(rules) + " |")
+    lines.append("|---|---:|" + "---:|" * len(rules))
+    for run in result["runs"]:
+        cells = [
+            f"{run['nested'][r]['held_out_loss']:.4f} / "
+            f"{100 * run['test'][r]['test_accuracy']:.2f} %{'*' if run['test'][r]['deep_kept'] else ''}"
+            for r in rules
+        ]
+        lines.append(
+            f"| {run['run_dir']} | {run['validation_reviews']} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run_dirs", nargs="+")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", default="experiments/results/mix_rule")
+    args = parser.parse_args(argv)
+    result = analyse(args.run_dirs, args.repeats)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mix_rule.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result)
+    (out / "mix_rule.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
