@@ -32,7 +32,14 @@ import numpy as np
 from hatt.training import mix as mix_lib
 from hatt.training.nblr import logit_accuracy, logit_losses, predicted_classes
 
-RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE (today)": 1.0, "2 SE": 2.0}
+# Margins in standard errors; "today" is hatt's own (not a copy of its value).
+RULES = {
+    "always": -np.inf,
+    "0 SE": 0.0,
+    "0.5 SE": 0.5,
+    f"{mix_lib.KEEP_MARGIN_SE:g} SE (today)": mix_lib.KEEP_MARGIN_SE,
+    "2 SE": 2.0,
+}
 CHANNEL = "channel"  # never keep the deep part
 
 
@@ -121,6 +128,7 @@ def analyse(run_dirs, repeats):
             }
         )
     rules = list(runs[0]["nested"])
+    # "pooled": the mean over runs of each run's held-out mean (every run weighs the same)
     pooled = {
         rule: {
             key: float(np.mean([run["nested"][rule][key] for run in runs]))
