@@ -32,7 +32,9 @@ def analyse(run_dir):
     run_dir = Path(run_dir)
     validation = np.load(run_dir / "validation_probabilities.npz")
     test = np.load(run_dir / "test_probabilities.npz")
-    kept = mix_lib.fit_mix(validation["deep_logits"], validation["channel_logits"], validation["labels"])
+    kept = mix_lib.fit_mix(
+        validation["deep_logits"], validation["channel_logits"], validation["labels"]
+    )
     mixed = kept.logits(test["deep_logits"], test["channel_logits"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     channel = metrics.get("ngram_channel") or {}

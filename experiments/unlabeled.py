@@ -56,7 +56,15 @@ HATT_METHODS = {
     "han": ("han, word2vec on the labeled draw", None),
     "han_unsup": ("han, word2vec on the draw + unsup", []),
     "han_unsup_rest": ("han, word2vec on the draw + unsup + the rest of train", []),
+    "han_unsup_lm": (
+        "han, word2vec and a language model (2 epochs) on the draw + unsup",
+        ["lm_epochs=2"],
+    ),
     "rnn": ("rnn, word2vec on the labeled draw", None),
+    "rnn_unsup_lm": (
+        "rnn, word2vec and a language model (2 epochs) on the draw + unsup",
+        ["lm_epochs=2"],
+    ),
     "rnn_unsup": ("rnn, word2vec on the draw + unsup", []),
     "rnn_unsup_vocab": (
         "rnn, word2vec and the vocabulary on the draw + unsup",

@@ -19,6 +19,10 @@ WORD_VECTORS = "word_vectors.json"  # where the initial word vectors came from
 # same corpus and settings reads them instead of training word2vec again
 WORD_VECTOR_CACHE = "word_vectors.npz"
 UNLABELED = "unlabeled.json"  # the unlabeled documents read: kept, skipped, excluded
+# language-model pretraining (hatt.training.language_model): what it read, each epoch's
+# losses; its checkpoint, keyed by what it depends on (a stopped run resumes from it)
+LANGUAGE_MODEL = "language_model.json"
+LANGUAGE_MODEL_CHECKPOINT = "language_model.npz"
 INIT = "init.json"  # what was copied from the trained model of --init
 VALIDATION_PROBABILITIES = "validation_probabilities.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
@@ -32,6 +36,7 @@ OUTPUTS = (
     NGRAM_CHANNEL,
     WORD_VECTORS,
     UNLABELED,
+    LANGUAGE_MODEL,
     INIT,
     HISTORY,
     METRICS,

@@ -320,6 +320,12 @@ class TrainConfig:
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
     unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
     unlabeled_limit: int | None = None  # keep at most this many (None: up to a memory budget)
+    # language-model pretraining of the word encoder (hatt.training.language_model): a
+    # bidirectional LM on the training split and the unlabeled documents, before training
+    lm_epochs: int = 0  # its epochs; 0: none
+    lm_window: int = 100  # words a row at most (a HAN row is a sentence)
+    lm_negatives: int = 256  # words drawn a batch for the sampled softmax
+    lm_batch_size: int = 128  # rows a batch
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
 

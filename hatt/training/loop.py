@@ -31,6 +31,7 @@ from hatt.models import head as head_lib
 from hatt.training import (
     adversarial,
     distribute,
+    language_model,
     mix,
     ngram,
     resume,
@@ -223,19 +224,44 @@ def start_word_vectors(run, model, corpus):
         return  # a resumed run restores its trained embedding
     train_ids, _ = corpus.in_memory_split("train")
     vocabulary = corpus.vectorizer.get_vocabulary()
-    unlabeled_ids = None
-    if corpus.unlabeled is not None:
-        run.write_json(run_files.UNLABELED, corpus.unlabeled.report)
-        unlabeled_ids = word_vectors.encode_unlabeled(corpus.unlabeled.texts, corpus.vectorizer)
     info = word_vectors.init_word_vectors(
         model,
         run.config,
         train_ids,
         vocabulary,
-        unlabeled_ids=unlabeled_ids,
+        unlabeled_ids=encoded_unlabeled(run, corpus),
         cache_path=run.run_dir / word_vectors.CACHE_FILE,
     )
     run.write_json(run_files.WORD_VECTORS, info)
+
+
+def encoded_unlabeled(run, corpus):
+    """The unlabeled documents as ids of the run's vectorizer, encoded once a run (``None``
+    without any); ``unlabeled.json`` says what was read."""
+    if corpus.unlabeled is None:
+        return None
+    if getattr(run, "unlabeled_ids", None) is None:
+        run.write_json(run_files.UNLABELED, corpus.unlabeled.report)
+        run.unlabeled_ids = word_vectors.encode_unlabeled(corpus.unlabeled.texts, corpus.vectorizer)
+    return run.unlabeled_ids
+
+
+def pretrain_language_model(run, model, corpus, *, verbose="auto"):
+    """Step 5 (``lm_epochs``): the word encoder trained as a language model on the training
+    split and the unlabeled documents (:mod:`hatt.training.language_model`), after the
+    word vectors and ``init`` it starts from; resumes from its own checkpoint."""
+    if run.state or not run.config.lm_epochs:
+        return  # a resumed run restores its trained encoder
+    with run.strategy.scope():
+        language_model.pretrain(
+            model,
+            run.config,
+            corpus.in_memory_split("train")[0],
+            encoded_unlabeled(run, corpus),
+            corpus.in_memory_split("validation")[0],
+            run_dir=run.run_dir,
+            verbose=verbose,
+        )
 
 
 def start_from_model(run, model, corpus):
@@ -459,9 +485,13 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     if channel_file.exists():  # how the n-gram channel started, and its accuracy alone
         metrics["ngram_channel"] = json.loads(channel_file.read_text())
     metrics["warnings"] = run_warnings(metrics, corpus, run.config.class_weight)
-    vectors_file = run_dir / run_files.WORD_VECTORS
-    if vectors_file.exists():  # where the embedding started (its seconds are not in train_seconds)
-        metrics["word_vectors"] = json.loads(vectors_file.read_text())
+    # where the embedding and the encoder started (their seconds are not in train_seconds)
+    for key, name in (
+        ("word_vectors", run_files.WORD_VECTORS),
+        ("language_model", run_files.LANGUAGE_MODEL),
+    ):
+        if (run_dir / name).exists():
+            metrics[key] = json.loads((run_dir / name).read_text())
     run.write_json(run_files.METRICS, metrics)
     run.backup.remove()  # the run is finished; metrics.json marks it
     return metrics
@@ -550,6 +580,7 @@ def train(
         start_channel(run, model, corpus)
         start_word_vectors(run, model, corpus)
         start_from_model(run, model, corpus)
+        pretrain_language_model(run, model, corpus, verbose=verbose)
         run.class_weight = class_weights(config, corpus)
         history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
         channel_logits = mix_channel(run, model, corpus)

@@ -1,13 +1,16 @@
 """Which steps learn from unlabeled documents, checked before any data is read.
 
 ``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
-:mod:`hatt.training.word_vectors`) and by self-training (``pseudo_labels``,
+:mod:`hatt.training.word_vectors`), by language-model pretraining (``lm_epochs``,
+:mod:`hatt.training.language_model`) and by self-training (``pseudo_labels``,
 :mod:`hatt.training.self_training`); a run that names unlabeled documents needs one
 of them. Virtual adversarial training (``adversarial="vat"``,
 :mod:`hatt.training.adversarial`) needs no label but learns from the labeled batches
 only for now, so it does not count. ``init_frozen_epochs`` (gradual
 unfreezing, :mod:`hatt.training.transfer`) needs ``init``.
 """
+
+from hatt.training import language_model
 
 ADVERSARIAL = ("none", "at", "vat")
 
@@ -17,6 +20,8 @@ def uses_unlabeled(config):
     steps = []
     if config.word_vectors == "word2vec":
         steps.append("word2vec")
+    if config.lm_epochs:
+        steps.append("language_model")
     if config.pseudo_labels:
         steps.append("pseudo_labels")
     return steps
@@ -36,6 +41,7 @@ def check_pseudo_labeled(config):
 def check_semi_supervised(config):
     """Raise ``ValueError`` unless ``config``'s unlabeled, self-training, adversarial
     and gradual-unfreezing settings fit together."""
+    language_model.check_settings(config)
     _check_unlabeled(config)
     _check_pseudo_labels(config)
     _check_adversarial(config)
@@ -63,7 +69,8 @@ def _check_unlabeled(config):
     if not uses_unlabeled(config) or config.prepared:
         raise ValueError(
             "Expected a corpus read as text (not prepared=) and a step that learns from "
-            "unlabeled documents: word_vectors='word2vec' or pseudo_labels=true. Received: word_vectors={config.word_vectors!r}, "
+            "unlabeled documents: word_vectors='word2vec', lm_epochs > 0 or pseudo_labels=true. "
+            f"Received: word_vectors={config.word_vectors!r}, lm_epochs={config.lm_epochs!r}, "
             f"pseudo_labels={config.pseudo_labels!r}, adversarial={config.adversarial!r}, "
             f"prepared={config.prepared!r} with unlabeled={config.unlabeled!r} "
             "(add --set word_vectors=word2vec)"

@@ -1,0 +1,235 @@
+"""Language-model pretraining of the word encoder (issue 36: ``lm_epochs``): the sampled
+softmax against NumPy, the rows it reads, that it learns, that it resumes exactly, its
+settings' checks, and a run that pretrains on unlabeled text end to end."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hatt
+from hatt import models
+from hatt.data import Imdb
+from hatt.training import TrainConfig
+from hatt.training import language_model as lm_lib
+from tests.conftest import planted
+
+VOCABULARY = 14  # ids 2..13 are words; 0 padding, 1 OOV
+
+
+def _config(**values):
+    settings = {
+        "model": "rnn",
+        "seed": 3,
+        "learning_rate": 0.02,
+        "lm_epochs": 2,
+        "lm_window": 12,
+        "lm_negatives": 6,
+        "lm_batch_size": 8,
+        "model_kwargs": {"embedding_dim": 8, "units": 6, "dropout": 0.0},
+    }
+    return TrainConfig(**{**settings, **values})
+
+
+def _cycles(n, seed):
+    """Documents that are runs of the cycle 2, 3, ..., 13, 2, ...: each word fixes the next
+    and the previous one, so a language model can learn them."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    for _ in range(n):
+        start, length = rng.integers(2, VOCABULARY), rng.integers(5, 30)
+        docs.append([2 + (start - 2 + t) % (VOCABULARY - 2) for t in range(length)])
+    return tf.ragged.constant(docs, dtype=tf.int32)
+
+
+def _rnn(config):
+    keras.utils.set_random_seed(config.seed)
+    return models.build("rnn", vocabulary_size=VOCABULARY, **config.model_kwargs)
+
+
+# === The loss ===========================================================================
+
+
+def _reference_loss(predicted, targets, weights, table, bias, log_q, negatives):
+    k = len(negatives)
+    log_q = np.where(np.isfinite(log_q), log_q, 0.0)
+    total = 0.0
+    for b, t in np.ndindex(targets.shape):
+        if weights[b, t] == 0:
+            continue
+        target = targets[b, t]
+        logits = [predicted[b, t] @ table[target] + bias[target] - np.log(k) - log_q[target]]
+        for n in negatives:
+            if n != target:  # an accidental hit is not a negative
+                logits.append(predicted[b, t] @ table[n] + bias[n] - np.log(k) - log_q[n])
+        logits = np.array(logits)
+        top = logits.max()
+        total += weights[b, t] * (top + np.log(np.exp(logits - top).sum()) - logits[0])
+    return total, weights.sum()
+
+
+def test_the_sampled_softmax_matches_numpy_and_ignores_unscored_padding():
+    rng = np.random.default_rng(0)
+    predicted = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    targets = np.array([[5, 2, 0], [3, 3, 7]], np.int32)  # 0: padding, not scored
+    weights = np.array([[1, 1, 0], [1, 1, 1]], np.float32)
+    table = rng.normal(size=(8, 4)).astype(np.float32)
+    bias = rng.normal(size=8).astype(np.float32)
+    with np.errstate(divide="ignore"):  # padding and OOV: never drawn, log 0
+        log_q = np.log(np.array([0, 0, 1, 2, 3, 1, 1, 2]) / 10).astype(np.float32)
+    negatives = np.array([3, 6, 6, 2], np.int32)  # 3 and 2 are targets too: accidental hits
+    loss, count = lm_lib.sampled_softmax_loss(
+        predicted, targets, weights, table, bias, log_q, negatives
+    )
+    expected, expected_count = _reference_loss(
+        predicted, targets, weights, table, bias, log_q, negatives
+    )
+    assert np.isfinite(float(loss))
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
+    assert float(count) == expected_count == 5
+
+
+# === The rows ===========================================================================
+
+
+def test_rows_are_sentences_or_windows_without_padding_and_short_rows_dropped():
+    nested = tf.ragged.constant([[[4, 5, 1], [6]], [[7, 8, 9, 2]]], dtype=tf.int32)
+    rows = lm_lib.windows_of(nested, window=3)
+    assert [r.tolist() for r in rows] == [[4, 5, 1], [7, 8, 9]]  # [6] and the cut [2] dropped
+    flat = tf.ragged.constant([[2, 3, 4, 5, 6, 7, 8], [9]], dtype=tf.int32)
+    assert [r.tolist() for r in lm_lib.windows_of(flat, window=3)] == [
+        [2, 3, 4],
+        [5, 6, 7],
+    ]
+    padded = tf.RaggedTensor.from_tensor(tf.constant([[3, 4, 0, 0], [0, 0, 0, 0]]))
+    assert [r.tolist() for r in lm_lib.windows_of(padded, window=5)] == [[3, 4]]
+
+
+def test_batches_hold_every_row_once_padded_and_are_fixed_by_seed_and_epoch():
+    lengths = np.random.default_rng(0).integers(2, 6, size=40)  # many rows of each length
+    rows = [np.arange(2 + i, 2 + i + n, dtype=np.int32) for i, n in enumerate(lengths)]
+    one = lm_lib.batches(rows, 3, seed=1, epoch=0)
+    assert sum(len(b) for b in one) == len(rows)
+    seen = sorted(tuple(r[r > 0]) for b in one for r in b)
+    assert seen == sorted(tuple(r) for r in rows)
+    for batch in one:  # right-padded to the batch's longest row
+        assert batch.shape[1] == max(int((r > 0).sum()) for r in batch)
+    again = lm_lib.batches(rows, 3, seed=1, epoch=0)
+    assert all(np.array_equal(a, b) for a, b in zip(one, again, strict=True))
+    other = lm_lib.batches(rows, 3, seed=1, epoch=1)
+    assert any(
+        a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(one, other, strict=True)
+    )
+    assert lm_lib.unigram_log_probabilities(rows, 100)[:2].tolist() == [-np.inf, -np.inf]
+
+
+# === Pretraining ========================================================================
+
+
+def test_the_language_model_learns_the_planted_order_and_trains_the_encoder(tmp_path):
+    config = _config(lm_epochs=4)
+    model = _rnn(config)
+    before = [w.copy() for w in model.get_layer("encoder_0").get_weights()]
+    info = lm_lib.pretrain(
+        model, config, _cycles(120, 0), _cycles(120, 1), _cycles(30, 2), run_dir=tmp_path
+    )
+    losses = [e["validation_loss"] for e in info["epochs"]]
+    assert len(losses) == 4 and all(np.isfinite(losses))
+    assert losses[-1] < 0.6 * losses[0], losses  # the next word is learnable
+    assert info["unlabeled_rows"] > 0 and info["layers"] == ["embedding", "encoder_0"]
+    after = model.get_layer("encoder_0").get_weights()
+    assert any(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
+    assert json.loads((tmp_path / "language_model.json").read_text())["epochs"] == info["epochs"]
+
+
+def test_a_stopped_pretraining_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path):
+    train, unlabeled = _cycles(40, 0), _cycles(40, 1)
+    straight = _rnn(_config())
+    lm_lib.pretrain(straight, _config(), train, unlabeled, run_dir=tmp_path / "straight")
+    stopped = tmp_path / "stopped"
+    lm_lib.pretrain(_rnn(_config()), _config(lm_epochs=1), train, unlabeled, run_dir=stopped)
+    resumed = _rnn(_config())
+    info = lm_lib.pretrain(resumed, _config(), train, unlabeled, run_dir=stopped)
+    assert info["resumed_after_epoch"] == 1 and len(info["epochs"]) == 2
+    for a, b in zip(straight.get_weights(), resumed.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # another corpus never reads that checkpoint
+    other = lm_lib.pretrain(_rnn(_config()), _config(), _cycles(40, 5), None, run_dir=stopped)
+    assert other["resumed_after_epoch"] == 0
+
+
+def test_a_frozen_embedding_stays_as_it_was(tmp_path):
+    config = _config(lm_epochs=1, word_vectors="word2vec", word_vectors_trainable=False)
+    model = _rnn(config)
+    model.get_layer("embedding").trainable = False  # as the run freezes it
+    before = model.get_layer("embedding").get_weights()[0].copy()
+    info = lm_lib.pretrain(model, config, _cycles(30, 0), run_dir=tmp_path)
+    assert info["layers"] == ["encoder_0"]
+    np.testing.assert_array_equal(model.get_layer("embedding").get_weights()[0], before)
+
+
+# === Settings ===========================================================================
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"model": "cnn", "model_kwargs": {}}, "recurrent word encoder"),
+        ({"model": "transformer", "model_kwargs": {}}, "rnn or han"),
+        ({"lm_epochs": -1}, "lm_epochs"),
+        ({"lm_epochs": True}, "lm_epochs"),
+        ({"lm_window": 1}, "lm_window"),
+        ({"lm_negatives": 0}, "lm_negatives"),
+        ({"strategy": "mirrored"}, "one device"),
+        ({"prepared": "shards"}, "prepared"),
+    ],
+)
+def test_bad_language_model_settings_are_clear_errors(values, match):
+    with pytest.raises(ValueError, match=match):
+        _config(**values)
+
+
+def test_unlabeled_text_with_only_the_language_model_is_a_valid_run():
+    config = _config(unlabeled="unsup.txt")
+    assert "language_model" in hatt.training.semi.uses_unlabeled(config)
+    with pytest.raises(ValueError, match="lm_epochs > 0"):
+        _config(unlabeled="unsup.txt", lm_epochs=0)
+
+
+# === End to end =========================================================================
+
+
+@pytest.mark.slow
+def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
+    corpus = Imdb(planted(60, 0), planted(20, 1), planted(20, 2), "planted")
+    unlabeled = [f"The plot was a delight and the acting dull, scene {i}." for i in range(40)]
+    clf = hatt.TextClassifier(
+        "han",
+        max_tokens=200,
+        min_count=1,
+        max_sentences=4,
+        max_words=12,
+        embedding_dim=8,
+        word_units=4,
+        sentence_units=4,
+        ngram=None,
+        epochs=1,
+        batch_size=16,
+        lm_epochs=1,
+        lm_batch_size=16,
+        lm_negatives=8,
+    )
+    run_dir = tmp_path / "run"
+    clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["language_model"]["layers"] == ["word_embedding", "word_encoder"]
+    assert metrics["language_model"]["unlabeled_rows"] >= 40
+    assert (run_dir / "language_model.npz").is_file()
+    assert json.loads((run_dir / "unlabeled.json").read_text())["kept"] == 40
+    texts = corpus.test.texts[:4]
+    clf.save(tmp_path / "han.keras")
+    np.testing.assert_allclose(
+        hatt.load(tmp_path / "han.keras").predict(texts), clf.predict(texts), atol=1e-6
+    )
