@@ -7,7 +7,7 @@
 of them. Virtual adversarial training (``adversarial="vat"``,
 :mod:`hatt.training.adversarial`) needs no label but learns from the labeled batches
 only for now, so it does not count. ``init_frozen_epochs`` (gradual
-unfreezing, :mod:`hatt.training.transfer`) needs ``init``.
+unfreezing, :mod:`hatt.training.transfer`) needs ``init`` or ``lm_epochs``.
 """
 
 from hatt.training import language_model
@@ -123,10 +123,11 @@ def _check_unfreezing(config):
             "Expected init_frozen_epochs to be an integer >= 0. "
             f"Received: init_frozen_epochs={frozen!r}"
         )
-    if frozen and config.init is None:
+    if frozen and config.init is None and not config.lm_epochs:
         raise ValueError(
-            "Expected init (--init MODEL) with init_frozen_epochs: they are the epochs the "
-            f"layers copied from it stay frozen. Received: init_frozen_epochs={frozen}, init=None"
+            "Expected init (--init MODEL) or lm_epochs > 0 with init_frozen_epochs: they are "
+            "the epochs the layers copied from the model or pretrained as a language model "
+            f"stay frozen. Received: init_frozen_epochs={frozen}, init=None, lm_epochs=0"
         )
     if frozen and frozen >= config.epochs:
         raise ValueError(

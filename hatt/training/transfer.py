@@ -19,7 +19,8 @@ What was copied, mapped and left is written to ``init.json`` in the run
 directory. A resumed run restores its own weights instead.
 
 Gradual unfreezing (``init_frozen_epochs=N``, ULMFiT's idea in one step): for
-the first ``N`` epochs the copied layers below the head are frozen and only the
+the first ``N`` epochs the copied layers below the head (and those pretrained as a
+language model, :mod:`hatt.training.language_model`) are frozen and only the
 rest trains (the head, copied or fresh: what ULMFiT unfreezes first; the n-gram
 channel; any layer the trained model did not have); from epoch ``N + 1`` every
 layer trains. :func:`gradual_unfreezing` gives the
@@ -221,27 +222,34 @@ def gradual_unfreezing(model, config, run_dir, early_stopping=None):
 
     Call it inside the run's strategy scope, before ``fit`` and after the
     backup is restored: it builds the optimizer on every trainable variable
-    (frozen ones included, so their moments exist once they train). The copied
-    layers are ``init.json``'s ``"copied"`` (a resumed run reads the file its
-    first session wrote) but the head, which trains throughout (a copied head
+    (frozen ones included, so their moments exist once they train). The layers
+    frozen are those started elsewhere: ``init.json``'s ``"copied"`` and
+    ``language_model.json``'s ``"layers"`` (a resumed run reads the files its
+    first session wrote), but the head, which trains throughout (a copied head
     frozen too would leave a same-task model nothing to train); the n-gram channel
     is never among them, and a layer another setting froze
     (``word_vectors_trainable=false``) stays frozen.
 
     Returns:
-        ``[GradualUnfreezing(...)]`` or ``[]``; ``init.json`` gains
-        ``"frozen_epochs"`` (the first N epochs, 1-based 1..N) and
+        ``[GradualUnfreezing(...)]`` or ``[]``; ``init.json`` (and
+        ``language_model.json``) gains ``"frozen_epochs"`` (the first N epochs, 1-based 1..N) and
         ``"frozen_layers"``.
     """
     if not config.init_frozen_epochs:
         return []
-    path = Path(run_dir) / run_files.INIT
-    info = read_json_object(path)
-    names = [name for name in info["copied"] if name not in (*NEVER, HEAD)]
+    names = []
+    # the layers started elsewhere: copied from --init, pretrained as a language model
+    for file, key in ((run_files.INIT, "copied"), (run_files.LANGUAGE_MODEL, "layers")):
+        path = Path(run_dir) / file
+        if not path.is_file():
+            continue
+        info = read_json_object(path)
+        started = [n for n in info[key] if n not in (*NEVER, HEAD) and n not in names]
+        info["frozen_epochs"] = int(config.init_frozen_epochs)
+        info["frozen_layers"] = [n for n in started if model.get_layer(n).trainable_weights]
+        path.write_text(json.dumps(info, indent=2) + "\n")
+        names += started
     variables = [v for name in names for v in model.get_layer(name).trainable_weights]
-    info["frozen_epochs"] = int(config.init_frozen_epochs)
-    info["frozen_layers"] = [n for n in names if model.get_layer(n).trainable_weights]
-    path.write_text(json.dumps(info, indent=2) + "\n")
     if model.optimizer is not None and not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
     return [GradualUnfreezing(variables, config.init_frozen_epochs, early_stopping)]

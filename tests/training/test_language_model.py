@@ -233,3 +233,46 @@ def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
     np.testing.assert_allclose(
         hatt.load(tmp_path / "han.keras").predict(texts), clf.predict(texts), atol=1e-6
     )
+
+
+class _EncoderWeights(keras.callbacks.Callback):
+    """``encoder_0``'s weights as training begins and after each epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_begin(self, logs=None):
+        self.seen.append([w.copy() for w in self.model.get_layer("encoder_0").get_weights()])
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.on_train_begin()
+
+
+@pytest.mark.slow
+def test_the_pretrained_encoder_stays_frozen_for_init_frozen_epochs_then_trains(tmp_path):
+    corpus = Imdb(planted(60, 0), planted(20, 1), planted(20, 2), "planted")
+    watch = _EncoderWeights()
+    clf = hatt.TextClassifier(
+        "rnn",
+        max_tokens=200,
+        min_count=1,
+        sequence_length=20,
+        embedding_dim=8,
+        units=4,
+        ngram=None,
+        epochs=2,
+        patience=2,
+        batch_size=16,
+        learning_rate=0.02,
+        lm_epochs=1,
+        lm_batch_size=16,
+        lm_negatives=8,
+        init_frozen_epochs=1,
+    )
+    clf.fit(corpus, run_dir=tmp_path / "run", callbacks=[watch], verbose=0)
+    info = json.loads((tmp_path / "run" / "language_model.json").read_text())
+    assert info["frozen_epochs"] == 1 and info["frozen_layers"] == ["embedding", "encoder_0"]
+    start, first, second = watch.seen
+    assert all(np.array_equal(a, b) for a, b in zip(start, first, strict=True))  # frozen
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))  # trains
