@@ -330,6 +330,7 @@ def _key(config, parts, vocabulary_size):
         "vocabulary_size": vocabulary_size,
         "word_vectors": config.word_vectors,
         "word_vectors_trainable": config.word_vectors_trainable,
+        "init": config.init,  # the weights it starts from
         "learning_rate": config.learning_rate,
         **{k: getattr(config, k) for k in ("lm_negatives", "lm_window", "lm_batch_size")},
     }
