@@ -60,6 +60,15 @@ HATT_METHODS = {
         "han, word2vec and a language model (2 epochs) on the draw + unsup",
         ["lm_epochs=2"],
     ),
+    "han_unsup_lm_frozen": (
+        "han, word2vec and a language model (2 epochs) on the draw + unsup, its encoder "
+        "frozen for the first epoch",
+        ["lm_epochs=2", "init_frozen_epochs=1"],
+    ),
+    "han_unsup_lm4": (
+        "han, word2vec and a language model (4 epochs) on the draw + unsup",
+        ["lm_epochs=4"],
+    ),
     "rnn": ("rnn, word2vec on the labeled draw", None),
     "rnn_unsup_lm": (
         "rnn, word2vec and a language model (2 epochs) on the draw + unsup",
