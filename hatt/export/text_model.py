@@ -8,6 +8,7 @@ from keras import ops
 from hatt import attribution, models
 from hatt.data.corpus import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
+from hatt.models.wiring import plain_recurrences
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -334,7 +335,12 @@ class TextModel(keras.Model):
         return graphs[steps, target]
 
     def _explanations(self, ids, steps, target):
-        """Dense ids → the prediction, target, every method's scores and the logit's parts."""
+        """Dense ids → the prediction, target, every method's scores and the logit's parts
+        (the HAN's word encoder as one batch: :func:`hatt.models.wiring.plain_recurrences`)."""
+        with plain_recurrences():
+            return self._explanations_of(ids, steps, target)
+
+    def _explanations_of(self, ids, steps, target):
         views = self._views
         mask = ops.not_equal(ids, PAD_ID)
         # A new tensor: the embedding's carries a Keras mask, which the views would warn about.
