@@ -46,6 +46,11 @@ METHODS = {
         UNLABELED,
         UNLABELED / "full-han_unsup.json",  # at 25,000 labels there is no rest of train
     ),
+    "han_unsup_lm": (
+        "HAN + 50k unlabeled, LM-pretrained",
+        UNLABELED,
+        UNLABELED / "full-han_unsup_lm.json",
+    ),
     "rnn": ("BiGRU", SMALL, RESULTS / "rnn.json"),
     "rnn_unsup": ("BiGRU + 50k unlabeled", UNLABELED, UNLABELED / "full-rnn_unsup.json"),
     "rnn_unsup_pseudo4k": (
