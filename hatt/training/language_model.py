@@ -458,23 +458,29 @@ def pretrain(
             f"Pretraining the word encoder as a language model: {info['rows']:,} rows, "
             f"{info['words']:,} words, {config.lm_epochs} epoch(s)"
         )
-    validation = batches(held_out, config.lm_batch_size, config.seed) if held_out else None
     for epoch in range(resumed_after, config.lm_epochs):
-        epoch_start = time.perf_counter()
-        train = batches(windows, config.lm_batch_size, config.seed, epoch)
-        print(f"Language model epoch {epoch + 1}/{config.lm_epochs}")
-        history = lm.fit(_as_dataset(train), epochs=1, shuffle=False, verbose=verbose)
-        record = {"epoch": epoch + 1, "loss": round(float(history.history["loss"][-1]), 4)}
-        if validation:
-            value = lm.evaluate(_as_dataset(validation), verbose=0)
-            record["validation_loss"] = round(float(np.ravel(value)[0]), 4)
-        record["seconds"] = round(time.perf_counter() - epoch_start, 1)
-        records.append(record)
+        records.append(_train_epoch(lm, windows, held_out, config, epoch, verbose))
         _save(lm, checkpoint, key, records)
     info["epochs"] = records
     info["seconds"] = round(time.perf_counter() - start_time, 1)
     (run_dir / run_files.LANGUAGE_MODEL).write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def _train_epoch(lm, windows, held_out, config, epoch, verbose):
+    """One epoch over ``windows`` (the order of ``(seed, epoch)``); its record: the
+    training loss, the held-out loss (when ``held_out`` has rows) and the seconds."""
+    start = time.perf_counter()
+    train = batches(windows, config.lm_batch_size, config.seed, epoch)
+    print(f"Language model epoch {epoch + 1}/{config.lm_epochs}")
+    history = lm.fit(_as_dataset(train), epochs=1, shuffle=False, verbose=verbose)
+    record = {"epoch": epoch + 1, "loss": round(float(history.history["loss"][-1]), 4)}
+    if held_out:
+        validation = batches(held_out, config.lm_batch_size, config.seed)
+        value = lm.evaluate(_as_dataset(validation), verbose=0)
+        record["validation_loss"] = round(float(np.ravel(value)[0]), 4)
+    record["seconds"] = round(time.perf_counter() - start, 1)
+    return record
 
 
 def _dropout_of(model):
