@@ -458,8 +458,9 @@ def pretrain(
             f"Pretraining the word encoder as a language model: {info['rows']:,} rows, "
             f"{info['words']:,} words, {config.lm_epochs} epoch(s)"
         )
+    validation = batches(held_out, config.lm_batch_size, config.seed)  # the same every epoch
     for epoch in range(resumed_after, config.lm_epochs):
-        records.append(_train_epoch(lm, windows, held_out, config, epoch, verbose))
+        records.append(_train_epoch(lm, windows, validation, config, epoch, verbose))
         _save(lm, checkpoint, key, records)
     info["epochs"] = records
     info["seconds"] = round(time.perf_counter() - start_time, 1)
@@ -467,16 +468,16 @@ def pretrain(
     return info
 
 
-def _train_epoch(lm, windows, held_out, config, epoch, verbose):
+def _train_epoch(lm, windows, validation, config, epoch, verbose):
     """One epoch over ``windows`` (the order of ``(seed, epoch)``); its record: the
-    training loss, the held-out loss (when ``held_out`` has rows) and the seconds."""
+    training loss, the loss on the ``validation`` batches (when there are any) and the
+    seconds."""
     start = time.perf_counter()
     train = batches(windows, config.lm_batch_size, config.seed, epoch)
     print(f"Language model epoch {epoch + 1}/{config.lm_epochs}")
     history = lm.fit(_as_dataset(train), epochs=1, shuffle=False, verbose=verbose)
     record = {"epoch": epoch + 1, "loss": round(float(history.history["loss"][-1]), 4)}
-    if held_out:
-        validation = batches(held_out, config.lm_batch_size, config.seed)
+    if validation:
         value = lm.evaluate(_as_dataset(validation), verbose=0)
         record["validation_loss"] = round(float(np.ravel(value)[0]), 4)
     record["seconds"] = round(time.perf_counter() - start, 1)

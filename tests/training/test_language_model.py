@@ -201,26 +201,22 @@ def test_unlabeled_text_with_only_the_language_model_is_a_valid_run():
 # === End to end =========================================================================
 
 
+def _planted_corpus():
+    return Imdb(planted(60, 0), planted(20, 1), planted(20, 2), "planted")
+
+
+def _tiny(family, **values):
+    """A tiny ``family`` classifier that pretrains its encoder for one LM epoch."""
+    shared = {"max_tokens": 200, "min_count": 1, "embedding_dim": 8, "ngram": None}
+    lm = {"lm_epochs": 1, "lm_batch_size": 16, "lm_negatives": 8, "batch_size": 16}
+    return hatt.TextClassifier(family, **shared, **lm, **values)
+
+
 @pytest.mark.slow
 def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
-    corpus = Imdb(planted(60, 0), planted(20, 1), planted(20, 2), "planted")
+    corpus = _planted_corpus()
     unlabeled = [f"The plot was a delight and the acting dull, scene {i}." for i in range(40)]
-    clf = hatt.TextClassifier(
-        "han",
-        max_tokens=200,
-        min_count=1,
-        max_sentences=4,
-        max_words=12,
-        embedding_dim=8,
-        word_units=4,
-        sentence_units=4,
-        ngram=None,
-        epochs=1,
-        batch_size=16,
-        lm_epochs=1,
-        lm_batch_size=16,
-        lm_negatives=8,
-    )
+    clf = _tiny("han", max_sentences=4, max_words=12, word_units=4, sentence_units=4, epochs=1)
     run_dir = tmp_path / "run"
     clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -251,23 +247,15 @@ class _EncoderWeights(keras.callbacks.Callback):
 
 @pytest.mark.slow
 def test_the_pretrained_encoder_stays_frozen_for_init_frozen_epochs_then_trains(tmp_path):
-    corpus = Imdb(planted(60, 0), planted(20, 1), planted(20, 2), "planted")
+    corpus = _planted_corpus()
     watch = _EncoderWeights()
-    clf = hatt.TextClassifier(
+    clf = _tiny(
         "rnn",
-        max_tokens=200,
-        min_count=1,
         sequence_length=20,
-        embedding_dim=8,
         units=4,
-        ngram=None,
         epochs=2,
         patience=2,
-        batch_size=16,
         learning_rate=0.02,
-        lm_epochs=1,
-        lm_batch_size=16,
-        lm_negatives=8,
         init_frozen_epochs=1,
     )
     clf.fit(corpus, run_dir=tmp_path / "run", callbacks=[watch], verbose=0)
