@@ -1,0 +1,269 @@
+"""The mix's keep-the-deep-part rule judged on tuning reviews: neither validation nor test.
+
+``experiments/mix_rule.py`` scores each candidate rule by nested cross-validation on
+a run's validation logits. That judge leans to the deep part: the deep part's best
+epoch was chosen on those same validation reviews, so its validation logits look
+better than its logits on unseen reviews (the channel is fit on the training split
+only and has no such edge). On the small-corpora draws nested cross-validation picked
+"always keep it", which cost up to 1 point of test accuracy on the from-scratch runs.
+
+Here the judge is a third set. IMDB's training split holds 25,000 reviews and a draw
+takes 500 or 1,000 of them; the rest never reach the run. For each draw this script
+writes ``tuning.jsonl``, ``--tuning-size`` reviews (5,000) of the training split
+outside every drawn size of that draw, stratified by the task's labels and seeded,
+and trains each method as a user types it with the tuning table given as the run's
+``--test`` table (no export)::
+
+    hatt train FAMILY --data draw.jsonl --test tuning.jsonl --run-dir R --export-dir ''
+
+so the run's ``test_probabilities.npz`` holds the deep part's and the channel's
+logits of the tuning reviews. Every rule of ``mix_rule.RULES`` (and the channel alone)
+then decides on the run's whole validation split, exactly as
+:func:`hatt.training.mix.choose_mix` would with its margin, and its mix is scored on
+the tuning reviews. IMDB's test split is not read.
+
+**The criterion, fixed before any run was made**: the rule with the highest tuning
+accuracy, averaged over runs (each run weighs the same); where two rules tie to 0.01
+points, the one nearer today's margin. The mean tuning log loss is reported beside it.
+
+Run:  python experiments/mix_tuning.py --data aclImdb [--task polarity] [--sizes 500 1000]
+      [--draws 1 2] [--methods cnn han rnn han_unsup] [--tuning-size 5000]
+      [--runs runs/mix_tuning] [--out experiments/results/mix_rule]
+      python experiments/mix_tuning.py --report-only  (the table from the finished runs)
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mix_rule  # noqa: E402  (the rules and how each decides, reused)
+import small_corpora as sc  # noqa: E402  (the draws and tables, reused)
+import unlabeled as unlabeled_rows  # noqa: E402  (the --unlabeled methods' flags, reused)
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "mix_tuning"
+RESULTS = ROOT / "experiments" / "results" / "mix_rule"
+TIE = 1e-4  # tuning accuracies this close are a tie (0.01 points)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--task", choices=sc.TASKS, default="polarity")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000])
+    parser.add_argument("--draws", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["cnn", "han", "rnn"],
+        help="families (from scratch) or experiments/unlabeled.py's hatt methods",
+    )
+    parser.add_argument("--unlabeled", default=str(unlabeled_rows.UNSUP))
+    parser.add_argument("--tuning-size", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1337, help="seed of the draws")
+    parser.add_argument("--runs", default=str(RUNS))
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--repeats", type=int, default=10, help="nested CV repeats (reported)")
+    parser.add_argument("--report-only", action="store_true")
+    return parser.parse_args(argv)
+
+
+# === The tables ===
+
+
+def tuning_indices(labels, excluded, size, draw, seed):
+    """``size`` training reviews outside ``excluded``, stratified by ``labels`` and seeded
+    by ``(seed, draw)`` apart from the draws' own permutation."""
+    labels = np.asarray(labels)
+    free = np.setdiff1d(np.arange(len(labels)), np.asarray(sorted(excluded), np.int64))
+    if size > len(free):
+        raise ValueError(
+            f"Expected --tuning-size <= {len(free)} (the training reviews outside the draw). "
+            f"Received: {size}"
+        )
+    picked = sc.draw_indices(labels[free], size, draw, seed + 7919)  # not the draws' own
+    return free[picked]
+
+
+def write_tables(pools, task, sizes, draw, seed, tuning_size, runs):
+    """Per size, the draw's table, and the draw's one tuning table: ``{size: tables}``."""
+    place = Path(runs) / task / "data"
+    labels = pools["train"].labels
+    drawn = {size: sc.draw_indices(labels, size, draw, seed) for size in sizes}
+    tuning = place / f"d{draw}-tuning.jsonl"
+    if not tuning.exists():
+        excluded = set(np.concatenate(list(drawn.values())).tolist())
+        picked = tuning_indices(labels, excluded, tuning_size, draw, seed)
+        sc.write_table(pools["train"].subset(picked), tuning)
+    tables = {}
+    for size, indices in drawn.items():
+        train = place / f"n{size:05d}-d{draw}.jsonl"
+        if not train.exists():
+            sc.write_table(pools["train"].subset(indices), train)
+        tables[size] = {"train": train, "test": tuning}
+    return tables
+
+
+# === The runs ===
+
+
+def train(method, tables, run_dir, unlabeled):
+    """``hatt train`` of one method on a draw, the tuning table as its test split."""
+    family = method.split("_")[0]
+    extra = ["--export-dir", ""]
+    if method not in sc.FAMILIES:
+        overrides = unlabeled_rows.HATT_METHODS[method][1]
+        if overrides is not None:
+            extra += ["--unlabeled", str(unlabeled)]
+            for pair in overrides:
+                extra += ["--set", pair]
+    command = ["hatt", "train", family, "--data", str(tables["train"])]
+    command += ["--test", str(tables["test"]), "--run-dir", str(run_dir), *extra]
+    start = time.perf_counter()
+    sc.run_hatt(command, run_dir.parent / f"{method}.log")
+    print(f"{run_dir}: {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def run_all(args):
+    pools = sc.create_dataset(args.data, args.task)
+    for draw in args.draws:
+        tables = write_tables(
+            pools, args.task, args.sizes, draw, args.seed, args.tuning_size, args.runs
+        )
+        for size in args.sizes:
+            for method in args.methods:
+                run_dir = Path(args.runs) / args.task / f"n{size:05d}-d{draw}" / method
+                if not (run_dir / "metrics.json").exists():
+                    run_dir.parent.mkdir(parents=True, exist_ok=True)
+                    train(method, tables[size], run_dir, args.unlabeled)
+
+
+# === The choice ===
+
+
+def finished_runs(runs):
+    """Every finished run under ``runs`` (a ``metrics.json`` and both logit files)."""
+    return sorted(
+        path.parent
+        for path in Path(runs).glob("*/n*-d*/*/metrics.json")
+        if (path.parent / "test_probabilities.npz").exists()
+    )
+
+
+def tuning_scores(run_dir):
+    """Per rule, decided on the run's validation split: accuracy and log loss on its tuning
+    reviews (the run's ``--test`` table)."""
+    from hatt.training.nblr import logit_accuracy, logit_log_loss
+
+    mixes = mix_rule.decide(*mix_rule.load_split(run_dir, "validation"))
+    deep, channel, y = mix_rule.load_split(run_dir, "test")
+    return {
+        rule: {
+            "accuracy": logit_accuracy(mix.logits(deep, channel), y),
+            "log_loss": logit_log_loss(mix.logits(deep, channel), y),
+            "deep_kept": bool(mix.deep > 0),
+        }
+        for rule, mix in mixes.items()
+    }
+
+
+def choose(runs):
+    """The criterion of the module docstring over ``runs`` (``[{"tuning": scores}]``)."""
+    rules = list(runs[0]["tuning"])
+    mean = {
+        rule: {
+            key: float(np.mean([run["tuning"][rule][key] for run in runs]))
+            for key in ("accuracy", "log_loss", "deep_kept")
+        }
+        for rule in rules
+    }
+    today = rules.index(next(rule for rule in rules if "today" in rule))
+    best = max(mean[rule]["accuracy"] for rule in rules)
+    tied = [i for i, rule in enumerate(rules) if mean[rule]["accuracy"] >= best - TIE]
+    chosen = rules[min(tied, key=lambda i: (abs(i - today), i))]
+    return mean, chosen
+
+
+def analyse(run_dirs, repeats):
+    runs = []
+    for run_dir in run_dirs:
+        deep, channel, y = mix_rule.load_split(run_dir, "validation")
+        runs.append(
+            {
+                "run_dir": str(run_dir),
+                "validation_reviews": len(y),
+                "tuning_reviews": len(mix_rule.load_split(run_dir, "test")[2]),
+                "tuning": tuning_scores(run_dir),
+                "nested": mix_rule.nested_scores(deep, channel, y, repeats=repeats),
+            }
+        )
+    mean, chosen = choose(runs)
+    return {"runs": runs, "mean": mean, "chosen": chosen, "repeats": repeats}
+
+
+def markdown(result, command):
+    rules = list(result["mean"])
+    lines = [
+        "# The mix's rule for keeping the deep part, judged on tuning reviews",
+        "",
+        f"Written by `{command}`: each rule decides on a run's validation split and is "
+        "scored on that draw's tuning reviews (training reviews outside the draw; IMDB's "
+        "test split is not read). Criterion fixed before the runs: the highest mean "
+        f"tuning accuracy over runs. Chosen: **{result['chosen']}**.",
+        "",
+        "| rule | tuning accuracy (mean over runs) | tuning log loss (mean) | deep part kept "
+        "(share of runs) | nested-CV log loss on validation (mean) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for rule in rules:
+        m = result["mean"][rule]
+        nested = np.mean([run["nested"][rule]["held_out_loss"] for run in result["runs"]])
+        lines.append(
+            f"| {rule} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
+            f"{100 * m['deep_kept']:.0f} % | {nested:.4f} |"
+        )
+    lines += ["", "Per run: tuning accuracy (deep part kept: *).", ""]
+    lines.append("| run | validation reviews | tuning reviews | " + " | ".join(rules) + " |")
+    lines.append("|---|---:|---:|" + "---:|" * len(rules))
+    for run in result["runs"]:
+        cells = [
+            f"{100 * run['tuning'][r]['accuracy']:.2f} %{'*' if run['tuning'][r]['deep_kept'] else ''}"
+            for r in rules
+        ]
+        lines.append(
+            f"| {run['run_dir']} | {run['validation_reviews']} | {run['tuning_reviews']} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def report(args):
+    run_dirs = finished_runs(args.runs)
+    if not run_dirs:
+        raise SystemExit(f"No finished run under {args.runs}.")
+    result = analyse(run_dirs, args.repeats)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tuning.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result, "python experiments/mix_tuning.py --report-only")
+    (out / "tuning.md").write_text(table)
+    print(table)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not args.report_only:
+        run_all(args)
+    report(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
