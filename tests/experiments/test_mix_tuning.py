@@ -1,0 +1,94 @@
+"""experiments/mix_tuning.py: the tuning reviews, the criterion and its report, on made-up runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests._scripts import load_experiment
+
+
+@pytest.fixture(scope="module")
+def mix_tuning():
+    return load_experiment("mix_tuning")
+
+
+def write_run(root, deep_signal, seed=0, n=100, tuning=2000):
+    """A finished run: validation logits and the tuning reviews' (its "test" file)."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for split, size in (("validation", n), ("test", tuning)):
+        labels = rng.integers(0, 2, size)
+        sign = 2 * labels - 1
+        arrays = {
+            "labels": labels,
+            "channel_logits": 1.0 * sign + rng.normal(0, 1.5, size),
+            "deep_logits": deep_signal * sign + rng.normal(0, 1.5, size),
+        }
+        np.savez(root / f"{split}_probabilities.npz", **arrays)
+    (root / "metrics.json").write_text("{}")
+    return root
+
+
+def test_tuning_reviews_are_outside_the_draw_and_stratified(mix_tuning):
+    labels = np.array(["neg"] * 300 + ["pos"] * 100)
+    excluded = set(range(0, 400, 3))
+    picked = mix_tuning.tuning_indices(labels, excluded, 80, draw=1, seed=1337)
+    assert len(set(picked.tolist())) == 80
+    assert not excluded & set(picked.tolist())
+    assert (labels[picked] == "pos").sum() == 20  # the classes' shares kept
+    again = mix_tuning.tuning_indices(labels, excluded, 80, draw=1, seed=1337)
+    other = mix_tuning.tuning_indices(labels, excluded, 80, draw=2, seed=1337)
+    assert np.array_equal(picked, again) and not np.array_equal(picked, other)
+    with pytest.raises(ValueError, match="tuning-size"):
+        mix_tuning.tuning_indices(labels, excluded, 300, draw=1, seed=1337)
+
+
+def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
+    rules = ["always", "0 SE", "0.5 SE", "1 SE (today)", "2 SE", "channel"]
+
+    def runs(accuracies):
+        return [
+            {
+                "tuning": {
+                    rule: {"accuracy": acc, "log_loss": 0.3, "deep_kept": True}
+                    for rule, acc in zip(rules, run, strict=True)
+                }
+            }
+            for run in accuracies
+        ]
+
+    # each run weighs the same: "0 SE" has the best mean though "always" wins one run
+    mean, chosen = mix_tuning.choose(
+        runs([[0.90, 0.86, 0.85, 0.84, 0.84, 0.84], [0.70, 0.80, 0.79, 0.78, 0.78, 0.78]])
+    )
+    assert chosen == "0 SE" and mean["0 SE"]["accuracy"] == pytest.approx(0.83)
+    # a tie goes to the rule nearest today's
+    _, chosen = mix_tuning.choose(runs([[0.85, 0.85, 0.85, 0.85, 0.80, 0.80]]))
+    assert chosen == "1 SE (today)"
+    _, chosen = mix_tuning.choose(runs([[0.86, 0.86, 0.80, 0.80, 0.80, 0.80]]))
+    assert chosen == "0 SE"
+
+
+def test_report_scores_each_rule_on_the_tuning_reviews(tmp_path, mix_tuning):
+    root = tmp_path / "runs"
+    strong = write_run(root / "polarity" / "n01000-d1" / "han", deep_signal=2.0, seed=1)
+    useless = write_run(root / "polarity" / "n00500-d1" / "cnn", deep_signal=0.0, seed=2)
+    (root / "polarity" / "n00500-d1" / "rnn").mkdir()  # unfinished: not read
+    out = tmp_path / "out"
+    mix_tuning.main(["--report-only", "--runs", str(root), "--out", str(out), "--repeats", "1"])
+    result = json.loads((out / "tuning.json").read_text())
+    assert [run["run_dir"] for run in result["runs"]] == [str(useless), str(strong)]
+    by_run = {run["run_dir"]: run["tuning"] for run in result["runs"]}
+    # a strong deep part helps on the tuning reviews; the channel alone never keeps it
+    assert by_run[str(strong)]["always"]["accuracy"] > by_run[str(strong)]["channel"]["accuracy"]
+    assert not by_run[str(strong)]["channel"]["deep_kept"]
+    assert by_run[str(strong)]["always"]["deep_kept"]
+    # the mean is over runs and the chosen rule has the best mean
+    mean = result["mean"]
+    for rule, scores in mean.items():
+        expected = np.mean([tuning[rule]["accuracy"] for tuning in by_run.values()])
+        assert scores["accuracy"] == pytest.approx(expected)
+    assert mean[result["chosen"]]["accuracy"] >= max(m["accuracy"] for m in mean.values()) - 1e-4
+    table = (out / "tuning.md").read_text()
+    assert f"**{result['chosen']}**" in table and str(strong) in table
