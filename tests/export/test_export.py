@@ -463,6 +463,26 @@ def test_the_saved_model_stores_each_weight_once(exported, tiny):
         assert stored == model.count_params(), family
 
 
+def test_each_endpoint_is_traced_once_when_saved(tiny, tmp_path):
+    """ExportArchive lists variables by tracing; the save must reuse that trace, not redo it."""
+    text_model = export.load_run(tiny["cnn"].run_dir)
+    calls = {"classify": 0, "explain": 0}
+    for name in calls:
+        method = getattr(text_model, name)
+
+        def counted(text, _method=method, _name=name):
+            calls[_name] += 1  # once per trace: a traced function runs its Python once
+            return _method(text)
+
+        setattr(text_model, name, counted)
+    export.save_saved_model(text_model, tmp_path / "saved")
+    assert calls == {"classify": 1, "explain": 1}
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    texts = tf.constant(["superb w1 w2. bad w3", ""])
+    served = loaded.signatures["predict"](text=texts)["probability"].numpy()
+    np.testing.assert_allclose(served, text_model.classify(texts)["probability"], atol=1e-6)
+
+
 def test_export_metadata_names_family_and_score_kind(exported, tiny):
     for family in FAMILIES:
         result = exported[family]
