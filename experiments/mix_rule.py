@@ -32,15 +32,16 @@ import numpy as np
 from hatt.training import mix as mix_lib
 from hatt.training.nblr import logit_accuracy, logit_losses, predicted_classes
 
-# Margins in standard errors; "today" is hatt's own (not a copy of its value).
-RULES = {
-    "always": -np.inf,
-    "0 SE": 0.0,
-    "0.5 SE": 0.5,
-    f"{mix_lib.KEEP_MARGIN_SE:g} SE (today)": mix_lib.KEEP_MARGIN_SE,
-    "2 SE": 2.0,
-}
+# Margins in standard errors.
+RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE": 1.0, "2 SE": 2.0}
 CHANNEL = "channel"  # never keep the deep part
+# hatt's own rule (read from hatt, not a copy of its value)
+TODAY = next(rule for rule, margin in RULES.items() if margin == mix_lib.KEEP_MARGIN_SE)
+
+
+def shown(rule):
+    """A rule's name in the tables, today's marked."""
+    return f"{rule} (today)" if rule == TODAY else rule
 
 
 def load_split(run_dir, name):
@@ -157,11 +158,11 @@ def markdown(result):
     for rule in rules:
         p = result["pooled"][rule]
         lines.append(
-            f"| {rule} | {p['held_out_loss']:.4f} | {100 * p['held_out_accuracy']:.2f} % | "
+            f"| {shown(rule)} | {p['held_out_loss']:.4f} | {100 * p['held_out_accuracy']:.2f} % | "
             f"{100 * p['deep_kept_share']:.0f} % |"
         )
     lines += ["", "Per run: held-out log loss / test accuracy (deep part kept: *).", ""]
-    lines.append("| run | validation reviews | " + " | ".join(rules) + " |")
+    lines.append("| run | validation reviews | " + " | ".join(map(shown, rules)) + " |")
     lines.append("|---|---:|" + "---:|" * len(rules))
     for run in result["runs"]:
         cells = [

@@ -183,7 +183,7 @@ def choose(runs):
         }
         for rule in rules
     }
-    today = rules.index(next(rule for rule in rules if "today" in rule))
+    today = rules.index(mix_rule.TODAY)
     best = max(mean[rule]["accuracy"] for rule in rules)
     tied = [i for i, rule in enumerate(rules) if mean[rule]["accuracy"] >= best - TIE]
     chosen = rules[min(tied, key=lambda i: (abs(i - today), i))]
@@ -225,11 +225,12 @@ def markdown(result, command):
         m = result["mean"][rule]
         nested = np.mean([run["nested"][rule]["held_out_loss"] for run in result["runs"]])
         lines.append(
-            f"| {rule} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
+            f"| {mix_rule.shown(rule)} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
             f"{100 * m['deep_kept']:.0f} % | {nested:.4f} |"
         )
     lines += ["", "Per run: tuning accuracy (deep part kept: *).", ""]
-    lines.append("| run | validation reviews | tuning reviews | " + " | ".join(rules) + " |")
+    names = " | ".join(map(mix_rule.shown, rules))
+    lines.append(f"| run | validation reviews | tuning reviews | {names} |")
     lines.append("|---|---:|---:|" + "---:|" * len(rules))
     for run in result["runs"]:
         cells = [

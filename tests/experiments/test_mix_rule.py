@@ -40,9 +40,7 @@ def test_the_channel_rule_scores_the_channel_as_fit(tmp_path, mix_rule):
     assert scores["always"]["deep_kept_share"] == 1.0
     assert scores["always"]["held_out_loss"] < scores["channel"]["held_out_loss"]
     # a larger margin never keeps the deep part more often
-    shares = [
-        scores[rule]["deep_kept_share"] for rule in ("always", "0 SE", "1 SE (today)", "2 SE")
-    ]
+    shares = [scores[rule]["deep_kept_share"] for rule in ("always", "0 SE", "1 SE", "2 SE")]
     assert shares == sorted(shares, reverse=True)
 
 
@@ -50,7 +48,7 @@ def test_a_useless_deep_part_is_dropped_by_a_margin(tmp_path, mix_rule):
     run = write_run(tmp_path / "run", deep_signal=0.0, seed=3)
     mixes = mix_rule.decide(*mix_rule.load_split(run, "validation"))
     assert mixes["2 SE"].deep == 0.0 and mixes["channel"].deep == 0.0
-    assert mixes["1 SE (today)"].deep == 0.0
+    assert mixes["1 SE"].deep == 0.0
 
 
 def test_main_writes_the_choice_and_a_table(tmp_path, mix_rule):

@@ -45,7 +45,8 @@ def test_tuning_reviews_are_outside_the_draw_and_stratified(mix_tuning):
 
 
 def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
-    rules = ["always", "0 SE", "0.5 SE", "1 SE (today)", "2 SE", "channel"]
+    rules = [*mix_tuning.mix_rule.RULES, "channel"]
+    today = mix_tuning.mix_rule.TODAY
 
     def runs(accuracies):
         return [
@@ -63,11 +64,14 @@ def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
         runs([[0.90, 0.86, 0.85, 0.84, 0.84, 0.84], [0.70, 0.80, 0.79, 0.78, 0.78, 0.78]])
     )
     assert chosen == "0 SE" and mean["0 SE"]["accuracy"] == pytest.approx(0.83)
-    # a tie goes to the rule nearest today's
-    _, chosen = mix_tuning.choose(runs([[0.85, 0.85, 0.85, 0.85, 0.80, 0.80]]))
-    assert chosen == "1 SE (today)"
-    _, chosen = mix_tuning.choose(runs([[0.86, 0.86, 0.80, 0.80, 0.80, 0.80]]))
-    assert chosen == "0 SE"
+    # a tie goes to today's rule, else to the tied rule nearest it
+    i = rules.index(today)
+    _, chosen = mix_tuning.choose(runs([[0.85 if abs(k - i) <= 1 else 0.80 for k in range(6)]]))
+    assert chosen == today
+    others = sorted((k for k in range(6) if k != i), key=lambda k: (abs(k - i), k))
+    near, far = others[0], others[-1]
+    _, chosen = mix_tuning.choose(runs([[0.86 if k in (near, far) else 0.80 for k in range(6)]]))
+    assert chosen == rules[near]
 
 
 def test_report_scores_each_rule_on_the_tuning_reviews(tmp_path, mix_tuning):
