@@ -148,12 +148,14 @@ def run_all(args):
 
 
 def finished_runs(runs):
-    """Every finished run under ``runs`` (a ``metrics.json`` and both logit files)."""
-    return sorted(
-        path.parent
+    """Every finished run under ``runs`` (a ``metrics.json`` and both logit files), named
+    from the repository's root where it is inside it."""
+    found = sorted(
+        path.parent.resolve()
         for path in Path(runs).glob("*/n*-d*/*/metrics.json")
         if (path.parent / "test_probabilities.npz").exists()
     )
+    return [path.relative_to(ROOT) if path.is_relative_to(ROOT) else path for path in found]
 
 
 def tuning_scores(run_dir):
