@@ -1,11 +1,11 @@
-"""Which rule should keep the deep part in the mix at small validation splits? Chosen on validation.
+"""Which rule should keep the deep part in the mix at small validation splits? Nested CV.
 
-The mix (:func:`hatt.training.mix.choose_mix`) keeps the deep part when a 5-fold check on
-the validation split says it lowers the log loss by at least ``KEEP_MARGIN_SE`` standard
-errors (1.0). At 50-100 validation reviews that margin may drop deep parts that help
-(``experiments/mix_kept.py``). Which margin is best must be decided without the test
-split, so this script scores each candidate rule by nested cross-validation on the
-validation logits of finished runs (``validation_probabilities.npz``):
+The mix (:func:`hatt.training.mix.choose_mix`) fits ``a·deep + b·channel + c`` on the
+validation split; a 5-fold check on it says whether the deep part lowers the held-out
+log loss, and a rule keeps the deep part or not from it: a margin of ``KEEP_MARGIN_SE``
+standard errors (1.0 until issue 36; now ``-inf``, keep it whenever the fit weighs it).
+This script scores each candidate rule by nested cross-validation on the validation
+logits of finished runs (``validation_probabilities.npz``):
 
 - outer: repeated stratified K-fold on a run's validation reviews;
 - on the outer training folds, each rule decides (the mix fit with the deep part, its
@@ -13,8 +13,12 @@ validation logits of finished runs (``validation_probabilities.npz``):
   alone, as :func:`choose_mix` does);
 - the decided mix is scored on the outer held-out fold (log loss and accuracy).
 
+This judge leans to the deep part, whose best epoch was chosen on the same validation
+reviews; ``experiments/mix_tuning.py`` judges the rules on reviews no run saw, and chose
+today's rule.
+
 Rules: ``always`` (keep the deep part whenever its fit weight is positive), margins of
-0, 0.5, 1 (today's) and 2 standard errors, and ``channel`` (never keep it). The pooled
+0, 0.5, 1 (the rule until issue 36) and 2 standard errors, and ``channel`` (never keep it). The pooled
 held-out log loss over every run and repeat picks the rule. Only then, as a report,
 each rule is applied to the whole validation split and scored on the run's test logits
 (``test_probabilities.npz``): those columns are not used to choose. It trains nothing.
@@ -69,7 +73,9 @@ def decide(deep, channel, y, seed=0):
         alone = mix_lib.fit_mix(deep, channel, y, use_deep=False)
     mixes = {}
     for rule, margin in RULES.items():
-        passes = check["folds"] == 0 or check["difference"] + margin * check["difference_se"] < 0
+        passes = check["folds"] == 0 or mix_lib.keeps_deep(
+            check["difference"], check["difference_se"], margin
+        )
         mixes[rule] = with_deep if with_deep.deep > 0 and passes else alone
     mixes[CHANNEL] = alone
     return mixes

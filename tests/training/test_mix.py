@@ -79,21 +79,36 @@ def test_above_two_classes_one_weight_a_part_and_a_bias_a_class():
         assert penalized(a, b, mix.bias + rng.normal(0, 0.05, 3)) >= best - 1e-6
 
 
-def test_a_deep_part_of_noise_is_dropped_and_an_informative_one_kept():
-    # A weak deep part that a fit on 80 validation reviews still weighs (0.3): dropped.
+def test_a_weak_deep_part_is_kept_with_a_warning_and_an_informative_one_without():
+    # A weak deep part that a fit on 80 validation reviews still weighs: kept (the rule
+    # chosen on tuning reviews), and the warning says the held-out check found it hurt.
     weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
-    assert fit_mix(weak, channel, y).deep > 0.2
+    fitted = fit_mix(weak, channel, y)
+    assert fitted.deep > 0.2
+    mix, warnings = choose_mix(weak, channel, y, 2)
+    assert mix.deep == pytest.approx(fitted.deep) and not mix.own_intercept
+    assert mix.held_out["keep_deep"] and mix.held_out["folds"] == 5
+    assert mix.held_out["difference"] > 0  # it raised the held-out log loss
+    assert len(warnings) == 1 and "did not lower the n-gram channel's log loss" in warnings[0]
+    assert "5-fold cross-validation on 80 reviews" in warnings[0]
+    deep, channel, y = _parts(5, deep_sign=1, n=400, deep_strength=2.0)
+    mix, warnings = choose_mix(deep, channel, y, 2)
+    assert mix.deep > 0 and mix.held_out["keep_deep"] and warnings == []
+    assert mix.held_out["mixed_loss"] < mix.held_out["channel_loss"]
+
+
+def test_a_margin_drops_a_weak_deep_part_for_the_channel_as_fit(monkeypatch):
+    assert mix_lib.keeps_deep(0.5, 0.0, margin=-np.inf)  # always, even with no spread
+    assert mix_lib.keeps_deep(-0.05, 0.02, margin=1.0)
+    assert not mix_lib.keeps_deep(-0.01, 0.02, margin=1.0)
+    monkeypatch.setattr(mix_lib, "KEEP_MARGIN_SE", 1.0)  # the rule before issue 36
+    weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
     mix, warnings = choose_mix(weak, channel, y, 2)
     # two classes: the channel as it was fit (weight 1, its own intercept set by the caller)
     assert mix.deep == 0.0 and mix.channel == 1.0 and mix.own_intercept
     assert not mix.held_out["keep_deep"] and mix.to_dict()["channel_as_fit"]
     assert warnings and warnings[0].startswith("The deep part is dropped")
     assert "5-fold cross-validation on 80 reviews" in warnings[0]
-    assert mix.to_dict()["held_out"]["folds"] == 5
-    deep, channel, y = _parts(5, deep_sign=1, n=400, deep_strength=2.0)
-    mix, warnings = choose_mix(deep, channel, y, 2)
-    assert mix.deep > 0 and mix.held_out["keep_deep"] and warnings == []
-    assert mix.held_out["mixed_loss"] < mix.held_out["channel_loss"]
 
 
 def test_the_held_out_check_is_the_mean_of_fold_fits_scored_on_their_held_out_reviews():
@@ -112,7 +127,7 @@ def test_the_held_out_check_is_the_mean_of_fold_fits_scored_on_their_held_out_re
     assert check["difference"] == pytest.approx(differences.mean(), rel=1e-6)
     se = differences.std(ddof=1) / np.sqrt(len(y))
     assert check["difference_se"] == pytest.approx(se, rel=1e-6)
-    assert check["keep_deep"] == (differences.mean() + se < 0)
+    assert check["keep_deep"] == mix_lib.keeps_deep(differences.mean(), se)
 
 
 def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
@@ -122,8 +137,11 @@ def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
     assert check == {"folds": 0, "reviews": 40, "keep_deep": True}
 
 
-def test_above_two_classes_the_channel_alone_keeps_a_bias_a_class_fit_on_validation():
+def test_above_two_classes_the_channel_alone_keeps_a_bias_a_class_fit_on_validation(
+    monkeypatch,
+):
     """One-vs-rest logits need the per-class bias to make one softmax: it stays."""
+    monkeypatch.setattr(mix_lib, "KEEP_MARGIN_SE", 1.0)  # a margin that drops noise
     deep, channel, y = _classes(3, n=90, deep_strength=0.0)
     mix, warnings = choose_mix(deep, channel, y, 3)
     assert mix.deep == 0.0 and not mix.own_intercept and warnings
