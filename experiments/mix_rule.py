@@ -121,6 +121,15 @@ def test_scores(run_dir):
     }
 
 
+def mean_over_runs(runs, part):
+    """``{rule: {key: mean over runs of run[part][rule][key]}}``: every run weighs the same."""
+    first = runs[0][part]
+    return {
+        rule: {key: float(np.mean([run[part][rule][key] for run in runs])) for key in first[rule]}
+        for rule in first
+    }
+
+
 def analyse(run_dirs, repeats):
     runs = []
     for run_dir in run_dirs:
@@ -134,16 +143,9 @@ def analyse(run_dirs, repeats):
                 "test": test_scores(run_dir),
             }
         )
-    rules = list(runs[0]["nested"])
     # "pooled": the mean over runs of each run's held-out mean (every run weighs the same)
-    pooled = {
-        rule: {
-            key: float(np.mean([run["nested"][rule][key] for run in runs]))
-            for key in ("held_out_loss", "held_out_accuracy", "deep_kept_share")
-        }
-        for rule in rules
-    }
-    chosen = min(rules, key=lambda rule: pooled[rule]["held_out_loss"])
+    pooled = mean_over_runs(runs, "nested")
+    chosen = min(pooled, key=lambda rule: pooled[rule]["held_out_loss"])
     return {"runs": runs, "pooled": pooled, "chosen": chosen, "repeats": repeats}
 
 

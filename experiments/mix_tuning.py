@@ -177,14 +177,8 @@ def tuning_scores(run_dir):
 
 def choose(runs):
     """The criterion of the module docstring over ``runs`` (``[{"tuning": scores}]``)."""
-    rules = list(runs[0]["tuning"])
-    mean = {
-        rule: {
-            key: float(np.mean([run["tuning"][rule][key] for run in runs]))
-            for key in ("accuracy", "log_loss", "deep_kept")
-        }
-        for rule in rules
-    }
+    mean = mix_rule.mean_over_runs(runs, "tuning")
+    rules = list(mean)
     today = rules.index(mix_rule.TODAY)
     best = max(mean[rule]["accuracy"] for rule in rules)
     tied = [i for i, rule in enumerate(rules) if mean[rule]["accuracy"] >= best - TIE]
