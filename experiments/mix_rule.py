@@ -18,7 +18,8 @@ reviews; ``experiments/mix_tuning.py`` judges the rules on reviews no run saw, a
 today's rule.
 
 Rules: ``always`` (keep the deep part whenever its fit weight is positive), margins of
-0, 0.5, 1 (the rule until issue 36) and 2 standard errors, and ``channel`` (never keep it). The pooled
+0, 0.5, 1 (the rule until issue 36) and 2 standard errors, ``channel`` (never keep it) and
+``anchored`` (always, with the mix's penalty anchored at the channel as fit). The pooled
 held-out log loss over every run and repeat picks the rule. Only then, as a report,
 each rule is applied to the whole validation split and scored on the run's test logits
 (``test_probabilities.npz``): those columns are not used to choose. It trains nothing.
@@ -39,6 +40,9 @@ from hatt.training.nblr import logit_accuracy, logit_losses, predicted_classes
 # Margins in standard errors.
 RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE": 1.0, "2 SE": 2.0}
 CHANNEL = "channel"  # never keep the deep part
+# Kept whenever weighed, the mix's penalty anchored at the channel as fit (b = 1, its own
+# intercept) instead of at 0 (hatt.training.mix.fit_mix's anchor): issue 36's second rule.
+ANCHORED = "anchored"
 # hatt's own rule (read from hatt, not a copy of its value)
 TODAY = next(rule for rule, margin in RULES.items() if margin == mix_lib.KEEP_MARGIN_SE)
 
@@ -78,6 +82,9 @@ def decide(deep, channel, y, seed=0):
         )
         mixes[rule] = with_deep if with_deep.deep > 0 and passes else alone
     mixes[CHANNEL] = alone
+    # The channel's logits hold its intercept: anchor 0. Where the fit's a is 0, this is
+    # already the anchored fit of the channel alone.
+    mixes[ANCHORED] = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
     return mixes
 
 
@@ -85,7 +92,7 @@ def nested_scores(deep, channel, y, folds=5, repeats=10):
     """Per rule: mean held-out log loss and accuracy over ``repeats`` outer K-folds."""
     from sklearn.model_selection import StratifiedKFold
 
-    losses = {rule: [] for rule in [*RULES, CHANNEL]}
+    losses = {rule: [] for rule in [*RULES, CHANNEL, ANCHORED]}
     correct = {rule: [] for rule in losses}
     kept = {rule: 0 for rule in losses}
     for repeat in range(repeats):

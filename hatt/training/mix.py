@@ -277,15 +277,25 @@ def _loss_and_gradient(z, y):
     return loss, gradient
 
 
-def fit_mix(deep, channel, y, use_deep=True, C=MIX_C):
+def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None):
     """``a·deep + b·channel + c`` with ``a, b >= 0`` (``a = 0`` without ``use_deep``).
+
+    Minimizes ``C`` times the summed log loss plus an L2 penalty: on ``a`` and
+    ``b`` (toward 0, scikit-learn's ``LogisticRegression`` for two classes) or,
+    with ``anchor``, toward the channel as it was fit:
+    ``½(a² + (b - 1)² + ‖c - b·anchor‖²)``, so that on a few validation reviews
+    the mix stays near the channel and its own intercept unless they show more.
 
     Args:
         deep, channel: the parts' logits, ``[N]`` (two classes) or ``[N, C]``;
-            the channel's without its own intercept.
+            the channel's without its own intercept (or with it, and
+            ``anchor=0``).
         y: ``[N]`` int labels.
         use_deep: ``False`` fits the channel alone (``a`` held at 0).
-        C: inverse strength of the L2 penalty on ``a`` and ``b``.
+        C: inverse strength of the L2 penalty.
+        anchor: the channel's own intercept (a number, or ``[C]``) to anchor
+            the penalty at; ``None`` penalizes ``a`` and ``b`` toward 0 and
+            leaves ``c`` free.
 
     Returns:
         A :class:`Mix`.
@@ -295,16 +305,23 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C):
     deep, channel = np.asarray(deep, np.float64), np.asarray(channel, np.float64)
     y = np.asarray(y, np.int64)
     units = 1 if deep.ndim == 1 else deep.shape[1]
+    b_prior = 0.0 if anchor is None else 1.0
+    c_prior = np.zeros(units) if anchor is None else np.broadcast_to(anchor, (units,))
+    c_weight = 0.0 if anchor is None else 1.0
 
     def objective(theta):
         a, b, c = theta[0], theta[1], theta[2:]
         z = a * deep + b * channel + (c[0] if deep.ndim == 1 else c)
         loss, dz = _loss_and_gradient(z, y)
-        gradient = [C * np.sum(dz * deep) + a, C * np.sum(dz * channel) + b]
-        gradient_c = [C * dz.sum()] if deep.ndim == 1 else C * dz.sum(axis=0)
-        return C * loss + 0.5 * (a * a + b * b), np.concatenate([gradient, gradient_c])
+        shift = c - b * c_prior  # c's distance from the channel's intercept at weight b
+        penalty = 0.5 * (a * a + (b - b_prior) ** 2 + c_weight * np.sum(shift * shift))
+        gradient_b = C * np.sum(dz * channel) + (b - b_prior) - c_weight * np.sum(shift * c_prior)
+        gradient_c = C * np.array([dz.sum()]) if deep.ndim == 1 else C * dz.sum(axis=0)
+        gradient_c = gradient_c + c_weight * shift
+        gradient = [C * np.sum(dz * deep) + a, gradient_b]
+        return C * loss + penalty, np.concatenate([gradient, gradient_c])
 
-    start = np.concatenate([[1.0 if use_deep else 0.0, 1.0], np.zeros(units)])
+    start = np.concatenate([[1.0 if use_deep else 0.0, 1.0], c_prior])
     bounds = [(0.0, None if use_deep else 0.0), (0.0, None)] + [(None, None)] * units
     result = minimize(
         objective,

@@ -62,3 +62,18 @@ def test_main_writes_the_choice_and_a_table(tmp_path, mix_rule):
     assert f"**{result['chosen']}**" in table and str(runs[1]) in table
     for run in result["runs"]:
         assert 0.5 < run["test"]["always"]["test_accuracy"] <= 1.0
+
+
+def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, mix_rule):
+    from hatt.training import mix as mix_lib
+
+    run = write_run(tmp_path / "run", deep_signal=1.0, seed=4, n=60)
+    deep, channel, y = mix_rule.load_split(run, "validation")
+    anchored = mix_rule.decide(deep, channel, y)["anchored"]
+    expected = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
+    assert (anchored.deep, anchored.channel, anchored.bias) == pytest.approx(
+        (expected.deep, expected.channel, expected.bias)
+    )
+    free = mix_rule.decide(deep, channel, y)["always"]
+    assert (anchored.channel, anchored.bias) != pytest.approx((free.channel, free.bias))
+    assert "anchored" in mix_rule.nested_scores(deep, channel, y, repeats=1)

@@ -96,3 +96,28 @@ def test_report_scores_each_rule_on_the_tuning_reviews(tmp_path, mix_tuning):
     assert mean[result["chosen"]]["accuracy"] >= max(m["accuracy"] for m in mean.values()) - 1e-4
     table = (out / "tuning.md").read_text()
     assert f"**{result['chosen']}**" in table and str(strong) in table
+
+
+def test_a_second_question_is_judged_on_its_draws_among_its_rules(tmp_path, mix_tuning):
+    root = tmp_path / "runs"
+    write_run(root / "polarity" / "n00500-d1" / "cnn", deep_signal=0.0, seed=2)
+    fresh = [
+        write_run(root / "polarity" / "n00500-d3" / family, deep_signal=1.0, seed=seed)
+        for seed, family in enumerate(["cnn", "han"], 5)
+    ]
+    out = tmp_path / "out"
+    argv = ["--report-only", "--runs", str(root), "--out", str(out), "--repeats", "1"]
+    mix_tuning.main(
+        [*argv, "--judge-draws", "3", "--rules", "always", "anchored", "--name", "anchored"]
+    )
+    assert not (out / "tuning.json").exists()
+    result = json.loads((out / "anchored.json").read_text())
+    assert [run["run_dir"] for run in result["runs"]] == [str(run) for run in fresh]
+    assert result["among"] == ["always", "anchored"]
+    mean = result["mean"]
+    best = max(("always", "anchored"), key=lambda rule: mean[rule]["accuracy"])
+    tie = abs(mean["always"]["accuracy"] - mean["anchored"]["accuracy"]) <= mix_tuning.TIE
+    assert result["chosen"] == ("always" if tie else best)
+    table = (out / "anchored.md").read_text()
+    assert "--judge-draws 3 --rules always anchored --name anchored" in table
+    assert "among always, anchored" in table

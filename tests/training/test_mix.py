@@ -148,3 +148,68 @@ def test_above_two_classes_the_channel_alone_keeps_a_bias_a_class_fit_on_validat
     expected = fit_mix(deep, channel, y, use_deep=False)
     assert mix.channel == pytest.approx(expected.channel)
     np.testing.assert_allclose(mix.bias, expected.bias)
+
+
+def _anchored_objective(deep, channel, y, anchor):
+    """The anchored fit's objective in NumPy: summed log loss plus
+    ½(a² + (b - 1)² + ‖c - b·anchor‖²)."""
+
+    def objective(theta):
+        a, b, c = theta[0], theta[1], theta[2:]
+        z = a * deep + b * channel + (c[0] if deep.ndim == 1 else c)
+        if deep.ndim == 1:
+            p = 1 / (1 + np.exp(-z))
+            loss = -np.sum(y * np.log(p) + (1 - y) * np.log(1 - p))
+        else:
+            loss = -np.log(softmax(z, axis=1)[np.arange(len(y)), y]).sum()
+        shift = c - b * np.asarray(anchor)
+        return loss + 0.5 * (a * a + (b - 1) ** 2 + np.sum(shift * shift))
+
+    return objective
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_an_anchored_fit_is_the_minimum_of_its_objective(classes):
+    if classes == 2:
+        deep, channel, y = _parts(4, deep_sign=1, n=120)
+        anchor = 0.4
+    else:
+        deep, channel, y = _classes(4, n=120)
+        anchor = np.array([0.3, -0.2, 0.1])
+    mix = fit_mix(deep, channel, y, anchor=anchor)
+    theta = np.concatenate([[mix.deep, mix.channel], np.atleast_1d(mix.bias)])
+    assert mix.deep > 0 and mix.channel > 0  # interior: the gradient vanishes there
+    objective = _anchored_objective(deep, channel, y, anchor)
+    gradient = approx_fprime(theta, objective, 1e-7)
+    np.testing.assert_allclose(gradient, 0.0, atol=2e-3)
+    for step in np.eye(len(theta)) * 0.05:  # and it is a minimum
+        assert objective(theta) < objective(theta + step)
+        assert objective(theta) < objective(theta - step)
+
+
+def test_the_anchor_is_the_channel_as_fit_where_the_reviews_say_little():
+    """Where the penalty outweighs the reviews (a tiny ``C``), the anchored mix is the
+    channel as it was fit (``a = 0``, ``b = 1``, its own intercept); the fit toward 0
+    would be no model at all (``b = 0``)."""
+    deep, channel, y = _parts(5, deep_sign=1, n=50)
+    intercept = 0.5
+    anchored = fit_mix(deep, channel - intercept, y, C=1e-5, anchor=intercept)
+    assert anchored.deep == pytest.approx(0.0, abs=1e-3)
+    assert anchored.channel == pytest.approx(1.0, abs=1e-3)
+    assert anchored.bias == pytest.approx(intercept, abs=1e-3)
+    free = fit_mix(deep, channel - intercept, y, C=1e-5)
+    assert free.channel == pytest.approx(0.0, abs=1e-3)
+    # the same fit whether the channel's logits hold the intercept (anchor 0) or not:
+    # a·deep + b·(channel - intercept) + c is a·deep + b·channel + (c - b·intercept)
+    anchored = fit_mix(deep, channel - intercept, y, anchor=intercept)
+    holding = fit_mix(deep, channel, y, anchor=0.0)
+    assert holding.deep == pytest.approx(anchored.deep, abs=1e-5)
+    assert holding.channel == pytest.approx(anchored.channel, abs=1e-5)
+    assert holding.bias == pytest.approx(anchored.bias - anchored.channel * intercept, abs=1e-4)
+
+
+def test_on_many_reviews_the_anchor_hardly_matters():
+    deep, channel, y = _parts(6, deep_sign=1, n=4000)
+    anchored, free = fit_mix(deep, channel, y, anchor=0.0), fit_mix(deep, channel, y)
+    assert anchored.deep == pytest.approx(free.deep, rel=0.01)
+    assert anchored.channel == pytest.approx(free.channel, rel=0.01)
