@@ -3,7 +3,8 @@
 The mix (:func:`hatt.training.mix.choose_mix`) fits ``a·deep + b·channel + c`` on the
 validation split; a 5-fold check on it says whether the deep part lowers the held-out
 log loss, and a rule keeps the deep part or not from it: a margin of ``KEEP_MARGIN_SE``
-standard errors (1.0 until issue 36; now ``-inf``, keep it whenever the fit weighs it).
+standard errors (1.0 until issue 36; now ``-inf``, keep it whenever the fit weighs it,
+the fit's penalty anchored at the channel as fit: ``anchored``).
 This script scores each candidate rule by nested cross-validation on the validation
 logits of finished runs (``validation_probabilities.npz``):
 
@@ -43,8 +44,9 @@ CHANNEL = "channel"  # never keep the deep part
 # Kept whenever weighed, the mix's penalty anchored at the channel as fit (b = 1, its own
 # intercept) instead of at 0 (hatt.training.mix.fit_mix's anchor): issue 36's second rule.
 ANCHORED = "anchored"
-# hatt's own rule (read from hatt, not a copy of its value)
-TODAY = next(rule for rule, margin in RULES.items() if margin == mix_lib.KEEP_MARGIN_SE)
+# hatt's own rule: kept whenever weighed (KEEP_MARGIN_SE = -inf), the fit anchored at the
+# channel as fit (hatt.training.mix.choose_mix), chosen on draw 3 (mix_tuning.py).
+TODAY = ANCHORED
 
 
 def shown(rule):

@@ -45,8 +45,9 @@ def test_tuning_reviews_are_outside_the_draw_and_stratified(mix_tuning):
 
 
 def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
-    rules = [*mix_tuning.mix_rule.RULES, "channel"]
+    rules = [*mix_tuning.mix_rule.RULES, "channel", "anchored"]
     today = mix_tuning.mix_rule.TODAY
+    n = len(rules)
 
     def runs(accuracies):
         return [
@@ -61,16 +62,18 @@ def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
 
     # each run weighs the same: "0 SE" has the best mean though "always" wins one run
     mean, chosen = mix_tuning.choose(
-        runs([[0.90, 0.86, 0.85, 0.84, 0.84, 0.84], [0.70, 0.80, 0.79, 0.78, 0.78, 0.78]])
+        runs(
+            [[0.90, 0.86, 0.85, 0.84, 0.84, 0.84, 0.84], [0.70, 0.80, 0.79, 0.78, 0.78, 0.78, 0.7]]
+        )
     )
     assert chosen == "0 SE" and mean["0 SE"]["accuracy"] == pytest.approx(0.83)
     # a tie goes to today's rule, else to the tied rule nearest it
     i = rules.index(today)
-    _, chosen = mix_tuning.choose(runs([[0.85 if abs(k - i) <= 1 else 0.80 for k in range(6)]]))
+    _, chosen = mix_tuning.choose(runs([[0.85 if abs(k - i) <= 1 else 0.80 for k in range(n)]]))
     assert chosen == today
-    others = sorted((k for k in range(6) if k != i), key=lambda k: (abs(k - i), k))
+    others = sorted((k for k in range(n) if k != i), key=lambda k: (abs(k - i), k))
     near, far = others[0], others[-1]
-    _, chosen = mix_tuning.choose(runs([[0.86 if k in (near, far) else 0.80 for k in range(6)]]))
+    _, chosen = mix_tuning.choose(runs([[0.86 if k in (near, far) else 0.80 for k in range(n)]]))
     assert chosen == rules[near]
 
 

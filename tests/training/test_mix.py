@@ -83,30 +83,31 @@ def test_a_weak_deep_part_is_kept_with_a_warning_and_an_informative_one_without(
     # A weak deep part that a fit on 80 validation reviews still weighs: kept (the rule
     # chosen on tuning reviews), and the warning says the held-out check found it hurt.
     weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
-    fitted = fit_mix(weak, channel, y)
+    fitted = fit_mix(weak, channel, y, anchor=0.0)
     assert fitted.deep > 0.2
-    mix, warnings = choose_mix(weak, channel, y, 2)
-    assert mix.deep == pytest.approx(fitted.deep) and not mix.own_intercept
+    mix, warnings = choose_mix(weak, channel, y, 2, 0.0)
+    assert mix.deep == pytest.approx(fitted.deep) and mix.channel == pytest.approx(fitted.channel)
     assert mix.held_out["keep_deep"] and mix.held_out["folds"] == 5
     assert mix.held_out["difference"] > 0  # it raised the held-out log loss
     assert len(warnings) == 1 and "did not lower the n-gram channel's log loss" in warnings[0]
     assert "5-fold cross-validation on 80 reviews" in warnings[0]
     deep, channel, y = _parts(5, deep_sign=1, n=400, deep_strength=2.0)
-    mix, warnings = choose_mix(deep, channel, y, 2)
+    mix, warnings = choose_mix(deep, channel, y, 2, 0.0)
     assert mix.deep > 0 and mix.held_out["keep_deep"] and warnings == []
     assert mix.held_out["mixed_loss"] < mix.held_out["channel_loss"]
 
 
-def test_a_margin_drops_a_weak_deep_part_for_the_channel_as_fit(monkeypatch):
+def test_a_margin_drops_a_weak_deep_part_for_the_channel_alone(monkeypatch):
     assert mix_lib.keeps_deep(0.5, 0.0, margin=-np.inf)  # always, even with no spread
     assert mix_lib.keeps_deep(-0.05, 0.02, margin=1.0)
     assert not mix_lib.keeps_deep(-0.01, 0.02, margin=1.0)
     monkeypatch.setattr(mix_lib, "KEEP_MARGIN_SE", 1.0)  # the rule before issue 36
     weak, channel, y = _parts(0, deep_sign=1, n=80, deep_strength=0.1)
-    mix, warnings = choose_mix(weak, channel, y, 2)
-    # two classes: the channel as it was fit (weight 1, its own intercept set by the caller)
-    assert mix.deep == 0.0 and mix.channel == 1.0 and mix.own_intercept
-    assert not mix.held_out["keep_deep"] and mix.to_dict()["channel_as_fit"]
+    mix, warnings = choose_mix(weak, channel - 0.3, y, 2, 0.3)
+    # the channel alone, anchored at its own intercept as the fit with the deep part was
+    alone = fit_mix(weak, channel - 0.3, y, use_deep=False, anchor=0.3)
+    assert mix.deep == 0.0 and (mix.channel, mix.bias) == pytest.approx((alone.channel, alone.bias))
+    assert mix.intercept == 0.3 and not mix.held_out["keep_deep"]
     assert warnings and warnings[0].startswith("The deep part is dropped")
     assert "5-fold cross-validation on 80 reviews" in warnings[0]
 
@@ -137,15 +138,15 @@ def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
     assert check == {"folds": 0, "reviews": 40, "keep_deep": True}
 
 
-def test_above_two_classes_the_channel_alone_keeps_a_bias_a_class_fit_on_validation(
-    monkeypatch,
-):
-    """One-vs-rest logits need the per-class bias to make one softmax: it stays."""
+def test_above_two_classes_the_channel_alone_fits_a_bias_a_class_near_its_own(monkeypatch):
+    """One-vs-rest logits need the per-class bias to make one softmax: it is fit on
+    validation, anchored at the channel's own intercepts."""
     monkeypatch.setattr(mix_lib, "KEEP_MARGIN_SE", 1.0)  # a margin that drops noise
     deep, channel, y = _classes(3, n=90, deep_strength=0.0)
-    mix, warnings = choose_mix(deep, channel, y, 3)
-    assert mix.deep == 0.0 and not mix.own_intercept and warnings
-    expected = fit_mix(deep, channel, y, use_deep=False)
+    intercept = np.array([0.2, -0.1, 0.0])
+    mix, warnings = choose_mix(deep, channel, y, 3, intercept)
+    assert mix.deep == 0.0 and warnings
+    expected = fit_mix(deep, channel, y, use_deep=False, anchor=intercept)
     assert mix.channel == pytest.approx(expected.channel)
     np.testing.assert_allclose(mix.bias, expected.bias)
 
@@ -213,3 +214,19 @@ def test_on_many_reviews_the_anchor_hardly_matters():
     anchored, free = fit_mix(deep, channel, y, anchor=0.0), fit_mix(deep, channel, y)
     assert anchored.deep == pytest.approx(free.deep, rel=0.01)
     assert anchored.channel == pytest.approx(free.channel, rel=0.01)
+
+
+def test_a_mix_moves_its_bias_with_a_refit_channel():
+    """The refit's intercept differs from the one the mix was fit beside: the mix keeps
+    its place relative to the channel as fit (c moves by b times the difference)."""
+    deep, channel, y = _parts(8, deep_sign=1, n=100)
+    mix = fit_mix(deep, channel - 0.4, y, anchor=0.4)
+    before = mix.logits(deep, channel - 0.4)
+    refit_channel = channel - 1.0  # the same channel as fit, its intercept now 1.0
+    mix.move_to(1.0)
+    assert mix.intercept == 1.0 and mix.bias != pytest.approx(
+        fit_mix(deep, channel - 0.4, y, anchor=0.4).bias
+    )
+    np.testing.assert_allclose(mix.logits(deep, refit_channel), before)
+    # the split the mix was fit on (validation) keeps its own fit's intercept
+    np.testing.assert_allclose(mix.logits(deep, channel - 0.4, 0.4), before)

@@ -170,7 +170,7 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     metrics = training.train(cfg, tmp_path, texts=planted, command="test", verbose=0)
     channel = metrics["ngram_channel"]
     assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
-    assert channel["fit"] == "separate" and set(channel["mix"]) - {"channel_as_fit"} == {
+    assert channel["fit"] == "separate" and set(channel["mix"]) == {
         "deep",
         "channel",
         "bias",
@@ -191,12 +191,10 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     saved = np.load(tmp_path / "validation_probabilities.npz")
     a, b, c = (channel["mix"][k] for k in ("deep", "channel", "bias"))
     own = saved["channel_logits"] - channel["channel_intercept"]
-    mixed = a * saved["deep_logits"] + b * own + c
-    if channel["mix"].get("channel_as_fit"):  # the channel alone as fit: on validation, the
-        mixed = saved["channel_logits"]  # training split's fit with its own intercept
-        assert (a, b) == (0.0, 1.0)
-        final = channel["refit"]["intercept"] if refit else channel["channel_intercept"]
-        assert c == pytest.approx(final)  # the final fit's intercept is the model's bias
+    # c is the model's (beside the final fit); validation's channel is the training
+    # split's fit, so its mix is c moved back by b times the refit's change of intercept
+    final = channel["refit"]["intercept"] if refit else channel["channel_intercept"]
+    mixed = a * saved["deep_logits"] + b * own + c - b * (final - channel["channel_intercept"])
     np.testing.assert_allclose(saved["probabilities"], 1 / (1 + np.exp(-mixed)), atol=1e-4)
     # the channel did not train with the deep part: its weights are exactly the mix's b · fit
     state = run_json_script(

@@ -259,9 +259,10 @@ def test_the_mix_folds_exactly_into_the_model(mixed):
         logits["validation"]["channel_logits"] - intercept,
         splits["validation"][1],
         use_deep=mix["deep"] > 0,
+        anchor=intercept,
     )
     np.testing.assert_allclose(
-        [mix["deep"], mix["channel"]], [reference.deep, reference.channel], rtol=1e-6
+        [mix["deep"], mix["channel"]], [reference.deep, reference.channel], rtol=1e-6, atol=1e-6
     )
     for name in ("validation", "test"):
         ids, labels = splits[name]
@@ -362,21 +363,15 @@ def test_binary_fit_and_mix_keep_their_numbers():
     chosen, chosen_intercept = frozen_fit_nb_logistic(counts, labels, True, "sum", 1.0, info["C"])
     channel = np.asarray(nblr.layer_features(val_counts, True, "sum") @ chosen, np.float64)
     deep64 = np.asarray(deep, np.float64).reshape(-1)
-    # the mix is fit under a, b >= 0 (issue 30): scikit-learn's fit where that is
-    # non-negative; these made-up deep logits are noise, which the held-out check drops
-    # (a = 0: the channel alone, scikit-learn's fit on the channel's logit only)
-    assert set(info["mix"]) - {"channel_as_fit"} == {"deep", "channel", "bias", "held_out"}
+    # the mix is fit under a, b >= 0 (issue 30), its penalty anchored at the channel as
+    # fit (issue 36); kept whenever the fit weighs the deep part, else the channel alone
+    assert set(info["mix"]) == {"deep", "channel", "bias", "held_out"}
     a, b, c = (info["mix"][k] for k in ("deep", "channel", "bias"))
     assert a >= 0 and b >= 0
-    kept = info["mix"]["held_out"]["keep_deep"]
-    if kept:
-        mixer = LogisticRegression(C=mix_lib.MIX_C, max_iter=1000, tol=1e-10)
-        mixer.fit(np.stack([deep64, channel], 1), val_labels)
-        if np.all(mixer.coef_ >= 0):
-            np.testing.assert_allclose([a, b], mixer.coef_[0], rtol=1e-2, atol=1e-3)
-    else:  # two classes: the channel alone as it was fit, its own intercept
-        assert (a, b) == (0.0, 1.0) and c == pytest.approx(chosen_intercept)
-        assert info["mix"]["channel_as_fit"] is True
+    reference = mix_lib.fit_mix(deep64, channel, val_labels, anchor=chosen_intercept)
+    np.testing.assert_allclose(
+        [a, b, c], [reference.deep, reference.channel, reference.bias], rtol=1e-6, atol=1e-8
+    )
     assert info["channel_intercept"] == chosen_intercept
     assert info["mixed_validation_accuracy"] == float(
         ((a * deep64 + b * channel + c > 0) == val_labels).mean()
