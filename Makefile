@@ -41,7 +41,7 @@ train: install
 test: test-tf test-torch
 
 test-tf: install
-	$(BIN)/python -m pytest -q -n auto --durations=30
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=30
 
 $(VENV)/.torch: | $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"

@@ -15,10 +15,20 @@ on first use again, exported.
   sentence_groups). The CNN and the HAN carry the n-gram channel (as in
   ``experiments/configs``); the HAN is packed, as ``hatt train`` trains it.
 - ``exported``: ``{family: hatt.export.ExportResult}``.
+
+Under pytest-xdist the workers share both: the first worker to ask for a family
+trains (or exports) it under a lock, in a folder beside every worker's own
+temporary folder, and the others load what it wrote (pytest-xdist's recipe for
+a session fixture made once), rather than each worker training and exporting
+the same model again (a HAN export alone takes 20-45 s of CI).
 """
 
+import contextlib
 import dataclasses
+import fcntl
 import json
+import os
+import pickle
 from pathlib import Path
 
 import keras
@@ -140,15 +150,69 @@ def tiny_corpus():
     return Imdb(planted(160, 0), planted(16, 1), planted(16, 2), "planted")
 
 
+def shared_folder(tmp_path_factory, name):
+    """A folder that every xdist worker of this run shares (without xdist: a new one)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return tmp_path_factory.mktemp(name)
+    folder = tmp_path_factory.getbasetemp().parent / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def locked(path):
+    """An exclusive lock on ``path`` (a file), held across processes."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def made_once(folder, name, make, load):
+    """``make()`` the first time any worker asks for ``name`` (its result pickled as
+    ``folder/NAME.done``), ``load(that result)`` after; one lock a name."""
+    done = folder / f"{name}.done"
+    with locked(folder / f"{name}.lock"):
+        if done.exists():
+            return load(pickle.loads(done.read_bytes()))
+        made = make()
+        done.write_bytes(pickle.dumps(made[1]))
+        return made[0]
+
+
+def _tiny_facts(tiny_family):
+    return {"family": tiny_family.family, "run_dir": tiny_family.run_dir}
+
+
+def _load_tiny(facts):
+    groups = SENTENCE_GROUPS if facts["family"] == "han" else None
+    run_dir = facts["run_dir"]
+    model = keras.saving.load_model(run_dir / "model.keras")
+    vectorizer = hatt.data.Vectorizer.load(run_dir / "vectorizer.json")
+    return TinyFamily(facts["family"], model, vectorizer, run_dir, groups)
+
+
 @pytest.fixture(scope="session")
 def tiny(tiny_corpus, tmp_path_factory):
     """``{family: TinyFamily}``, run directories side by side under one folder."""
-    root = tmp_path_factory.mktemp("runs")
-    return PerFamily(lambda family: train_tiny(family, tiny_corpus.train, root / family))
+    root = shared_folder(tmp_path_factory, "runs")
+
+    def make(family):
+        trained = train_tiny(family, tiny_corpus.train, root / family)
+        return trained, _tiny_facts(trained)
+
+    return PerFamily(lambda family: made_once(root, family, lambda: make(family), _load_tiny))
 
 
 @pytest.fixture(scope="session")
 def exported(tiny, tmp_path_factory):
     """``{family: ExportResult}``: each run exported to ``saved_models/FAMILY``."""
-    root = tmp_path_factory.mktemp("saved_models")
-    return PerFamily(lambda family: export.export(tiny[family].run_dir, root / family))
+    root = shared_folder(tmp_path_factory, "saved_models")
+
+    def make(family):
+        result = export.export(tiny[family].run_dir, root / family)
+        return result, result
+
+    return PerFamily(lambda family: made_once(root, family, lambda: make(family), lambda r: r))

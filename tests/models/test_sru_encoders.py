@@ -122,6 +122,10 @@ def _train_run(family, run_dir):
     return SimpleNamespace(config=config, corpus=corpus, metrics=metrics, run_dir=run_dir)
 
 
+# A family's tests of its trained run on one xdist worker, so that run is trained once.
+RUN_FAMILIES = [pytest.param(f, marks=pytest.mark.xdist_group(f"sru-{f}")) for f in ("rnn", "han")]
+
+
 @pytest.fixture(scope="module")
 def sru_runs(tmp_path_factory):
     """`{family: run}`, each trained on first use."""
@@ -170,7 +174,7 @@ def _predictions(run, texts):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["rnn", "han"])
+@pytest.mark.parametrize("family", RUN_FAMILIES)
 def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, tmp_path):
     run = sru_runs[family]
     assert np.isfinite(run.metrics["test_loss"])
@@ -188,7 +192,7 @@ def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["rnn", "han"])
+@pytest.mark.parametrize("family", RUN_FAMILIES)
 def test_exports_to_a_raw_text_saved_model(family, sru_runs, tmp_path):
     run = sru_runs[family]
     texts = list(run.corpus.test.texts[:8])
