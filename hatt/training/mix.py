@@ -352,8 +352,9 @@ def held_out_check(deep, channel, y, num_classes, folds=HELD_OUT_FOLDS, seed=0, 
     """Does the deep part add to the channel on held-out reviews? (k-fold on validation)
 
     Each fold's mix and channel-alone fit are made on the other folds and
-    scored on it; the per-review differences of log loss (mix minus channel)
-    give a mean and a standard error.
+    scored on it (both fits with ``anchor``, as :func:`fit_mix`); the
+    per-review differences of log loss (mix minus channel) give a mean and a
+    standard error.
 
     Returns:
         dict: ``folds``, ``reviews``, ``mixed_loss`` and ``channel_loss`` (mean
