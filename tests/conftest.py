@@ -171,8 +171,9 @@ def locked(path):
 
 
 def made_once(folder, name, make, load):
-    """``make()`` the first time any worker asks for ``name`` (its result pickled as
-    ``folder/NAME.done``), ``load(that result)`` after; one lock a name."""
+    """What ``make()`` makes the first time any worker asks for ``name``, and after that
+    ``load(facts)``: ``make()`` returns ``(result, facts)``, the facts pickled as
+    ``folder/NAME.done`` for the other workers; one lock a name."""
     done = folder / f"{name}.done"
     with locked(folder / f"{name}.lock"):
         if done.exists():
