@@ -192,6 +192,85 @@ def tuning_scores(run_dir):
     }
 
 
+def parts_accuracies(run_dir):
+    """Each part alone on the run's validation split and its tuning reviews (as the run
+    recorded them in ``ngram_channel.json``; its test split is the tuning table), or
+    ``None`` for a run without that record."""
+    path = Path(run_dir) / "ngram_channel.json"
+    if not path.is_file():
+        return None
+    info = json.loads(path.read_text())
+    return {
+        f"{part}_{split}": info[f"{part}_{name}_accuracy"]
+        for part in ("deep", "channel")
+        for split, name in (("validation", "validation"), ("tuning", "test"))
+    }
+
+
+def kind_of(run):
+    """``with unlabeled text`` for the ``--unlabeled`` methods, else ``from scratch``."""
+    return "with unlabeled text" if "unsup" in Path(run["run_dir"]).name else "from scratch"
+
+
+def _by_kind(result, rules):
+    """Mean tuning accuracy per rule, from scratch and with unlabeled text."""
+    kinds = sorted({kind_of(run) for run in result["runs"]})
+    lines = ["", "By kind of run: mean tuning accuracy.", ""]
+    lines.append(
+        "| rule | "
+        + " | ".join(
+            f"{kind} ({sum(kind_of(r) == kind for r in result['runs'])})" for kind in kinds
+        )
+        + " |"
+    )
+    lines.append("|---|" + "---:|" * len(kinds))
+    for rule in rules:
+        means = [
+            np.mean(
+                [run["tuning"][rule]["accuracy"] for run in result["runs"] if kind_of(run) == kind]
+            )
+            for kind in kinds
+        ]
+        lines.append(
+            f"| {mix_rule.shown(rule)} | " + " | ".join(f"{100 * m:.2f} %" for m in means) + " |"
+        )
+    return lines
+
+
+def _parts_by_method(result):
+    """Each part's accuracy on validation and on the tuning reviews, mean over a method's
+    runs: a part that looks better on validation than on unseen reviews is flattered by
+    it (the deep part's best epoch was chosen there)."""
+    runs = [run for run in result["runs"] if run.get("parts")]
+    if not runs:
+        return []
+    lines = [
+        "",
+        "Each part alone (mean over a method's runs): accuracy on the validation split "
+        "against the tuning reviews.",
+        "",
+        "| method | runs | deep: validation | deep: tuning | channel: validation | channel: tuning |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    methods = sorted(
+        {Path(run["run_dir"]).parent.parent.name + "/" + Path(run["run_dir"]).name for run in runs}
+    )
+    for method in methods:
+        group = [
+            r
+            for r in runs
+            if Path(r["run_dir"]).parent.parent.name + "/" + Path(r["run_dir"]).name == method
+        ]
+        means = [
+            np.mean([r["parts"][key] for r in group])
+            for key in ("deep_validation", "deep_tuning", "channel_validation", "channel_tuning")
+        ]
+        lines.append(
+            f"| {method} | {len(group)} | " + " | ".join(f"{100 * m:.1f} %" for m in means) + " |"
+        )
+    return lines
+
+
 def choose(runs, rules=None):
     """The criterion of the module docstring over ``runs`` (``[{"tuning": scores}]``),
     among ``rules`` (default: every rule scored)."""
@@ -214,6 +293,7 @@ def analyse(run_dirs, repeats, rules=None):
                 "validation_reviews": len(y),
                 "tuning_reviews": len(mix_rule.load_split(run_dir, "test")[2]),
                 "tuning": tuning_scores(run_dir),
+                "parts": parts_accuracies(run_dir),
                 "nested": mix_rule.nested_scores(deep, channel, y, repeats=repeats),
             }
         )
@@ -243,6 +323,7 @@ def markdown(result, command):
             f"| {mix_rule.shown(rule)} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
             f"{100 * m['deep_kept']:.0f} % | {nested:.4f} |"
         )
+    lines += _by_kind(result, rules) + _parts_by_method(result)
     lines += ["", "Per run: tuning accuracy (deep part kept: *).", ""]
     names = " | ".join(map(mix_rule.shown, rules))
     lines.append(f"| run | validation reviews | tuning reviews | {names} |")

@@ -108,6 +108,20 @@ def test_a_second_question_is_judged_on_its_draws_among_its_rules(tmp_path, mix_
         write_run(root / "polarity" / "n00500-d3" / family, deep_signal=1.0, seed=seed)
         for seed, family in enumerate(["cnn", "han"], 5)
     ]
+    record = {
+        f"{part}_{split}_accuracy": value
+        for (part, split), value in zip(
+            [
+                ("deep", "validation"),
+                ("deep", "test"),
+                ("channel", "validation"),
+                ("channel", "test"),
+            ],
+            [0.70, 0.60, 0.80, 0.82],
+            strict=True,
+        )
+    }
+    (fresh[0] / "ngram_channel.json").write_text(json.dumps(record))
     out = tmp_path / "out"
     argv = ["--report-only", "--runs", str(root), "--out", str(out), "--repeats", "1"]
     mix_tuning.main(
@@ -122,5 +136,8 @@ def test_a_second_question_is_judged_on_its_draws_among_its_rules(tmp_path, mix_
     tie = abs(mean["always"]["accuracy"] - mean["anchored"]["accuracy"]) <= mix_tuning.TIE
     assert result["chosen"] == ("always" if tie else best)
     table = (out / "anchored.md").read_text()
+    assert "| rule | from scratch (2) |" in table  # the means by kind of run
+    # each part alone, validation against tuning reviews, from the runs' channel records
+    assert "| polarity/cnn | 1 | 70.0 % | 60.0 % | 80.0 % | 82.0 % |" in table
     assert "--judge-draws 3 --rules always anchored --name anchored" in table
     assert "among always, anchored" in table
