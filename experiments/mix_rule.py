@@ -44,6 +44,13 @@ CHANNEL = "channel"  # never keep the deep part
 # Kept whenever weighed, the mix's penalty anchored at the channel as fit (b = 1, its own
 # intercept) instead of at 0 (hatt.training.mix.fit_mix's anchor): issue 36's second rule.
 ANCHORED = "anchored"
+# Issue 36's third question: the anchored mix fit on the deep part's cross-fitted
+# validation logits (each fold's at the epoch the other folds chose;
+# hatt.training.crossfit), kept whenever weighed, or only where the held-out check on
+# those logits passes by one standard error. Runs without the cross-fitted logits
+# (before they were recorded) have neither rule.
+CROSSFIT = "crossfit"
+CROSSFIT_1SE = "crossfit 1 SE"
 # hatt's own rule: kept whenever weighed (KEEP_MARGIN_SE = -inf), the fit anchored at the
 # channel as fit (hatt.training.mix.choose_mix), chosen on draw 3 (mix_tuning.py).
 TODAY = ANCHORED
@@ -64,12 +71,21 @@ def load_split(run_dir, name):
     )
 
 
+def load_crossfit(run_dir):
+    """The run's cross-fitted validation deep logits, or ``None`` (not recorded)."""
+    with np.load(Path(run_dir) / "validation_probabilities.npz") as data:
+        if "crossfit_deep_logits" not in data.files:
+            return None
+        return np.asarray(data["crossfit_deep_logits"], np.float64)
+
+
 def num_classes_of(deep):
     return 2 if deep.ndim == 1 else deep.shape[1]
 
 
-def decide(deep, channel, y, seed=0):
-    """Every rule's mix on these reviews: ``{rule: Mix}`` (one held-out check shared)."""
+def decide(deep, channel, y, seed=0, crossfit=None):
+    """Every rule's mix on these reviews: ``{rule: Mix}`` (one held-out check shared);
+    the cross-fitted rules only with the cross-fitted deep logits ``crossfit``."""
     classes = num_classes_of(deep)
     with_deep = mix_lib.fit_mix(deep, channel, y)
     check = mix_lib.held_out_check(deep, channel, y, classes, seed=seed)
@@ -87,20 +103,39 @@ def decide(deep, channel, y, seed=0):
     # The channel's logits hold its intercept: anchor 0. Where the fit's a is 0, this is
     # already the anchored fit of the channel alone.
     mixes[ANCHORED] = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
+    if crossfit is not None:
+        mixes.update(crossfit_mixes(crossfit, channel, y, seed))
     return mixes
 
 
-def nested_scores(deep, channel, y, folds=5, repeats=10):
-    """Per rule: mean held-out log loss and accuracy over ``repeats`` outer K-folds."""
+def crossfit_mixes(crossfit, channel, y, seed=0):
+    """The cross-fitted rules' mixes: the anchored fit on the cross-fitted deep logits,
+    kept whenever weighed (``crossfit``) or where its held-out check passes by one
+    standard error (``crossfit 1 SE``; else the channel alone, fit the same way)."""
+    fit = mix_lib.fit_mix(crossfit, channel, y, anchor=0.0)
+    check = mix_lib.held_out_check(
+        crossfit, channel, y, num_classes_of(crossfit), seed=seed, anchor=0.0
+    )
+    passes = check["folds"] == 0 or mix_lib.keeps_deep(
+        check["difference"], check["difference_se"], 1.0
+    )
+    alone = mix_lib.fit_mix(crossfit, channel, y, use_deep=False, anchor=0.0)
+    return {CROSSFIT: fit, CROSSFIT_1SE: fit if fit.deep > 0 and passes else alone}
+
+
+def nested_scores(deep, channel, y, folds=5, repeats=10, crossfit=None):
+    """Per rule: mean held-out log loss and accuracy over ``repeats`` outer K-folds (the
+    rules decide on the cross-fitted logits where given, and are scored on ``deep``)."""
+    from collections import defaultdict
+
     from sklearn.model_selection import StratifiedKFold
 
-    losses = {rule: [] for rule in [*RULES, CHANNEL, ANCHORED]}
-    correct = {rule: [] for rule in losses}
-    kept = {rule: 0 for rule in losses}
+    losses, correct, kept = defaultdict(list), defaultdict(list), defaultdict(int)
     for repeat in range(repeats):
         splitter = StratifiedKFold(folds, shuffle=True, random_state=repeat)
         for train, held in splitter.split(np.zeros(len(y)), y):
-            mixes = decide(deep[train], channel[train], y[train], seed=repeat)
+            fitted = None if crossfit is None else crossfit[train]
+            mixes = decide(deep[train], channel[train], y[train], seed=repeat, crossfit=fitted)
             for rule, mix in mixes.items():
                 logits = mix.logits(deep[held], channel[held])
                 losses[rule].append(logit_losses(logits, y[held]))
@@ -119,7 +154,7 @@ def nested_scores(deep, channel, y, folds=5, repeats=10):
 
 def test_scores(run_dir):
     """Per rule, decided on the whole validation split: test accuracy (a report only)."""
-    mixes = decide(*load_split(run_dir, "validation"))
+    mixes = decide(*load_split(run_dir, "validation"), crossfit=load_crossfit(run_dir))
     deep, channel, y = load_split(run_dir, "test")
     return {
         rule: {
@@ -131,11 +166,13 @@ def test_scores(run_dir):
 
 
 def mean_over_runs(runs, part):
-    """``{rule: {key: mean over runs of run[part][rule][key]}}``: every run weighs the same."""
+    """``{rule: {key: mean over runs of run[part][rule][key]}}``: every run weighs the same;
+    the rules every run has (the cross-fitted ones only where each run recorded them)."""
     first = runs[0][part]
+    rules = [rule for rule in first if all(rule in run[part] for run in runs)]
     return {
         rule: {key: float(np.mean([run[part][rule][key] for run in runs])) for key in first[rule]}
-        for rule in first
+        for rule in rules
     }
 
 
@@ -144,11 +181,12 @@ def analyse(run_dirs, repeats):
     for run_dir in run_dirs:
         deep, channel, y = load_split(run_dir, "validation")
         print(f"{run_dir}: {len(y)} validation reviews, {repeats} x 5-fold")
+        crossfit = load_crossfit(run_dir)
         runs.append(
             {
                 "run_dir": str(run_dir),
                 "validation_reviews": len(y),
-                "nested": nested_scores(deep, channel, y, repeats=repeats),
+                "nested": nested_scores(deep, channel, y, repeats=repeats, crossfit=crossfit),
                 "test": test_scores(run_dir),
             }
         )

@@ -37,6 +37,20 @@ text at 1,000, ratings at 1,000 (CNN, HAN)), with the criterion above: it replac
 ``always`` only if its mean tuning accuracy over those runs is higher by more than
 0.01 points.
 
+**A third question, fixed before its runs (draw 4)**: the from-scratch deep parts'
+validation logits flatter them (their epoch was chosen on those reviews: 3-7 points
+above their tuning accuracy over draws 1-3, ``all_draws.md``). Fitting the mix on the
+deep part's *cross-fitted* validation logits (each of 5 folds' at the epoch the other
+folds would have chosen; recorded by every run since ``hatt.training.crossfit``) may
+remove that. Candidates: ``mix_rule.CROSSFIT`` (the anchored fit on the cross-fitted
+logits, kept whenever weighed) and ``mix_rule.CROSSFIT_1SE`` (kept only where the
+held-out check on those logits passes by one standard error), both applied to the
+model's own deep logits. Judged on draw 4 alone, the same 10 kinds of run as draw 3
+(``--judge-draws 4 --rules anchored crossfit "crossfit 1 SE"``), with the criterion
+above: a cross-fitted rule replaces ``anchored`` only if its mean tuning accuracy over
+those runs is higher by more than 0.01 points (between the two, the higher; a tie goes
+to the one listed first).
+
 Run:  python experiments/mix_tuning.py --data aclImdb [--task polarity] [--sizes 500 1000]
       [--draws 1 2] [--methods cnn han rnn han_unsup] [--tuning-size 5000]
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule]
@@ -180,7 +194,8 @@ def tuning_scores(run_dir):
     reviews (the run's ``--test`` table)."""
     from hatt.training.nblr import logit_accuracy, logit_log_loss
 
-    mixes = mix_rule.decide(*mix_rule.load_split(run_dir, "validation"))
+    crossfit = mix_rule.load_crossfit(run_dir)
+    mixes = mix_rule.decide(*mix_rule.load_split(run_dir, "validation"), crossfit=crossfit)
     deep, channel, y = mix_rule.load_split(run_dir, "test")
     return {
         rule: {
@@ -294,7 +309,9 @@ def analyse(run_dirs, repeats, rules=None):
                 "tuning_reviews": len(mix_rule.load_split(run_dir, "test")[2]),
                 "tuning": tuning_scores(run_dir),
                 "parts": parts_accuracies(run_dir),
-                "nested": mix_rule.nested_scores(deep, channel, y, repeats=repeats),
+                "nested": mix_rule.nested_scores(
+                    deep, channel, y, repeats=repeats, crossfit=mix_rule.load_crossfit(run_dir)
+                ),
             }
         )
     mean, chosen = choose(runs, rules)

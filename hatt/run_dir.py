@@ -25,6 +25,8 @@ LANGUAGE_MODEL = "language_model.json"
 LANGUAGE_MODEL_CHECKPOINT = "language_model.npz"
 INIT = "init.json"  # what was copied from the trained model of --init
 VALIDATION_PROBABILITIES = "validation_probabilities.npz"
+# the deep part's validation logits after every epoch (the mix's cross-fitting)
+EPOCH_LOGITS = "validation_logits_by_epoch.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
 STATE = "state.json"  # resume: the epoch reached and the RNG state
 STATUS = "status.json"  # resume: running / finished / interrupted
@@ -44,6 +46,7 @@ OUTPUTS = (
     VECTORIZER,
     VALIDATION_PROBABILITIES,
     TEST_PROBABILITIES,
+    EPOCH_LOGITS,
 )
 
 

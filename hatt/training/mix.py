@@ -49,6 +49,7 @@ import dataclasses
 import keras
 import numpy as np
 
+from hatt.training.crossfit import crossfit_logits
 from hatt.training.nblr import (
     check_labels,
     layer_features,
@@ -74,7 +75,9 @@ KEEP_MARGIN_SE = -np.inf
 # === Setting the channel and mixing ======================================================
 
 
-def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_logits=None):
+def mix_ngram_channel(
+    model, config, ids, labels, validation, test=None, deep_logits=None, validation_by_epoch=None
+):
     """``ngram.fit="separate"``: set the channel, then weigh it against the deep part.
 
     The deep part has been trained with the channel at zero. The channel's
@@ -97,6 +100,11 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
             accuracies there (nothing is fit on it).
         deep_logits: callable ``split_name -> float array`` of the deep part's
             logits ``[N, units]`` in the split's order.
+        validation_by_epoch: optional ``(logits of every epoch, monitor)``: the
+            deep part's validation logits after each epoch trained and the
+            monitor its epoch was chosen by, for the cross-fitted logits
+            (:func:`hatt.training.crossfit.crossfit_logits`), recorded and
+            saved beside the others (``crossfit_deep_logits``).
 
     Returns:
         ``(info, logits)``: a dict with the channel's start (as
@@ -125,6 +133,7 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
     )
     parts = _mix_parts(layer, weights, counts, deep_logits)
     _check_every_class(parts["validation"][2], num_classes)
+    crossfit_deep, info["crossfit"] = _crossfit(validation_by_epoch, parts["validation"])
     mix, warnings = choose_mix(*parts["validation"], num_classes, intercept)
     intercepts = dict.fromkeys(parts, intercept)
     info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
@@ -177,7 +186,34 @@ def mix_ngram_channel(model, config, ids, labels, validation, test=None, deep_lo
         }
         for name, (deep, channel, _) in parts.items()
     }
+    if crossfit_deep is not None:
+        logits["validation"]["crossfit_deep_logits"] = crossfit_deep
     return info, logits
+
+
+def _crossfit(validation_by_epoch, validation):
+    """The validation split's cross-fitted deep logits and their record (or ``None``)."""
+    if validation_by_epoch is None:
+        return None, {"available": False}
+    by_epoch, monitor = validation_by_epoch
+    deep, _, y = validation
+    if any(np.size(epoch) != np.size(deep) for epoch in by_epoch):
+        raise ValueError(
+            f"Expected the deep part's validation logits of every epoch to hold as many "
+            f"numbers as its final ones, {np.shape(deep)}. Received: "
+            f"{[np.shape(epoch) for epoch in by_epoch]}"
+        )
+    by_epoch = [np.reshape(epoch, np.shape(deep)) for epoch in by_epoch]
+    logits, chosen = crossfit_logits(by_epoch, y, monitor)
+    if logits is None:
+        return None, {"available": False}
+    return logits, {
+        "available": True,
+        "monitor": monitor,
+        "epochs_chosen": chosen,
+        "deep_validation_accuracy": logit_accuracy(logits, y),
+        "deep_validation_loss": logit_log_loss(logits, y),
+    }
 
 
 def _mixed(mix, deep, channel, intercept):
