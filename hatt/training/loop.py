@@ -300,14 +300,16 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         unfreezing = transfer.gradual_unfreezing(model, config, run.run_dir, early_stopping)
     distribute.build_under_strategy(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
+    # The epoch's validation logits are written before its backup: a resumed run has them.
+    epoch_logits = [run.epoch_logits] if getattr(run, "epoch_logits", None) else []
     callbacks = [
         stop_on_nan,
+        *epoch_logits,
         early_stopping,
         backup,
         keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
         timer,
         *unfreezing,
-        *([run.epoch_logits] if getattr(run, "epoch_logits", None) else []),
         *getattr(run, "callbacks", ()),
     ]
     model.fit(
