@@ -337,7 +337,8 @@ def _beside_baselines(result):
         f"Beside the linear baselines on the same draws' tuning reviews (hatt under "
         f"{mix_rule.TODAY}; NB-LR and TF-IDF + LR fit as the small-corpora benchmark fits "
         "them, `--baselines`): mean over the draws that have the method and both "
-        "baselines, their number in brackets; below the better baseline in bold.",
+        "baselines; the last column against the better baseline of each draw, in bold "
+        "where hatt is below it.",
         "",
         "| task, labels | method | draws | hatt | NB-LR | TF-IDF + LR | hatt − better baseline |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -450,6 +451,8 @@ def report(args):
         command += " --rules " + " ".join(args.rules)
     if args.name != "tuning":
         command += f" --name {args.name}"
+    if args.repeats != parse_args([]).repeats:
+        command += f" --repeats {args.repeats}"
     table = markdown(result, command)
     (out / f"{args.name}.md").write_text(table)
     print(table)
