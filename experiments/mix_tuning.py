@@ -55,6 +55,8 @@ Run:  python experiments/mix_tuning.py --data aclImdb [--task polarity] [--sizes
       [--draws 1 2] [--methods cnn han rnn han_unsup] [--tuning-size 5000]
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule]
       python experiments/mix_tuning.py --report-only  (the table from the finished runs)
+      python experiments/mix_tuning.py --report-only --baselines [--task rating]  (NB-LR and
+        TF-IDF + LR on every drawn table, scored on its tuning reviews, beside hatt)
       python experiments/mix_tuning.py --report-only --judge-draws 3 --rules always anchored
         --name anchored  (the second question: anchored.json / anchored.md)
 """
@@ -101,6 +103,12 @@ def parse_args(argv=None):
     parser.add_argument("--judge-draws", type=int, nargs="+", help="judge on these draws' runs")
     parser.add_argument("--rules", nargs="+", help="choose among these rules only (default: all)")
     parser.add_argument("--name", default="tuning", help="the report's file names")
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also fit NB-LR and TF-IDF + LR on each drawn table of --task under --runs "
+        "(of --draws only, where given with it), scored on the draw's tuning reviews",
+    )
     return parser.parse_args(argv)
 
 
@@ -172,6 +180,28 @@ def run_all(args):
                 if not (run_dir / "metrics.json").exists():
                     run_dir.parent.mkdir(parents=True, exist_ok=True)
                     train(method, tables[size], run_dir, args.unlabeled)
+
+
+def run_baselines(args, draws=None):
+    """NB-LR and TF-IDF + LR on every drawn table of ``args.task`` under ``args.runs``, as
+    the small-corpora benchmark fits them (``C`` chosen on hatt's validation slice of the
+    draw), the draw's tuning table as their test split: ``BASELINE.json`` beside the
+    draw's runs (a finished one is kept)."""
+    test_tokens = sc.CachedTestTokens()
+    data = Path(args.runs) / args.task / "data"
+    for table in sorted(data.glob("n*-d*.jsonl")):
+        size, draw = (int(part) for part in table.stem[1:].split("-d"))
+        if draws is not None and draw not in draws:
+            continue
+        tables = {"train": table, "test": data / f"d{draw}-tuning.jsonl"}
+        place = Path(args.runs) / args.task / table.stem
+        for name in sc.BASELINES:
+            path = place / f"{name}.json"
+            if not path.exists():
+                place.mkdir(parents=True, exist_ok=True)
+                cell = sc.baseline_cell(name, tables, test_tokens, args.seed)
+                path.write_text(json.dumps(cell, indent=2) + "\n")
+                print(f"{path}: {100 * cell['test_accuracy']:.2f} %", flush=True)
 
 
 # === The choice ===
@@ -286,6 +316,54 @@ def _parts_by_method(result):
     return lines
 
 
+def _beside_baselines(result):
+    """hatt under today's rule beside NB-LR and TF-IDF + LR on the same draws' tuning
+    reviews: per task and size, the mean over the draws where every column was run."""
+    cells = {}  # (task/size, draw) -> {method: tuning accuracy}
+    for run in result["runs"]:
+        run_dir = Path(run["run_dir"])
+        place = run_dir.parent if run_dir.is_absolute() else ROOT / run_dir.parent
+        size, draw = (int(part) for part in run_dir.parent.name[1:].split("-d"))
+        key = (f"{run_dir.parent.parent.name} {size}", draw)
+        row = cells.setdefault(key, {})
+        row[run_dir.name] = run["tuning"][mix_rule.TODAY]["accuracy"]
+        for name in sc.BASELINES:
+            if (place / f"{name}.json").is_file():
+                row[name] = json.loads((place / f"{name}.json").read_text())["test_accuracy"]
+    if not any(name in row for row in cells.values() for name in sc.BASELINES):
+        return []
+    lines = [
+        "",
+        f"Beside the linear baselines on the same draws' tuning reviews (hatt under "
+        f"{mix_rule.TODAY}; NB-LR and TF-IDF + LR fit as the small-corpora benchmark fits "
+        "them, `--baselines`): mean over the draws that have the method and both "
+        "baselines; the last column against the better baseline of each draw, in bold "
+        "where hatt is below it.",
+        "",
+        "| task, labels | method | draws | hatt | NB-LR | TF-IDF + LR | hatt − better baseline |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for group in sorted({key[0] for key in cells}):
+        rows = {draw: row for (g, draw), row in cells.items() if g == group}
+        methods = sorted({m for row in rows.values() for m in row} - set(sc.BASELINES))
+        for method in methods:
+            draws = sorted(
+                d for d, row in rows.items() if method in row and set(sc.BASELINES) <= set(row)
+            )
+            if not draws:
+                continue
+            means = [np.mean([rows[d][m] for d in draws]) for m in (method, *sc.BASELINES)]
+            better = np.mean([max(rows[d][b] for b in sc.BASELINES) for d in draws])
+            gap = means[0] - better
+            shown = f"{100 * gap:+.2f}"
+            lines.append(
+                f"| {group} | {method} | {len(draws)} | "
+                + " | ".join(f"{100 * m:.2f} %" for m in means)
+                + f" | {f'**{shown}**' if gap < 0 else shown} |"
+            )
+    return lines
+
+
 def choose(runs, rules=None):
     """The criterion of the module docstring over ``runs`` (``[{"tuning": scores}]``),
     among ``rules`` (default: every rule scored)."""
@@ -340,7 +418,7 @@ def markdown(result, command):
             f"| {mix_rule.shown(rule)} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
             f"{100 * m['deep_kept']:.0f} % | {nested:.4f} |"
         )
-    lines += _by_kind(result, rules) + _parts_by_method(result)
+    lines += _by_kind(result, rules) + _parts_by_method(result) + _beside_baselines(result)
     lines += ["", "Per run: tuning accuracy (deep part kept: *).", ""]
     names = " | ".join(map(mix_rule.shown, rules))
     lines.append(f"| run | validation reviews | tuning reviews | {names} |")
@@ -373,6 +451,8 @@ def report(args):
         command += " --rules " + " ".join(args.rules)
     if args.name != "tuning":
         command += f" --name {args.name}"
+    if args.repeats != parse_args([]).repeats:
+        command += f" --repeats {args.repeats}"
     table = markdown(result, command)
     (out / f"{args.name}.md").write_text(table)
     print(table)
@@ -382,6 +462,8 @@ def main(argv=None):
     args = parse_args(argv)
     if not args.report_only:
         run_all(args)
+    if args.baselines:
+        run_baselines(args, args.draws if not args.report_only else None)
     report(args)
     return 0
 

@@ -32,6 +32,7 @@ from hatt.training import (
     adversarial,
     crossfit,
     distribute,
+    interrupt,
     language_model,
     mix,
     ngram,
@@ -300,27 +301,31 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         unfreezing = transfer.gradual_unfreezing(model, config, run.run_dir, early_stopping)
     distribute.build_under_strategy(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
+    # The epoch's validation logits are written before its backup: a resumed run has them.
+    epoch_logits = [run.epoch_logits] if getattr(run, "epoch_logits", None) else []
     callbacks = [
         stop_on_nan,
+        *epoch_logits,
         early_stopping,
         backup,
         keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
         timer,
         *unfreezing,
-        *([run.epoch_logits] if getattr(run, "epoch_logits", None) else []),
         *getattr(run, "callbacks", ()),
     ]
-    model.fit(
-        datasets["train"],
-        validation_data=datasets["validation"],
-        class_weight=run.class_weight,
-        epochs=run.fit_epochs,
-        initial_epoch=run.initial_epoch,
-        steps_per_epoch=steps,
-        callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself, seeded by (seed, epoch)
-        verbose=verbose,
-    )
+    # Ctrl-C stops at a batch end (after the backup of a finished epoch), not mid-step
+    with interrupt.at_batch_end() as stop_on_interrupt:
+        model.fit(
+            datasets["train"],
+            validation_data=datasets["validation"],
+            class_weight=run.class_weight,
+            epochs=run.fit_epochs,
+            initial_epoch=run.initial_epoch,
+            steps_per_epoch=steps,
+            callbacks=[*callbacks, stop_on_interrupt],
+            shuffle=False,  # the dataset shuffles itself, seeded by (seed, epoch)
+            verbose=verbose,
+        )
     if stop_on_nan.where:
         _stop_on_nan(run.run_dir, stop_on_nan.where, backup)
     run.backup = backup  # removed once the results are written

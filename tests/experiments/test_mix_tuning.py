@@ -141,3 +141,44 @@ def test_a_second_question_is_judged_on_its_draws_among_its_rules(tmp_path, mix_
     assert "| polarity/cnn | 1 | 70.0 % | 60.0 % | 80.0 % | 82.0 % |" in table
     assert "--judge-draws 3 --rules always anchored --name anchored" in table
     assert "among always, anchored" in table
+
+
+def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tuning, monkeypatch):
+    root = tmp_path / "runs"
+    data = root / "polarity" / "data"
+    data.mkdir(parents=True)
+    for name in ("n00500-d1", "n00500-d2", "d1-tuning", "d2-tuning"):
+        (data / f"{name}.jsonl").write_text("")
+    runs = [
+        write_run(root / "polarity" / f"n00500-d{draw}" / "cnn", deep_signal=0.5, seed=draw)
+        for draw in (1, 2)
+    ]
+    calls = []
+
+    def fake_cell(name, tables, test_tokens, seed):
+        calls.append((name, tables["train"].name, tables["test"].name))
+        draw = int(tables["train"].stem.split("-d")[1])
+        return {"test_accuracy": {"nb_lr": 0.6, "tfidf_lr": 0.5}[name] + 0.1 * draw}
+
+    monkeypatch.setattr(mix_tuning.sc, "baseline_cell", fake_cell)
+    out = tmp_path / "out"
+    argv = ["--report-only", "--baselines", "--runs", str(root), "--out", str(out)]
+    mix_tuning.main([*argv, "--repeats", "1"])
+    assert sorted(calls) == [
+        ("nb_lr", "n00500-d1.jsonl", "d1-tuning.jsonl"),
+        ("nb_lr", "n00500-d2.jsonl", "d2-tuning.jsonl"),
+        ("tfidf_lr", "n00500-d1.jsonl", "d1-tuning.jsonl"),
+        ("tfidf_lr", "n00500-d2.jsonl", "d2-tuning.jsonl"),
+    ]
+    mix_tuning.main([*argv, "--repeats", "1"])
+    assert len(calls) == 4  # a finished baseline is kept
+    result = json.loads((out / "tuning.json").read_text())
+    hatt = np.mean([run["tuning"]["anchored"]["accuracy"] for run in result["runs"]])
+    assert len(result["runs"]) == len(runs)
+    nb_lr, tfidf = np.mean([0.7, 0.8]), np.mean([0.6, 0.7])
+    gap = f"{100 * (hatt - nb_lr):+.2f}"
+    row = (
+        f"| polarity 500 | cnn | 2 | {100 * hatt:.2f} % | {100 * nb_lr:.2f} % | "
+        f"{100 * tfidf:.2f} % | {f'**{gap}**' if hatt < nb_lr else gap} |"
+    )
+    assert row in (out / "tuning.md").read_text()
