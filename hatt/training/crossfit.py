@@ -28,6 +28,10 @@ import numpy as np
 from hatt.training.nblr import logit_losses, predicted_classes
 
 FOLDS = 5
+# Recorded where the validation split holds at most this many reviews: a small corpus's,
+# where the chosen epoch's flattery is large; above it the extra prediction pass an
+# epoch buys little.
+MAX_REVIEWS = 2000
 KEY = "epoch_{}"  # an epoch's logits in the file, numbered from 1 as Keras prints them
 
 

@@ -338,10 +338,13 @@ def record_epoch_logits(run, model, corpus):
 
     Returns:
         The :class:`hatt.training.crossfit.EpochLogits` callback, or ``None``
-        (no separate mix, or several workers).
+        (no separate mix, several workers, or a validation split above
+        :data:`hatt.training.crossfit.MAX_REVIEWS` reviews).
     """
     settings = run.config.ngram
     if settings is None or settings.fit != "separate" or run.config.strategy == "multiworker":
+        return None
+    if len(corpus.labels("validation")) > crossfit.MAX_REVIEWS:
         return None
     deep_model = _deep_part(model)
     dataset = run.local(corpus.prediction_dataset("validation", run.replicas))

@@ -138,3 +138,12 @@ def test_an_interrupted_run_keeps_the_epochs_before_it(tmp_path, planted, monkey
         np.testing.assert_array_equal(after[key], before[key])
     info = json.loads((tmp_path / "ngram_channel.json").read_text())["crossfit"]
     assert info["available"]
+
+
+def test_a_large_validation_split_is_not_recorded(tmp_path, planted, monkeypatch):
+    monkeypatch.setattr(crossfit, "MAX_REVIEWS", len(planted.validation) - 1)
+    training.train(_config(epochs=1), tmp_path, texts=planted, verbose=0)
+    assert not (tmp_path / "validation_logits_by_epoch.npz").exists()
+    info = json.loads((tmp_path / "ngram_channel.json").read_text())
+    assert info["crossfit"] == {"available": False}
+    assert "crossfit_deep_logits" not in np.load(tmp_path / "validation_probabilities.npz")
