@@ -209,6 +209,11 @@ def num_classes_of(model):
     return 2 if units == 1 else int(units)
 
 
+def deep_part(model):
+    """A classifier's deep part: its inputs to its `"logit"` layer (the weights shared)."""
+    return keras.Model(model.inputs, model.get_layer("logit").output)
+
+
 def ngram_channel_of(model):
     """The `NgramChannel` of a classifier, or `None` when it has none."""
     layer = layer_or_none(model, "ngram_logit")

@@ -25,6 +25,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from hatt import run_dir as run_files
+from hatt.models import head
 from hatt.training.nblr import logit_losses, predicted_classes
 
 FOLDS = 5
@@ -60,6 +62,42 @@ class EpochLogits(keras.callbacks.Callback):
         with open(partial, "wb") as f:
             np.savez(f, **self.by_epoch)
         os.replace(partial, self.path)
+
+
+def recorder(run, model, corpus):
+    """A run's step 6a (``ngram.fit="separate"``): the deep part's validation logits
+    after every epoch, for the cross-fitted logits.
+
+    Args:
+        run: the run (:mod:`hatt.training.loop`'s: its config, run directory,
+            strategy and replicas).
+        model: the model being trained (its ``"logit"`` layer is the deep part's).
+        corpus: the run's :class:`hatt.training.corpus.Corpus`.
+
+    Returns:
+        The :class:`EpochLogits` callback, or ``None`` (no separate mix,
+        several workers, or a validation split above :data:`MAX_REVIEWS`).
+    """
+    settings = run.config.ngram
+    if settings is None or settings.fit != "separate" or run.config.strategy == "multiworker":
+        return None
+    if len(corpus.labels("validation")) > MAX_REVIEWS:
+        return None
+    deep_model = head.deep_part(model)
+    dataset = run.local(corpus.prediction_dataset("validation", run.replicas))
+    return EpochLogits(
+        Path(run.run_dir) / run_files.EPOCH_LOGITS,
+        lambda: deep_model.predict(dataset, verbose=0),
+    )
+
+
+def recorded(run):
+    """``(logits of every epoch trained, monitor)`` of a run that recorded them, for
+    :func:`hatt.training.mix.mix_ngram_channel`; ``None`` when an epoch is missing."""
+    callback = getattr(run, "epoch_logits", None)
+    epochs = len(run.backup.records) if getattr(run, "backup", None) else 0
+    by_epoch = epochs_run(callback.by_epoch, epochs) if callback else None
+    return None if by_epoch is None else (by_epoch, run.config.monitor)
 
 
 def read(path):

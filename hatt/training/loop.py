@@ -332,27 +332,6 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
     return backup.history(), backup.previous_seconds + timer.seconds
 
 
-def record_epoch_logits(run, model, corpus):
-    """Step 6a (``ngram.fit="separate"``): the deep part's validation logits after every
-    epoch, for the mix's cross-fitting (:mod:`hatt.training.crossfit`).
-
-    Returns:
-        The :class:`hatt.training.crossfit.EpochLogits` callback, or ``None``
-        (no separate mix, several workers, or a validation split above
-        :data:`hatt.training.crossfit.MAX_REVIEWS` reviews).
-    """
-    settings = run.config.ngram
-    if settings is None or settings.fit != "separate" or run.config.strategy == "multiworker":
-        return None
-    if len(corpus.labels("validation")) > crossfit.MAX_REVIEWS:
-        return None
-    deep_model = _deep_part(model)
-    dataset = run.local(corpus.prediction_dataset("validation", run.replicas))
-    return crossfit.EpochLogits(
-        run.run_dir / run_files.EPOCH_LOGITS, lambda: deep_model.predict(dataset, verbose=0)
-    )
-
-
 def mix_channel(run, model, corpus):
     """Step 7 (``ngram.fit="separate"``): fit the channel now and weigh it against the deep part.
 
@@ -363,7 +342,7 @@ def mix_channel(run, model, corpus):
     settings = run.config.ngram
     if settings is None or settings.fit != "separate":
         return {}
-    deep_model = _deep_part(model)
+    deep_model = head_lib.deep_part(model)
 
     def deep_logits(split):
         dataset = run.local(corpus.prediction_dataset(split, run.replicas))
@@ -376,7 +355,7 @@ def mix_channel(run, model, corpus):
         corpus.in_memory_split("validation"),
         corpus.in_memory_split("test"),
         deep_logits,
-        validation_by_epoch=_validation_by_epoch(run),
+        validation_by_epoch=crossfit.recorded(run),
     )
     run.write_json(run_files.NGRAM_CHANNEL, info)
     run.channel_info = info  # the held-out validation figures evaluate reports with a refit
@@ -611,7 +590,7 @@ def train(
         start_from_model(run, model, corpus)
         pretrain_language_model(run, model, corpus, verbose=verbose)
         run.class_weight = class_weights(config, corpus)
-        run.epoch_logits = record_epoch_logits(run, model, corpus)
+        run.epoch_logits = crossfit.recorder(run, model, corpus)  # step 6a
         history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
         channel_logits = mix_channel(run, model, corpus)
         scores = evaluate(run, model, datasets)
@@ -621,20 +600,6 @@ def train(
 
 
 # === Helpers ==========================================================================
-
-
-def _deep_part(model):
-    """The trained model's deep part: its inputs to the ``"logit"`` layer (weights shared)."""
-    return keras.Model(model.inputs, model.get_layer("logit").output)
-
-
-def _validation_by_epoch(run):
-    """The deep part's validation logits of every epoch trained, with the monitor, for
-    :func:`hatt.training.mix.mix_ngram_channel`; ``None`` when an epoch is missing."""
-    recorder = getattr(run, "epoch_logits", None)
-    epochs = len(run.backup.records) if getattr(run, "backup", None) else 0
-    by_epoch = crossfit.epochs_run(recorder.by_epoch, epochs) if recorder else None
-    return None if by_epoch is None else (by_epoch, run.config.monitor)
 
 
 def _refit(run):
