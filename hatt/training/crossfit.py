@@ -5,9 +5,9 @@ Early stopping keeps the deep part's epoch with the best validation figure
 epoch's validation logits. On a small validation split (50 to 200 reviews) the
 chosen epoch's logits flatter the deep part: it was chosen because it did well on
 those very reviews. On issue 36's tuning runs from scratch at 500-1,000 labels
-the BiGRU's deep part scored 6.6 points higher on validation than on 5,000
-reviews no run saw, the HAN's 3.4 (``experiments/results/mix_rule/all_draws.md``),
-and the mix weighed near-chance deep parts accordingly.
+(draws 1-3, 6 runs a family) the BiGRU's deep part scored 6.6 points higher on
+validation than on 5,000 reviews no run saw, the HAN's 3.4; over draws 1-5 (10
+runs a family) 1.6 and 1.5 (``experiments/results/mix_rule/all_draws.md``).
 
 Cross-fitting removes the selection from the logits the mix sees: the
 validation reviews are split into folds, and each fold's logits are the deep
@@ -15,8 +15,18 @@ part's at the epoch that the *other* folds would have chosen (the same monitor
 and the same first-best rule as ``keras.callbacks.EarlyStopping``). This needs
 the deep part's validation logits after every epoch, which
 :class:`EpochLogits` records during ``fit`` (one prediction pass over the
-validation split an epoch) into the run directory, so that a resumed run keeps
-the epochs before its interruption.
+validation split an epoch, on validation splits of at most :data:`MAX_REVIEWS`
+reviews) into the run directory, so that a resumed run keeps the epochs before
+its interruption.
+
+The mix is still fit on the chosen epoch's logits: fitting it on the
+cross-fitted ones was judged on tuning reviews and not adopted (issue 36's
+third question, ``experiments/mix_tuning.py``, draw 4: 74.35 % against the
+anchored mix's 74.41 %). The cross-fitted logits are recorded
+(``ngram_channel.json``'s ``crossfit``: the epochs chosen and the deep part's
+accuracy and loss on them; ``validation_probabilities.npz``'s
+``crossfit_deep_logits``) so that a run shows how much its validation split
+flatters the deep part, and so that later rules can be judged on them.
 """
 
 import os
