@@ -77,3 +77,25 @@ def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, m
     free = mix_rule.decide(deep, channel, y)["always"]
     assert (anchored.channel, anchored.bias) != pytest.approx((free.channel, free.bias))
     assert "anchored" in mix_rule.nested_scores(deep, channel, y, repeats=1)
+
+
+def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
+    from hatt.training import mix as mix_lib
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 200)
+    sign = 2 * y - 1
+    channel = 1.0 * sign + rng.normal(0, 1.5, 200)
+    deep = 2.0 * sign + rng.normal(0, 1.0, 200)  # looks strong (chosen on these reviews)
+    noise = rng.normal(0, 1.0, 200)  # its cross-fitted logits: no signal
+    assert not {"crossfit", "crossfit 1 SE"} & set(mix_rule.decide(deep, channel, y))
+    mixes = mix_rule.decide(deep, channel, y, crossfit=noise)
+    assert mixes["anchored"].deep > 0.5  # fit on the flattering logits
+    expected = mix_lib.fit_mix(noise, channel, y, anchor=0.0)
+    assert mixes["crossfit"].deep == pytest.approx(expected.deep)
+    assert mixes["crossfit"].channel == pytest.approx(expected.channel)
+    assert mixes["crossfit 1 SE"].deep == 0.0  # no held-out gain by 1 SE: the channel alone
+    scores = mix_rule.nested_scores(deep, channel, y, repeats=1, crossfit=noise)
+    assert {"crossfit", "crossfit 1 SE"} <= set(scores)
+    runs = [{"t": {"a": {"x": 1.0}, "b": {"x": 3.0}}}, {"t": {"a": {"x": 2.0}}}]
+    assert mix_rule.mean_over_runs(runs, "t") == {"a": {"x": 1.5}}  # rules every run has
