@@ -109,6 +109,30 @@ def add_train_command(sub):
         "default): balanced when the largest class has over 1.5x the smallest's documents; "
         "none: every class weighs 1",
     )
+    _add_learning_from_elsewhere(train)
+    train.add_argument(
+        "--preset",
+        default="default",
+        metavar="NAME",
+        help=f"settings to start from: default (the family's own), none (bare defaults), "
+        f"or one of {', '.join(PRESETS)}",
+    )
+    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
+    _add_set(
+        train,
+        "override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32 "
+        "--set ngram.C=0.1 (values are JSON; a bare word for a text setting)",
+    )
+    train.add_argument("--epochs", type=int, default=None)
+    _add_seed(train, "seed Python, NumPy and Keras and turn on op determinism (reproducible run)")
+    _add_limit(train)
+    _add_run_place(train)
+    train.set_defaults(func=cmd_train)
+
+
+def _add_learning_from_elsewhere(train):
+    """--unlabeled, --unlabeled-text-column and --init: what a run learns from beyond its
+    labeled documents."""
     train.add_argument(
         "--unlabeled",
         metavar="PATH",
@@ -134,22 +158,11 @@ def add_train_command(sub):
         "or saved_models/NAME): its encoders, its word vectors for the words both "
         "vocabularies know, and its head when the classes are the same (init.json says what)",
     )
-    train.add_argument(
-        "--preset",
-        default="default",
-        metavar="NAME",
-        help=f"settings to start from: default (the family's own), none (bare defaults), "
-        f"or one of {', '.join(PRESETS)}",
-    )
-    train.add_argument("--config", metavar="FILE.json", help="settings (TrainConfig keys)")
-    _add_set(
-        train,
-        "override one setting, e.g. --set batch_size=64 --set model_kwargs.units=32 "
-        "--set ngram.C=0.1 (values are JSON; a bare word for a text setting)",
-    )
-    train.add_argument("--epochs", type=int, default=None)
-    _add_seed(train, "seed Python, NumPy and Keras and turn on op determinism (reproducible run)")
-    _add_limit(train)
+
+
+def _add_run_place(train):
+    """--run-dir, --export-dir, --strategy, --prepared and --restart: where a run writes,
+    what it reads prepared, and how it runs."""
     train.add_argument(
         "--run-dir",
         default=None,
@@ -175,7 +188,6 @@ def add_train_command(sub):
         help="discard an interrupted or finished run in --run-dir and train from the start "
         "(without it, the same command resumes an interrupted run)",
     )
-    train.set_defaults(func=cmd_train)
 
 
 # === hatt export ====================================================================
