@@ -11,6 +11,7 @@ from hatt import training
 from hatt.data import Imdb
 from hatt.training import interrupt, resume
 from tests._planted import planted_split
+from tests.training.test_resume import _config
 
 
 @pytest.fixture
@@ -40,14 +41,7 @@ class _CtrlCAt(keras.callbacks.Callback):
 
 def test_ctrl_c_mid_epoch_stops_at_the_batch_end_with_finished_epochs_only(tmp_path, python_sigint):
     planted = Imdb(planted_split(160, 0), planted_split(40, 1), planted_split(40, 2), "planted")
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 4},
-        epochs=4,
-        batch_size=16,
-        min_count=1,
-        patience=4,
-    )
+    config = _config(epochs=4, patience=4)  # test_resume's tiny CNN
     ctrl_c = _CtrlCAt(epoch=1, batch=3)  # in the second epoch's fourth batch
     with pytest.raises(KeyboardInterrupt) as stopped:
         training.train(config, tmp_path, texts=planted, verbose=0, callbacks=[ctrl_c])
