@@ -156,7 +156,8 @@ class NgramSettings:
             the validation split.
         init: ``"nb"``: the Naive Bayes log-count ratios (NBSVM); ``"nblr"``:
             an NB-weighted logistic regression; ``"zeros"``.
-        alpha: NB smoothing of the log-count ratios, > 0.
+        alpha: NB smoothing of the log-count ratios, > 0; with ``"nblr"``
+            also a grid, searched with ``C``'s on validation accuracy.
         C: ``"nblr"``: inverse L2 strength, or a grid chosen on validation
             accuracy. ``None`` (the default): a grid for the reduction,
             ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``: 30-1,000;
@@ -182,7 +183,7 @@ class NgramSettings:
     l2: float = NgramChannel.l2
     fit: str = "joint"
     init: str = "nb"
-    alpha: float = 1.0
+    alpha: float | list = 1.0
     C: float | list | None = None
     min_df: int = 1
     init_scale: float = 1.0
@@ -199,16 +200,20 @@ class NgramSettings:
                 "ngram.fit='separate' sets the channel after training from ngram.init, "
                 "which must be 'nb' or 'nblr'. Received: ngram.init='zeros'"
             )
-        if not self.alpha > 0:
-            raise ValueError(
-                f"Expected ngram.alpha to be > 0. Received: ngram.alpha={self.alpha!r}"
-            )
         self._default_C()
-        grid = self.C if isinstance(self.C, list | tuple) else [self.C]
-        if not grid or not all(_is(c, float) and c > 0 for c in grid):
+        for name in ("alpha", "C"):
+            value = getattr(self, name)
+            grid = value if isinstance(value, list | tuple) else [value]
+            if not grid or not all(_is(v, float) and v > 0 for v in grid):
+                raise ValueError(
+                    f"Expected ngram.{name} to be a positive float or a list of them. "
+                    f"Received: ngram.{name}={value!r}"
+                )
+        if isinstance(self.alpha, list | tuple) and self.init != "nblr":
             raise ValueError(
-                f"Expected ngram.C to be a positive float or a list of them. "
-                f"Received: ngram.C={self.C!r}"
+                "A grid of ngram.alpha is chosen on validation by the NB-weighted logistic "
+                f"regression: it needs ngram.init='nblr'. Received: ngram.init={self.init!r}, "
+                f"ngram.alpha={self.alpha!r}"
             )
         _check_positive_int("ngram.min_df", self.min_df)
         if self.refit and self.fit != "separate":
@@ -363,9 +368,9 @@ class TrainConfig:
     # process: with the seed, two CPU runs give identical weights. `hatt train
     # --seed S` turns it on.
     deterministic: bool = False
-    # Keys that scale with the training split ("ngram.buckets", "model_kwargs.filters";
-    # hatt.training.scale): assemble_config lists those a preset gave and the user did
-    # not set. `scaled`: what the run changed ({"train_documents": N, key: [from, to]}).
+    # Keys that scale with the training split, its size or its classes
+    # (hatt.training.scale.SCALED_KEYS): assemble_config lists those a preset gave and the
+    # user did not set. `scaled`: what the run changed ({"train_documents": N, key: [from, to]}).
     scale: list | None = None
     scaled: dict | None = None
 

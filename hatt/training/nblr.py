@@ -130,10 +130,12 @@ def fit_nb_logistic(
         counts, labels: training counts (:func:`ngram_counts`) and labels
             (0/1, or ``0 .. num_classes - 1``).
         binary, reduction: the layer's settings (see :func:`layer_features`).
-        alpha, min_df: as in :func:`log_count_ratios`.
+        alpha: as in :func:`log_count_ratios`, or a grid of them, searched
+            with ``C``'s (every pair; ties → the first ``alpha`` listed).
+        min_df: as in :func:`log_count_ratios`.
         C: inverse L2 strength, or a grid of them: with ``validation``, the
-            value with the best validation accuracy (ties → the smallest,
-            i.e. the most regularized) is kept. Defaults to `0.1`.
+            value with the best validation accuracy (ties → the first listed:
+            list the most regularized first) is kept. Defaults to `0.1`.
         validation: optional ``(counts, labels)`` of the validation split.
         seed: the solver's random state.
         num_classes: Int >= 2; ``None`` (the default) reads it from the
@@ -145,12 +147,66 @@ def fit_nb_logistic(
         (``[features]``; ``[features, num_classes]`` above two classes), the
         intercept (a float; a float array ``[num_classes]``), and a dict with
         the chosen ``C``, ``alpha`` and the train / validation accuracies of
-        the channel alone.
+        the channel alone (with a grid, ``selection``: every point's).
     """
-    import scipy.sparse as sp
-
     labels = np.asarray(labels)
     num_classes = classes_of(labels, num_classes)
+    alphas = _grid("alpha", alpha, validation)
+    best, selection = None, []
+    for a in alphas:
+        fitted = _fit_nb_logistic_at(
+            counts, labels, num_classes, binary, reduction, a, min_df, C, validation, seed
+        )
+        info = fitted[2]
+        selection += [{"alpha": a, **entry} for entry in info.pop("selection", [_entry(info)])]
+        key = info.get("validation_accuracy", 0.0)
+        if best is None or key > best[0]:
+            best = (key, fitted)
+    weights, intercept, info = best[1]
+    if len(selection) > 1:
+        info["selection"] = selection
+    return weights, intercept, info
+
+
+def columns_in_use(counts):
+    """The features that occur in ``counts`` (training reviews), as column indices.
+
+    The logistic regressions are fit on these columns only: a feature absent from
+    every training review has no gradient, so L2 keeps its weight at 0 and the fit
+    is the same, while the solver's vectors shrink from every hashed bucket (a
+    million and more) to the features seen (a few tens of thousands on a small
+    corpus). The NB ratios are computed on every column first: their norms count
+    the smoothing of the unseen features too.
+    """
+    return np.flatnonzero(np.diff(counts.tocsc().indptr))
+
+
+def _entry(info):
+    """A fit's grid entry (``C`` and its accuracies) from its description."""
+    keys = ("C", "train_accuracy", "validation_accuracy", "seconds")
+    return {key: info[key] for key in keys if key in info}
+
+
+def _grid(name, value, validation):
+    """``value`` as a list of positive floats; several need ``validation`` to choose."""
+    grid = [float(v) for v in (value if isinstance(value, list | tuple) else [value])]
+    if not grid or any(not v > 0 for v in grid):
+        raise ValueError(
+            f"Expected {name} to be a positive float or a list of them. Received: {name}={value!r}"
+        )
+    if len(grid) > 1 and validation is None:
+        raise ValueError(
+            f"A grid of {name} needs a validation split to choose from. Received: {name}={value!r}"
+        )
+    return grid
+
+
+def _fit_nb_logistic_at(
+    counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+):
+    """:func:`fit_nb_logistic` at one ``alpha`` (``C`` a value or a grid)."""
+    import scipy.sparse as sp
+
     if num_classes > 2:
         return _fit_nb_logistic_one_vs_rest(
             counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
@@ -162,12 +218,15 @@ def fit_nb_logistic(
             f"Received labels: {sorted(set(labels.tolist()))}"
         )
     ratios = log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
-    scale = sp.diags(ratios)
-    train_x = layer_features(counts, binary, reduction) @ scale
+    used = columns_in_use(counts)
+    scale = sp.diags(ratios[used])
+    train_x = layer_features(counts, binary, reduction)[:, used] @ scale
     if validation is not None:
-        validation = (layer_features(validation[0], binary, reduction) @ scale, validation[1])
+        x = layer_features(validation[0], binary, reduction)[:, used] @ scale
+        validation = (x, validation[1])
     model, entry, selection = fit_logistic_grid(train_x, labels, C, validation, seed=seed)
-    weights = (model.coef_.ravel() * ratios).astype(np.float32)
+    weights = np.zeros(ratios.shape, np.float32)
+    weights[used] = model.coef_.ravel() * ratios[used]
     info = {"init": "nblr", "alpha": alpha, "min_df": min_df, **entry}
     if len(selection) > 1:
         info["selection"] = selection
@@ -186,18 +245,21 @@ def _fit_nb_logistic_one_vs_rest(
             f"Received no training review of the classes {missing} (of {num_classes})."
         )
     ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
-    train_x = layer_features(counts, binary, reduction)
+    used = columns_in_use(counts)
+    train_x = layer_features(counts, binary, reduction)[:, used]
     if validation is not None:
         validation = (
-            layer_features(validation[0], binary, reduction),
+            layer_features(validation[0], binary, reduction)[:, used],
             check_labels(validation[1], num_classes, "validation labels"),
         )
 
     def fit(c):
-        fitted = _one_vs_rest_at(train_x, labels, ratios, c, seed)
+        fitted = _one_vs_rest_at(train_x, labels, ratios[used], c, seed)
         return fitted, lambda x: predicted_classes(x @ fitted[0] + fitted[1])
 
-    (weights, intercept), entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    (kept, intercept), entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    weights = np.zeros(ratios.shape, np.float32)
+    weights[used] = kept
     info = {"init": "nblr", "scheme": "one-vs-rest", "alpha": alpha, "min_df": min_df, **entry}
     if len(selection) > 1:
         info["selection"] = selection
@@ -254,11 +316,7 @@ def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None):
 
     Returns ``(fitted, entry, selection)`` as :func:`fit_logistic_grid` does.
     """
-    grid = [float(c) for c in (C if isinstance(C, list | tuple) else [C])]
-    if not grid or any(not c > 0 for c in grid):
-        raise ValueError(f"Expected C to be a positive float or a list of them. Received: C={C!r}")
-    if len(grid) > 1 and validation is None:
-        raise ValueError(f"A grid of C needs a validation split to choose from. Received: C={C!r}")
+    grid = _grid("C", C, validation)
     train_y = np.asarray(train_y)
     best, selection = None, []
     for c in grid:

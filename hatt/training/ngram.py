@@ -210,19 +210,21 @@ def refit_ngram_channel(layer, config, info, train, validation):
 
     Args:
         layer, config: as in :func:`fit_ngram_channel`.
-        info: the training-split fit's description (its chosen ``C``).
+        info: the training-split fit's description (its chosen ``alpha`` and ``C``).
         train, validation: ``(counts, labels)`` of the two splits.
 
     Returns:
         ``(weights, intercept, info)`` as :func:`fit_ngram_channel`, at the
-        training-split fit's ``C`` (no grid: nothing is left to choose it on);
+        training-split fit's ``alpha`` and ``C`` (no grid: nothing is left to
+        choose them on);
         ``info`` adds ``train_size``.
     """
     import scipy.sparse as sp
 
     counts = sp.vstack([train[0], validation[0]]).tocsr()
     labels = np.concatenate([np.asarray(train[1]), np.asarray(validation[1])])
-    settings = dataclasses.replace(config.ngram, C=info.get("C", config.ngram.C))
+    chosen = {key: info[key] for key in ("alpha", "C") if key in info}
+    settings = dataclasses.replace(config.ngram, **chosen)
     refit_config = dataclasses.replace(config, ngram=settings)
     print(
         f"Fitting the n-gram channel again on the training and validation splits ({len(labels):,})"

@@ -92,11 +92,41 @@ def test_c_grid_is_chosen_on_validation():
     assert info["C"] == best["C"] and info["validation_accuracy"] == best["validation_accuracy"]
 
 
+@pytest.mark.parametrize("num_classes", [2, 3])
+def test_alpha_grid_is_searched_with_c_on_validation(num_classes):
+    """Every (alpha, C) pair is fit, alpha outermost; the best validation accuracy wins (the
+    first on a tie), and its weights are the single fit's at that point."""
+    rng = np.random.default_rng(0)
+    reviews = [list(rng.integers(1, V, rng.integers(2, 9))) for _ in range(150)]
+    # the label leans on ids 1..3 only: a noisy task, so the grid's points differ
+    labels = np.array([min(sum(t <= 3 for t in r), num_classes - 1) for r in reviews])
+    labels = np.where(rng.random(150) < 0.2, rng.integers(0, num_classes, 150), labels)
+    counts = ngram_lib.ngram_counts(tf.ragged.constant(reviews, dtype="int32"), V, BUCKETS, 2)
+    train, validation = (counts[:100], labels[:100]), (counts[100:], labels[100:])
+    common = {"binary": True, "reduction": "sqrt", "num_classes": num_classes}
+    alphas, grid = [0.1, 1.0, 10.0], [0.01, 1.0, 100.0]
+    weights, intercept, info = nblr.fit_nb_logistic(
+        *train, alpha=alphas, C=grid, validation=validation, **common
+    )
+    pairs = [(e["alpha"], e["C"]) for e in info["selection"]]
+    assert pairs == [(a, c) for a in alphas for c in grid]
+    accuracies = [e["validation_accuracy"] for e in info["selection"]]
+    first_best = info["selection"][int(np.argmax(accuracies))]
+    assert (info["alpha"], info["C"]) == (first_best["alpha"], first_best["C"])
+    single = nblr.fit_nb_logistic(*train, alpha=info["alpha"], C=info["C"], **common)
+    np.testing.assert_allclose(weights, single[0], rtol=1e-6)
+    np.testing.assert_allclose(intercept, single[1], rtol=1e-6)
+    logits = nblr.layer_features(validation[0], True, "sqrt") @ weights + intercept
+    assert nblr.logit_accuracy(logits, validation[1]) == pytest.approx(max(accuracies))
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [
         ({"C": 0}, "C"),
         ({"C": [0.1, 1.0]}, "validation"),
+        ({"alpha": []}, "alpha"),
+        ({"alpha": [0.5, 1.0]}, "grid of alpha needs a validation"),
         ({"labels": np.ones(10, int)}, "both labels"),
     ],
 )
@@ -210,11 +240,13 @@ print(json.dumps({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(
     assert state["trainable"] is False and state["nonzero"] > 0
 
 
-@pytest.mark.parametrize("refit", [False, True])
-def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(planted, refit):
-    """ngram.refit: the saved channel is b · the NB-LR of train + validation at the chosen C."""
+@pytest.mark.parametrize("refit,alpha", [(False, 1.0), (True, 1.0), (True, [0.05, 20.0])])
+def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(planted, refit, alpha):
+    """ngram.refit: the saved channel is b · the NB-LR of train + validation at the chosen
+    alpha and C."""
     cfg = config("cnn", fit="separate")
     cfg.ngram.refit = refit
+    cfg.ngram.alpha = alpha
     vectorizer = training.create_vectorizer(cfg).adapt(planted.train.texts)
     model = training.create_model(cfg, vectorizer, steps_per_epoch=10)
     splits = {
@@ -235,14 +267,15 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
         name: ngram_lib.ngram_counts(ids, layer.vocabulary_size, 64, layer.ngram)
         for name, (ids, _) in splits.items()
     }
-    chosen = info["C"]
+    chosen = {"C": info["C"], "alpha": info["alpha"]}
+    assert info["alpha"] in (alpha if isinstance(alpha, list) else [alpha])
     first = nblr.fit_nb_logistic(
-        counts["train"], splits["train"][1], binary=True, reduction="sum", C=chosen
+        counts["train"], splits["train"][1], binary=True, reduction="sum", **chosen
     )
     both = nblr.fit_nb_logistic(
         scipy.sparse.vstack([counts["train"], counts["validation"]]),
         np.concatenate([splits["train"][1], splits["validation"][1]]),
-        binary=True, reduction="sum", C=chosen,
+        binary=True, reduction="sum", **chosen,
     )  # fmt: skip
     kept = both if refit else first
     saved = keras.ops.convert_to_numpy(layer.embeddings)
@@ -254,7 +287,8 @@ def test_refit_keeps_the_mix_and_fits_the_channel_on_train_and_validation(plante
     assert ("refit" in info) == refit
     if refit:
         assert info["refit"]["train_size"] == len(splits["train"][1]) + len(splits["validation"][1])
-        assert info["refit"]["C"] == chosen and "selection" not in info["refit"]
+        assert {k: info["refit"][k] for k in chosen} == chosen
+        assert "selection" not in info["refit"]
         assert info["refit"]["intercept"] == pytest.approx(both[1], rel=1e-4)
     # the top level describes the training-split fit, whose logits validation keeps
     assert info["channel_intercept"] == pytest.approx(first[1], rel=1e-4)
@@ -269,6 +303,11 @@ def test_separate_fit_config_checks():
         training.TrainConfig(model="cnn", ngram={"fit": "separate", "init": "zeros"})
     with pytest.raises(ValueError, match="ngram.init"):
         training.TrainConfig(model="cnn", ngram={"init": "lr"})
+    with pytest.raises(ValueError, match="ngram.alpha"):
+        training.TrainConfig(model="cnn", ngram={"alpha": [0.5, -1.0], "init": "nblr"})
+    with pytest.raises(ValueError, match="grid of ngram.alpha .* needs ngram.init='nblr'"):
+        training.TrainConfig(model="cnn", ngram={"alpha": [0.5, 1.0], "init": "nb"})
+    assert training.TrainConfig(model="cnn", ngram={"alpha": [0.5, 1], "init": "nblr"})
     with pytest.raises(ValueError, match="ngram.trainable"):
         training.TrainConfig(model="cnn", ngram={"trainable": "no"})
     with pytest.raises(ValueError, match="ngram.binary"):

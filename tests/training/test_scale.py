@@ -12,6 +12,7 @@ from hatt.training.scale import (
     BUCKETS_MARGIN,
     CLASS_WEIGHT_RATIO,
     FILTERS_POWER,
+    MULTICLASS_NGRAM,
     REFERENCE_DOCUMENTS,
     resolve_class_weight,
     scaled_buckets,
@@ -73,7 +74,7 @@ def test_the_preset_is_the_cap_and_the_floor_holds(documents):
 
 def test_keys_the_user_set_never_scale(tmp_path):
     config = assemble_config("cnn", overrides=["ngram.buckets=4194304"])
-    assert config.scale == ["model_kwargs.filters"]
+    assert config.scale == ["model_kwargs.filters", "ngram.alpha", "ngram.C"]
     config = config.fit_to_corpus([500, 500])
     assert config.ngram.buckets == 4194304
     assert config.model_kwargs["filters"] < 500
@@ -85,6 +86,26 @@ def test_keys_the_user_set_never_scale(tmp_path):
     off = assemble_config("cnn", overrides=["scale=[]"])
     off = off.fit_to_corpus([500, 500])
     assert off.ngram.buckets == 4194304 and off.model_kwargs["filters"] == 500
+
+
+@pytest.mark.parametrize("family", FAMILY_PRESETS)
+def test_more_than_two_classes_give_the_channel_the_multiclass_grid(family, capsys):
+    """Above two classes the preset's n-gram alpha and C grid become MULTICLASS_NGRAM's;
+    two classes keep the preset's, and a value the user set is kept."""
+    preset = load_preset(family)["ngram"]
+    counts = [300, 200, 250, 250]
+    config = assemble_config(family).fit_to_corpus(counts)
+    assert config.ngram.alpha == MULTICLASS_NGRAM["ngram.alpha"] != preset["alpha"]
+    assert config.ngram.C == MULTICLASS_NGRAM["ngram.C"] != preset["C"]
+    assert config.scaled["ngram.alpha"] == [preset["alpha"], MULTICLASS_NGRAM["ngram.alpha"]]
+    assert "for 4 classes (one-vs-rest): ngram.alpha 2.0 → 0.5" in capsys.readouterr().out
+    again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == assemble_config(family)  # config.json reads back as asked
+    assert again.fit_to_corpus(counts) == config
+    binary = assemble_config(family).fit_to_corpus([500, 500])
+    assert (binary.ngram.alpha, binary.ngram.C) == (preset["alpha"], preset["C"])
+    own = assemble_config(family, overrides=["ngram.C=[0.5]"]).fit_to_corpus(counts)
+    assert own.ngram.C == [0.5] and own.ngram.alpha == MULTICLASS_NGRAM["ngram.alpha"]
 
 
 def test_no_preset_and_direct_configs_do_not_scale():

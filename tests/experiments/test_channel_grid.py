@@ -1,0 +1,88 @@
+"""experiments/channel_grid.py: a finished run's channel fit again, as hatt train fits it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hatt import training
+from tests._planted import planted_split
+from tests._scripts import load_experiment
+
+
+@pytest.fixture(scope="module")
+def channel_grid():
+    return load_experiment("channel_grid")
+
+
+def write_table(path, split):
+    with path.open("w", encoding="utf-8") as f:
+        for text, label in zip(split.texts, split.labels, strict=True):
+            f.write(json.dumps({"text": text, "label": ["neg", "pos"][int(label)]}) + "\n")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One finished tuning run laid out as mix_tuning lays it out, its tuning table as
+    its test split."""
+    root = tmp_path_factory.mktemp("runs")
+    data = root / "polarity" / "data"
+    data.mkdir(parents=True)
+    write_table(data / "n00200-d1.jsonl", planted_split(200, 0, cue_rate=0.7, lean=0.7))
+    write_table(data / "d1-tuning.jsonl", planted_split(120, 1, cue_rate=0.7, lean=0.7))
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 8},
+        ngram={
+            "buckets": 64,
+            "binary": True,
+            "reduction": "sqrt",
+            "init": "nblr",
+            "fit": "separate",
+            "alpha": 2.0,
+            "C": [1.0, 10.0],
+            "refit": True,
+        },
+        data=str(data / "n00200-d1.jsonl"),
+        test_data=str(data / "d1-tuning.jsonl"),
+        epochs=1,
+        batch_size=16,
+        min_count=1,
+    )
+    training.train(config, root / "polarity" / "n00200-d1" / "cnn", verbose=0)
+    return root
+
+
+def test_the_runs_own_settings_give_its_saved_channel_and_a_grid_is_searched(
+    tmp_path, channel_grid, runs
+):
+    out = tmp_path / "out"
+    grid = {"alpha": [0.25, 4.0], "C": [0.1, 100.0]}
+    argv = ["--runs", str(runs), "--out", str(out), "--variant", f"grid={json.dumps(grid)}"]
+    channel_grid.main(argv)
+    result = json.loads((out / "channel_grid.json").read_text())
+    (run,) = result["runs"]
+    own, searched = run["variants"]["run"], run["variants"]["grid"]
+    assert own["max_difference"] < 1e-5  # fit exactly as hatt train fit it
+    # the run variant's mix is the rule in force, as mix_tuning scores it
+    in_force = load_experiment("mix_tuning").tuning_scores(run["run_dir"])
+    assert own["accuracy"] == pytest.approx(in_force[channel_grid.mix_rule.TODAY]["accuracy"])
+    pairs = [(e["alpha"], e["C"]) for e in searched["fit"]["selection"]]
+    assert pairs == [(a, c) for a in grid["alpha"] for c in grid["C"]]
+    chosen = (searched["fit"]["alpha"], searched["fit"]["C"])
+    assert (searched["fit"]["refit"]["alpha"], searched["fit"]["refit"]["C"]) == chosen
+    table = (out / "channel_grid.md").read_text()
+    assert f"| grid | `{json.dumps(grid)}` | 1 | {100 * searched['accuracy']:.2f} % |" in table
+    # cached beside the run: a second report fits nothing again
+    cached = json.loads((runs / "polarity" / "n00200-d1" / "cnn" / "channel-grid.json").read_text())
+    assert cached["fit"]["selection"] == searched["fit"]["selection"]
+    channel_grid.main(argv)
+    assert json.loads((out / "channel_grid.json").read_text()) == result
+
+
+def test_a_bad_variant_is_refused(channel_grid):
+    with pytest.raises(SystemExit, match="not JSON"):
+        channel_grid.parse_variants(["wide={alpha: 1}"])
+    with pytest.raises(SystemExit, match="NAME=JSON"):
+        channel_grid.parse_variants(["run={}"])
+    assert np.isclose(channel_grid.parse_variants(['a={"alpha": 0.5}'])["a"]["alpha"], 0.5)
