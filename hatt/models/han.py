@@ -118,6 +118,76 @@ def build_han(
         - [Yang et al., 2016. Hierarchical Attention Networks for Document
           Classification](https://aclanthology.org/N16-1174/)
     """
+    _check_arguments(
+        vocabulary_size,
+        embedding_dim,
+        word_units,
+        sentence_units,
+        cell,
+        attention_units,
+        attention_score,
+        attention_normalizer,
+        attention_temperature,
+        attention_options,
+        dropout,
+        packed_groups,
+    )
+
+    # === Layers ===
+    sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
+    fold = FoldSentences(name="fold_sentences")  # dense input only
+    attention = (
+        attention_units,
+        attention_score,
+        attention_normalizer,
+        attention_temperature,
+        attention_options,
+    )
+    encode_words = _word_encoder(
+        vocabulary_size,
+        embedding_dim,
+        dropout,
+        cell,
+        word_units,
+        word_pooling,
+        attention,
+        dense=packed_groups is None,
+    )
+    unfold = UnfoldSentences(name="unfold_sentences")
+    sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
+    sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
+    sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
+    sentence_attention = pooling_attention("sentence_attention", *attention)
+    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+
+    # === Functional Model ===
+    if packed_groups is None:
+        inputs, sentence_mask, sentences = _dense_sentences(
+            encode_words, sentence_mask_layer, fold, unfold
+        )
+    else:
+        inputs, sentence_mask, sentences = _packed_sentences(encode_words, packed_groups)
+    sentences = sentence_dropout(sentences)
+    x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
+    document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
+    return keras.Model(inputs, dropout_layer(document), name=name)
+
+
+def _check_arguments(
+    vocabulary_size,
+    embedding_dim,
+    word_units,
+    sentence_units,
+    cell,
+    attention_units,
+    attention_score,
+    attention_normalizer,
+    attention_temperature,
+    attention_options,
+    dropout,
+    packed_groups,
+):
+    """:func:`build_han`'s arguments, checked before any layer is made."""
     _checks.check_positive_int("vocabulary_size", vocabulary_size)
     _checks.check_positive_int("embedding_dim", embedding_dim)
     _checks.check_positive_int("word_units", word_units)
@@ -131,71 +201,58 @@ def build_han(
     _checks.check_rate("dropout", dropout)
     _checks.check_optional_positive_int("packed_groups", packed_groups)
 
-    # === Layers ===
-    sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
-    fold = FoldSentences(name="fold_sentences")  # dense input only
+
+def _word_encoder(
+    vocabulary_size, embedding_dim, dropout, cell, word_units, word_pooling, attention, dense
+):
+    """The word level's layers, as ``encode_words``: ``[N, W]`` ids → sentence vectors
+    ``[N, 2 * word_units * len(word_pooling)]``. ``attention``: the word attention's
+    ``(units, score, normalizer, temperature, options)``.
+
+    Dense input: most ``[batch * S, W]`` cells are padding, so at inference the word
+    encoder runs its rows in groups of similar length and the word attention scores the
+    words only (the packed layout has far less padding already).
+    """
     word_mask_layer = PaddingMask(name="word_mask")
     word_encoder_mask = EncoderMask(name="word_encoder_mask")
     embedding = keras.layers.Embedding(
         vocabulary_size, embedding_dim, mask_zero=True, name="word_embedding"
     )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-    # Dense input: most [batch * S, W] cells are padding, so at inference the word encoder
-    # runs its rows in groups of similar length and the word attention scores the words
-    # only (the packed layout has far less padding already).
-    word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=packed_groups is None)
-    pool_words = ConcatPooling(
-        word_pooling,
-        pooling_attention(
-            "word_attention",
-            attention_units,
-            attention_score,
-            attention_normalizer,
-            attention_temperature,
-            attention_options,
-            skip_masked=packed_groups is None,  # at inference, the words only
-        ),
-        prefix="word_",
-    )
-    unfold = UnfoldSentences(name="unfold_sentences")
-    sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
-    sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
-    sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
-    sentence_attention = pooling_attention(
-        "sentence_attention",
-        attention_units,
-        attention_score,
-        attention_normalizer,
-        attention_temperature,
-        attention_options,
-    )
-    dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+    word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=dense)
+    word_attention = pooling_attention("word_attention", *attention, skip_masked=dense)
+    pool_words = ConcatPooling(word_pooling, word_attention, prefix="word_")
 
     def encode_words(words):
-        """`[N, W]` ids → sentence vectors `[N, 2 * word_units * len(word_pooling)]`."""
         word_mask = word_mask_layer(words)
         x = embedding_dropout(embedding(words))
         x = word_encoder(x, mask=word_encoder_mask(word_mask))
         return pool_words(x, word_mask)
 
-    # === Functional Model ===
-    if packed_groups is None:
-        inputs = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
-        sentence_mask = sentence_mask_layer(inputs)  # [batch, S]
-        sentences = unfold([encode_words(fold(inputs)), inputs])  # [batch, S, sentence vector]
-    else:
-        index = keras.Input(shape=(None,), dtype="int32", name="sentence_index")
-        groups = [
-            keras.Input(shape=(None,), dtype="int32", name=f"words_{k}")
-            for k in range(packed_groups)
-        ]
-        inputs = {"sentence_index": index, **{f"words_{k}": g for k, g in enumerate(groups)}}
-        # A slot holds a sentence when its row has a word (an empty sentence's row has none).
-        present = PaddingMask(reduce_last=True, name="row_has_word")
-        sentence_mask = GatherSentences(name="sentence_mask")([index, *map(present, groups)])
-        gather = GatherSentences(name="gather_sentences")
-        sentences = gather([index, *[encode_words(g) for g in groups]])
-    sentences = sentence_dropout(sentences)
-    x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
-    document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
-    return keras.Model(inputs, dropout_layer(document), name=name)
+    return encode_words
+
+
+def _dense_sentences(encode_words, sentence_mask_layer, fold, unfold):
+    """Dense ids ``[batch, S, W]``: the input, the sentence mask ``[batch, S]`` and the
+    sentence vectors ``[batch, S, d]`` (every sentence of the batch encoded at once)."""
+    inputs = keras.Input(shape=(None, None), dtype="int32", name="token_ids")
+    sentence_mask = sentence_mask_layer(inputs)
+    sentences = unfold([encode_words(fold(inputs)), inputs])
+    return inputs, sentence_mask, sentences
+
+
+def _packed_sentences(encode_words, packed_groups):
+    """The packed layout (``hatt.data.pack_sentences``): the input dict, the sentence mask
+    and the sentence vectors, each group's rows encoded by the same word encoder and
+    gathered back into their review's slots."""
+    index = keras.Input(shape=(None,), dtype="int32", name="sentence_index")
+    groups = [
+        keras.Input(shape=(None,), dtype="int32", name=f"words_{k}") for k in range(packed_groups)
+    ]
+    inputs = {"sentence_index": index, **{f"words_{k}": g for k, g in enumerate(groups)}}
+    # A slot holds a sentence when its row has a word (an empty sentence's row has none).
+    present = PaddingMask(reduce_last=True, name="row_has_word")
+    sentence_mask = GatherSentences(name="sentence_mask")([index, *map(present, groups)])
+    gather = GatherSentences(name="gather_sentences")
+    sentences = gather([index, *[encode_words(g) for g in groups]])
+    return inputs, sentence_mask, sentences
