@@ -167,7 +167,9 @@ def score(run_dir, channel):
 
 
 def judge_run(run_dir, variants):
-    """Every variant's channel for one run (cached beside it, per variant's settings)."""
+    """Every variant's channel for one run, cached beside it per variant's settings:
+    ``channel-NAME.json`` (its figures) and ``channel-NAME.npz`` (its ``validation`` and
+    ``test`` logits with the intercept, as the run's own files hold the run's)."""
     run_channel = None
     result = {"run_dir": str(run_dir), "variants": {}}
     for name, overrides in variants.items():
@@ -188,6 +190,8 @@ def judge_run(run_dir, variants):
             entry["max_difference"] = max(
                 float(np.max(np.abs(saved[s] - channel[s]))) for s in saved
             )
+        # the variant's channel logits beside its figures, for mix_rule-style analyses
+        np.savez(cache.with_suffix(".npz"), **channel)
         cache.write_text(json.dumps(entry, indent=2, default=float) + "\n")
         print(f"{run_dir} {name}: {100 * entry['accuracy']:.2f} %", flush=True)
         result["variants"][name] = entry

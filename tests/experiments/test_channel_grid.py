@@ -76,6 +76,11 @@ def test_the_runs_own_settings_give_its_saved_channel_and_a_grid_is_searched(
     # cached beside the run: a second report fits nothing again
     cached = json.loads((runs / "polarity" / "n00200-d1" / "cnn" / "channel-grid.json").read_text())
     assert cached["fit"]["selection"] == searched["fit"]["selection"]
+    with np.load(runs / "polarity" / "n00200-d1" / "cnn" / "channel-run.npz") as saved:
+        own_logits = {split: saved[split] for split in ("validation", "test")}
+    for split, logits in own_logits.items():
+        recorded = channel_grid.mix_rule.load_split(run["run_dir"], split)[1]
+        np.testing.assert_allclose(logits, recorded, atol=1e-5)
     channel_grid.main(argv)
     assert json.loads((out / "channel_grid.json").read_text()) == result
 
