@@ -1,5 +1,4 @@
-"""Presets that scale with the corpus (its size and its classes), and class weights when the
-classes are unbalanced.
+"""Presets that scale with the corpus (its size, its classes), and weights for unbalanced classes.
 
 The presets (``hatt/presets/*.json``) were tuned on IMDB's 22,500 training
 reviews. Applied unchanged to a few thousand documents they give models of
