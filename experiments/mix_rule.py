@@ -51,6 +51,10 @@ ANCHORED = "anchored"
 # (before they were recorded) have neither rule.
 CROSSFIT = "crossfit"
 CROSSFIT_1SE = "crossfit 1 SE"
+# Issue 36's fifth question: above two classes the anchored mix with its biases held at
+# the channel's own intercept (times the channel's weight; hatt.training.mix.fit_mix's
+# hold_bias): only the two weights are fit on validation. Two classes: the anchored mix.
+BIASES_HELD = "anchored, biases held"
 # hatt's own rule: kept whenever weighed (KEEP_MARGIN_SE = -inf), the fit anchored at the
 # channel as fit (hatt.training.mix.choose_mix), chosen on draw 3 (mix_tuning.py).
 TODAY = ANCHORED
@@ -103,6 +107,11 @@ def decide(deep, channel, y, seed=0, crossfit=None):
     # The channel's logits hold its intercept: anchor 0. Where the fit's a is 0, this is
     # already the anchored fit of the channel alone.
     mixes[ANCHORED] = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
+    mixes[BIASES_HELD] = (
+        mixes[ANCHORED]
+        if classes == 2
+        else mix_lib.fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
+    )
     if crossfit is not None:
         mixes.update(crossfit_mixes(crossfit, channel, y, seed))
     return mixes

@@ -325,7 +325,7 @@ def _loss_and_gradient(z, y):
     return loss, gradient
 
 
-def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None):
+def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=False):
     """``a·deep + b·channel + c`` with ``a, b >= 0`` (``a = 0`` without ``use_deep``).
 
     Minimizes ``C`` times the summed log loss plus an L2 penalty: on ``a`` and
@@ -344,12 +344,17 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None):
         anchor: the channel's own intercept (a number, or ``[C]``) to anchor
             the penalty at; ``None`` penalizes ``a`` and ``b`` toward 0 and
             leaves ``c`` free.
+        hold_bias: ``True`` (with ``anchor``): ``c`` is not fit but held at
+            ``b·anchor``, the channel's own intercept at the channel's weight;
+            only ``a`` and ``b`` are fit.
 
     Returns:
         A :class:`Mix`.
     """
     from scipy.optimize import minimize
 
+    if hold_bias and anchor is None:
+        raise ValueError("fit_mix(hold_bias=True) holds c at b·anchor: it needs an anchor.")
     deep, channel = np.asarray(deep, np.float64), np.asarray(channel, np.float64)
     y = np.asarray(y, np.int64)
     units = 1 if deep.ndim == 1 else deep.shape[1]
@@ -357,20 +362,27 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None):
     c_prior = np.zeros(units) if anchor is None else np.broadcast_to(anchor, (units,))
     c_weight = 0.0 if anchor is None else 1.0
 
+    def bias_of(theta):
+        return theta[1] * c_prior if hold_bias else theta[2:]
+
     def objective(theta):
-        a, b, c = theta[0], theta[1], theta[2:]
+        a, b, c = theta[0], theta[1], bias_of(theta)
         z = a * deep + b * channel + (c[0] if deep.ndim == 1 else c)
         loss, dz = _loss_and_gradient(z, y)
         shift = c - b * c_prior  # c's distance from the channel's intercept at weight b
         penalty = 0.5 * (a * a + (b - b_prior) ** 2 + c_weight * np.sum(shift * shift))
         gradient_b = C * np.sum(dz * channel) + (b - b_prior) - c_weight * np.sum(shift * c_prior)
         gradient_c = C * np.array([dz.sum()]) if deep.ndim == 1 else C * dz.sum(axis=0)
-        gradient_c = gradient_c + c_weight * shift
         gradient = [C * np.sum(dz * deep) + a, gradient_b]
+        if hold_bias:  # c = b·c_prior moves with b (and shift is 0)
+            gradient[1] += np.sum(gradient_c * c_prior)
+            return C * loss + penalty, np.array(gradient)
+        gradient_c = gradient_c + c_weight * shift
         return C * loss + penalty, np.concatenate([gradient, gradient_c])
 
-    start = np.concatenate([[1.0 if use_deep else 0.0, 1.0], c_prior])
-    bounds = [(0.0, None if use_deep else 0.0), (0.0, None)] + [(None, None)] * units
+    start = np.concatenate([[1.0 if use_deep else 0.0, 1.0], [] if hold_bias else c_prior])
+    bounds = [(0.0, None if use_deep else 0.0), (0.0, None)]
+    bounds += [] if hold_bias else [(None, None)] * units
     result = minimize(
         objective,
         start,
@@ -380,7 +392,8 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None):
         options={"maxiter": 1000, "gtol": 1e-8},
     )
     a, b = float(result.x[0]), float(result.x[1])
-    bias = float(result.x[2]) if deep.ndim == 1 else result.x[2:].copy()
+    bias = bias_of(result.x)
+    bias = float(bias[0]) if deep.ndim == 1 else np.array(bias, np.float64)
     return Mix(a, b, bias, intercept=anchor)
 
 

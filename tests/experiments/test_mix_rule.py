@@ -99,3 +99,22 @@ def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
     assert {"crossfit", "crossfit 1 SE"} <= set(scores)
     runs = [{"t": {"a": {"x": 1.0}, "b": {"x": 3.0}}}, {"t": {"a": {"x": 2.0}}}]
     assert mix_rule.mean_over_runs(runs, "t") == {"a": {"x": 1.5}}  # rules every run has
+
+
+def test_the_biases_held_rule_fits_two_weights_above_two_classes_only(mix_rule):
+    from hatt.training import mix as mix_lib
+
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 150)
+    channel, deep = (2 * y - 1) + rng.normal(0, 1.5, 150), rng.normal(0, 1, 150)
+    mixes = mix_rule.decide(deep, channel, y)
+    assert mixes[mix_rule.BIASES_HELD] is mixes["anchored"]  # two classes: the anchored mix
+    y = rng.integers(0, 4, 150)
+    channel = np.eye(4)[y] * 2 + rng.normal(0, 1.5, (150, 4)) + [0.5, -0.5, 0.2, 0.0]
+    deep = rng.normal(0, 1, (150, 4))
+    held = mix_rule.decide(deep, channel, y)[mix_rule.BIASES_HELD]
+    # the channel's logits hold its intercept (anchor 0): the biases stay at 0
+    np.testing.assert_array_equal(held.bias, np.zeros(4))
+    expected = mix_lib.fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
+    assert (held.deep, held.channel) == pytest.approx((expected.deep, expected.channel))
+    assert mix_rule.BIASES_HELD in mix_rule.nested_scores(deep, channel, y, repeats=1)

@@ -188,6 +188,42 @@ def test_an_anchored_fit_is_the_minimum_of_its_objective(classes):
         assert objective(theta) < objective(theta - step)
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_a_held_bias_fit_is_the_minimum_over_the_two_weights(classes):
+    """hold_bias: c = b·anchor, and (a, b) minimize the anchored objective along that line."""
+    if classes == 2:
+        deep, channel, y = _parts(4, deep_sign=1, n=120)
+        anchor = 0.4
+    else:
+        deep, channel, y = _classes(4, n=120)
+        anchor = np.array([0.3, -0.2, 0.1])
+    mix = fit_mix(deep, channel, y, anchor=anchor, hold_bias=True)
+    np.testing.assert_allclose(mix.bias, mix.channel * np.asarray(anchor), rtol=1e-12)
+    assert mix.deep > 0 and mix.channel > 0
+    full = _anchored_objective(deep, channel, y, anchor)
+
+    def objective(ab):
+        return full(np.concatenate([ab, ab[1] * np.atleast_1d(anchor)]))
+
+    ab = np.array([mix.deep, mix.channel])
+    np.testing.assert_allclose(approx_fprime(ab, objective, 1e-7), 0.0, atol=2e-3)
+    for step in np.eye(2) * 0.05:
+        assert objective(ab) < objective(ab + step) and objective(ab) < objective(ab - step)
+    # with the bias free the fit reaches a lower objective (it has more to move)
+    free = fit_mix(deep, channel, y, anchor=anchor)
+    theta = np.concatenate([[free.deep, free.channel], np.atleast_1d(free.bias)])
+    assert full(theta) <= objective(ab)
+    # without a deep part the held fit only scales the channel: its argmax is the channel's
+    alone = fit_mix(deep, channel, y, use_deep=False, anchor=anchor, hold_bias=True)
+    np.testing.assert_array_equal(
+        alone.logits(deep, channel, anchor).argmax(-1) if classes > 2
+        else alone.logits(deep, channel, anchor) > 0,
+        (channel + anchor).argmax(-1) if classes > 2 else channel + anchor > 0,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="needs an anchor"):
+        fit_mix(deep, channel, y, hold_bias=True)
+
+
 def test_the_anchor_is_the_channel_as_fit_where_the_reviews_say_little():
     """Where the penalty outweighs the reviews (a tiny ``C``), the anchored mix is the
     channel as it was fit (``a = 0``, ``b = 1``, its own intercept); the fit toward 0
