@@ -7,8 +7,8 @@ exactly as ``hatt train`` would have fit it: its corpus is read again from the
 run's ``config.json``, the channel is fit with other ``ngram`` settings
 (``--variant``; a grid of ``alpha`` and ``C`` is chosen on the validation split as
 the run's own fit is), refit on training + validation with ``ngram.refit``, and
-weighed against the run's saved deep logits by the mix rule in force
-(``mix_rule.TODAY``). The mix is scored on the draw's tuning reviews (the run's
+weighed against the run's saved deep logits by a mix rule (``--rule``, default the
+one in force, ``mix_rule.TODAY``). The mix is scored on the draw's tuning reviews (the run's
 ``--test`` table). The variant ``run`` is the run's own settings: its channel
 logits must equal the ones the run saved (``max_difference``), which checks that
 this script fits the channel as ``hatt train`` does. Runs made before the channel's
@@ -48,12 +48,15 @@ Run:  python experiments/channel_grid.py [--draws 6 7] [--tasks rating] [--metho
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule] [--name channel_grid]
 The fourth question's judgement:
       python experiments/channel_grid.py --draws 6 7 --tasks rating
-      --variant multiclass='{"alpha": 0.5, "C": [3.0, 10.0, 30.0]}' --name multiclass
+      --variant multiclass='{"alpha": 0.5, "C": [3.0, 10.0, 30.0]}' --rule anchored
+      --name multiclass
+(``--rule anchored``: the rule in force then; today's holds the biases above two classes.)
 """
 
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -81,6 +84,12 @@ def parse_args(argv=None):
         metavar="NAME=JSON",
         help="ngram settings to fit the channel with, e.g. "
         'wide=\'{"alpha": [0.5, 1, 2], "C": [1, 10, 100]}\' (repeatable)',
+    )
+    parser.add_argument(
+        "--rule",
+        default=mix_rule.TODAY,
+        help=f"the mix rule (mix_rule's) that weighs each channel (default: {mix_rule.TODAY!r}, "
+        "the rule in force)",
     )
     parser.add_argument("--out", default=str(mix_tuning.RESULTS))
     parser.add_argument("--name", default="channel_grid", help="the report's file names")
@@ -149,13 +158,13 @@ class RunChannel:
         return {k: np.asarray(v, np.float64) for k, v in out.items()}, info
 
 
-def score(run_dir, channel):
-    """The mix in force on the run's saved deep logits and ``channel``'s logits: decided
-    on validation, its accuracy and log loss on the tuning reviews."""
+def score(run_dir, channel, rule=mix_rule.TODAY):
+    """The mix of ``rule`` (mix_rule's) on the run's saved deep logits and ``channel``'s
+    logits: decided on validation, its accuracy and log loss on the tuning reviews."""
     from hatt.training.nblr import logit_accuracy, logit_log_loss
 
     deep, _, y = mix_rule.load_split(run_dir, "validation")
-    mix = mix_rule.decide(deep, channel["validation"], y)[mix_rule.TODAY]
+    mix = mix_rule.decide(deep, channel["validation"], y)[rule]
     deep, _, y = mix_rule.load_split(run_dir, "test")
     logits = mix.logits(deep, channel["test"])
     return {
@@ -166,33 +175,47 @@ def score(run_dir, channel):
     }
 
 
-def judge_run(run_dir, variants):
-    """Every variant's channel for one run, cached beside it per variant's settings:
-    ``channel-NAME.json`` (its figures) and ``channel-NAME.npz`` (its ``validation`` and
-    ``test`` logits with the intercept, as the run's own files hold the run's)."""
+def cached_logits(cache, run_dir, name):
+    """A cached variant's channel logits (``channel-NAME.npz``), or ``None``. The ``run``
+    variant cached before the logits were kept reads the run's own, which it reproduces
+    (``max_difference``)."""
+    if cache.with_suffix(".npz").is_file():
+        with np.load(cache.with_suffix(".npz")) as saved:
+            return {split: saved[split] for split in ("validation", "test")}
+    if name == RUN:
+        return {s: mix_rule.load_split(run_dir, s)[1] for s in ("validation", "test")}
+    return None
+
+
+def judge_run(run_dir, variants, rule=mix_rule.TODAY):
+    """Every variant's channel for one run, scored under ``rule``; each fit cached beside
+    the run per variant's settings: ``channel-NAME.json`` (its fit) and
+    ``channel-NAME.npz`` (its ``validation`` and ``test`` logits with the intercept, as
+    the run's own files hold the run's), so another rule scores them without a fit."""
     run_channel = None
     result = {"run_dir": str(run_dir), "variants": {}}
     for name, overrides in variants.items():
         cache = Path(run_dir) / f"channel-{name}.json"
         if cache.is_file():
             cached = json.loads(cache.read_text())
-            if cached["overrides"] == overrides:
-                result["variants"][name] = cached
+            channel = cached_logits(cache, run_dir, name)
+            if cached["overrides"] == overrides and channel is not None:
+                result["variants"][name] = {**cached, **score(run_dir, channel, rule)}
                 continue
         if run_channel is None:
             run_channel = RunChannel(run_dir)
         start = time.perf_counter()
         channel, info = run_channel.logits(overrides)
-        entry = {"overrides": overrides, "fit": info, **score(run_dir, channel)}
+        entry = {"overrides": overrides, "fit": info}
         entry["seconds"] = round(time.perf_counter() - start, 1)
         if name == RUN:
             saved = {s: mix_rule.load_split(run_dir, s)[1] for s in ("validation", "test")}
             entry["max_difference"] = max(
                 float(np.max(np.abs(saved[s] - channel[s]))) for s in saved
             )
-        # the variant's channel logits beside its figures, for mix_rule-style analyses
         np.savez(cache.with_suffix(".npz"), **channel)
         cache.write_text(json.dumps(entry, indent=2, default=float) + "\n")
+        entry = {**entry, **score(run_dir, channel, rule)}
         print(f"{run_dir} {name}: {100 * entry['accuracy']:.2f} %", flush=True)
         result["variants"][name] = entry
     return result
@@ -209,7 +232,7 @@ def markdown(result, command):
         "",
         f"Written by `{command}`: each run's channel fit again with each variant's "
         "ngram settings (chosen on its validation split, as `hatt train` does), weighed "
-        f"against the run's saved deep logits by the mix in force ({mix_rule.TODAY}), "
+        f"against the run's saved deep logits by the mix rule {result['rule']!r}, "
         "scored on the draw's tuning reviews. `run` is the run's own settings "
         f"(largest difference from its saved channel logits: "
         f"{max(r['variants'][RUN]['max_difference'] for r in runs):.2e}).",
@@ -253,7 +276,11 @@ def main(argv=None):
     ]
     if not run_dirs:
         raise SystemExit(f"No finished run under {args.runs} (draws {args.draws}).")
-    result = {"variants": variants, "runs": [judge_run(r, variants) for r in run_dirs]}
+    result = {
+        "variants": variants,
+        "rule": args.rule,
+        "runs": [judge_run(r, variants, args.rule) for r in run_dirs],
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
@@ -262,6 +289,8 @@ def main(argv=None):
         if getattr(args, flag):
             command += f" --{flag} " + " ".join(map(str, getattr(args, flag)))
     command += "".join(f" --variant {n}='{json.dumps(v)}'" for n, v in variants.items() if n != RUN)
+    if args.rule != mix_rule.TODAY:
+        command += f" --rule {shlex.quote(args.rule)}"
     if args.name != "channel_grid":
         command += f" --name {args.name}"
     table = markdown(result, command)

@@ -45,7 +45,7 @@ def test_tuning_reviews_are_outside_the_draw_and_stratified(mix_tuning):
 
 
 def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
-    rules = [*mix_tuning.mix_rule.RULES, "channel", "anchored"]
+    rules = [*mix_tuning.mix_rule.RULES, "channel", mix_tuning.mix_rule.TODAY]
     today = mix_tuning.mix_rule.TODAY
     n = len(rules)
 
@@ -75,6 +75,10 @@ def test_the_criterion_is_mean_tuning_accuracy_ties_to_todays_rule(mix_tuning):
     near, far = others[0], others[-1]
     _, chosen = mix_tuning.choose(runs([[0.86 if k in (near, far) else 0.80 for k in range(n)]]))
     assert chosen == rules[near]
+    # today's rule not among those judged: a tie goes to the first listed
+    among = ["0.5 SE", "2 SE", "0 SE"]  # 0.80, 0.86, 0.86
+    _, chosen = mix_tuning.choose(runs([[0.80, 0.86, 0.80, 0.80, 0.86, 0.86, 0.80]]), among)
+    assert chosen == "2 SE"
 
 
 def test_report_scores_each_rule_on_the_tuning_reviews(tmp_path, mix_tuning):

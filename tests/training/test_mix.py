@@ -138,17 +138,22 @@ def test_a_class_with_one_validation_review_skips_the_check_and_keeps_the_fit():
     assert check == {"folds": 0, "reviews": 40, "keep_deep": True}
 
 
-def test_above_two_classes_the_channel_alone_fits_a_bias_a_class_near_its_own(monkeypatch):
-    """One-vs-rest logits need the per-class bias to make one softmax: it is fit on
-    validation, anchored at the channel's own intercepts."""
+def test_above_two_classes_the_biases_stay_the_channels_own(monkeypatch):
+    """Above two classes the mix holds its biases at the channel's own intercepts (times
+    the channel's weight): a few validation reviews a class do not move them; the deep
+    part and the channel are weighed (issue 36's fifth question)."""
     monkeypatch.setattr(mix_lib, "KEEP_MARGIN_SE", 1.0)  # a margin that drops noise
     deep, channel, y = _classes(3, n=90, deep_strength=0.0)
     intercept = np.array([0.2, -0.1, 0.0])
     mix, warnings = choose_mix(deep, channel, y, 3, intercept)
     assert mix.deep == 0.0 and warnings
-    expected = fit_mix(deep, channel, y, use_deep=False, anchor=intercept)
+    expected = fit_mix(deep, channel, y, use_deep=False, anchor=intercept, hold_bias=True)
     assert mix.channel == pytest.approx(expected.channel)
-    np.testing.assert_allclose(mix.bias, expected.bias)
+    np.testing.assert_allclose(mix.bias, mix.channel * intercept)
+    kept, _ = choose_mix(*_classes(3, n=90, deep_strength=2.0), 3, intercept)
+    assert kept.deep > 0 and kept.bias == pytest.approx(kept.channel * intercept)
+    two, _ = choose_mix(*_parts(3, deep_sign=1, n=90), 2, 0.3)  # two classes: c is fit
+    assert two.bias != pytest.approx(two.channel * 0.3)
 
 
 def _anchored_objective(deep, channel, y, anchor):

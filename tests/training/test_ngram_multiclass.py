@@ -260,10 +260,12 @@ def test_the_mix_folds_exactly_into_the_model(mixed):
         splits["validation"][1],
         use_deep=mix["deep"] > 0,
         anchor=intercept,
+        hold_bias=True,  # above two classes the biases stay the channel's own
     )
     np.testing.assert_allclose(
         [mix["deep"], mix["channel"]], [reference.deep, reference.channel], rtol=1e-6, atol=1e-6
     )
+    np.testing.assert_allclose(mix["bias"], mix["channel"] * intercept, rtol=1e-6, atol=1e-9)
     for name in ("validation", "test"):
         ids, labels = splits[name]
         deep, channel = logits[name]["deep_logits"], logits[name]["channel_logits"] - intercept
