@@ -126,8 +126,9 @@ class RunChannel:
 
         self.run_dir = Path(run_dir)
         values = json.loads((self.run_dir / "config.json").read_text())
-        self.config = TrainConfig.from_dict(values, saved=True)
-        corpus = Corpus.open(self.config)
+        config = TrainConfig.from_dict(values, saved=True)  # as asked: scaled again below
+        corpus = Corpus.open(config)
+        self.config = config.fit_to_corpus(corpus.class_counts("train"))  # as the run did
         model = keras.saving.load_model(self.run_dir / "model.keras", compile=False)
         self.layer = model.get_layer("ngram_logit")
         self.splits = {}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hatt import training
-from tests._planted import planted_split
+from tests._planted import planted_classes, planted_split
 from tests._scripts import load_experiment
 
 
@@ -91,3 +91,36 @@ def test_a_bad_variant_is_refused(channel_grid):
     with pytest.raises(SystemExit, match="NAME=JSON"):
         channel_grid.parse_variants(["run={}"])
     assert np.isclose(channel_grid.parse_variants(['a={"alpha": 0.5}'])["a"]["alpha"], 0.5)
+
+
+def test_a_run_whose_preset_changed_for_its_classes_is_fit_as_it_ran(tmp_path, channel_grid):
+    """A 3-class run whose alpha and C came from the preset: hatt train replaced them
+    (scale.MULTICLASS_NGRAM), and the run variant fits the channel with those, not the
+    preset's recorded in config.json."""
+    root = tmp_path / "runs"
+    data = root / "rating" / "data"
+    data.mkdir(parents=True)
+    for name, (n, seed) in {"n00150-d1": (150, 0), "d1-tuning": (90, 1)}.items():
+        texts, labels = planted_classes(n, seed)
+        with (data / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+            for text, label in zip(texts, labels, strict=True):
+                f.write(json.dumps({"text": text, "label": label}) + "\n")
+    ngram = {"buckets": 64, "binary": True, "reduction": "sqrt", "init": "nblr"}
+    config = training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 8},
+        ngram={**ngram, "fit": "separate", "alpha": 2.0, "C": [100.0, 300.0], "refit": True},
+        scale=["ngram.alpha", "ngram.C"],  # as a preset's would be
+        data=str(data / "n00150-d1.jsonl"),
+        test_data=str(data / "d1-tuning.jsonl"),
+        epochs=1,
+        batch_size=16,
+        min_count=1,
+    )
+    run_dir = root / "rating" / "n00150-d1" / "cnn"
+    training.train(config, run_dir, verbose=0)
+    assert json.loads((run_dir / "ngram_channel.json").read_text())["alpha"] == 0.5
+    channel_grid.main(["--runs", str(root), "--out", str(tmp_path / "out")])
+    (run,) = json.loads((tmp_path / "out" / "channel_grid.json").read_text())["runs"]
+    own = run["variants"]["run"]
+    assert own["fit"]["alpha"] == 0.5 and own["max_difference"] < 1e-5
