@@ -118,20 +118,18 @@ def build_han(
         - [Yang et al., 2016. Hierarchical Attention Networks for Document
           Classification](https://aclanthology.org/N16-1174/)
     """
-    _check_arguments(
-        vocabulary_size,
-        embedding_dim,
-        word_units,
-        sentence_units,
-        cell,
-        attention_units,
-        attention_score,
-        attention_normalizer,
-        attention_temperature,
-        attention_options,
-        dropout,
-        packed_groups,
-    )
+    _checks.check_positive_int("vocabulary_size", vocabulary_size)
+    _checks.check_positive_int("embedding_dim", embedding_dim)
+    _checks.check_positive_int("word_units", word_units)
+    _checks.check_positive_int("sentence_units", sentence_units)
+    _checks.check_choice("cell", cell, CELLS)
+    _checks.check_optional_positive_int("attention_units", attention_units)
+    _checks.check_choice("attention_score", attention_score, SCORES)
+    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
+    _checks.check_positive_number("attention_temperature", attention_temperature)
+    _checks.check_attention_options(attention_options, attention_normalizer)
+    _checks.check_rate("dropout", dropout)
+    _checks.check_optional_positive_int("packed_groups", packed_groups)
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
@@ -171,35 +169,6 @@ def build_han(
     x = sentence_encoder(sentences, mask=sentence_encoder_mask(sentence_mask))
     document, _ = sentence_attention(x, mask=sentence_mask, return_attention_scores=True)
     return keras.Model(inputs, dropout_layer(document), name=name)
-
-
-def _check_arguments(
-    vocabulary_size,
-    embedding_dim,
-    word_units,
-    sentence_units,
-    cell,
-    attention_units,
-    attention_score,
-    attention_normalizer,
-    attention_temperature,
-    attention_options,
-    dropout,
-    packed_groups,
-):
-    """:func:`build_han`'s arguments, checked before any layer is made."""
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_int("word_units", word_units)
-    _checks.check_positive_int("sentence_units", sentence_units)
-    _checks.check_choice("cell", cell, CELLS)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
-    _checks.check_positive_number("attention_temperature", attention_temperature)
-    _checks.check_attention_options(attention_options, attention_normalizer)
-    _checks.check_rate("dropout", dropout)
-    _checks.check_optional_positive_int("packed_groups", packed_groups)
 
 
 def _word_encoder(

@@ -174,14 +174,16 @@ def _anchored_objective(deep, channel, y, anchor):
     return objective
 
 
+def _anchored_case(classes):
+    """(deep, channel, labels, anchor) of 120 reviews with both parts informative."""
+    if classes == 2:
+        return (*_parts(4, deep_sign=1, n=120), 0.4)
+    return (*_classes(4, n=120), np.array([0.3, -0.2, 0.1]))
+
+
 @pytest.mark.parametrize("classes", [2, 3])
 def test_an_anchored_fit_is_the_minimum_of_its_objective(classes):
-    if classes == 2:
-        deep, channel, y = _parts(4, deep_sign=1, n=120)
-        anchor = 0.4
-    else:
-        deep, channel, y = _classes(4, n=120)
-        anchor = np.array([0.3, -0.2, 0.1])
+    deep, channel, y, anchor = _anchored_case(classes)
     mix = fit_mix(deep, channel, y, anchor=anchor)
     theta = np.concatenate([[mix.deep, mix.channel], np.atleast_1d(mix.bias)])
     assert mix.deep > 0 and mix.channel > 0  # interior: the gradient vanishes there
@@ -196,12 +198,7 @@ def test_an_anchored_fit_is_the_minimum_of_its_objective(classes):
 @pytest.mark.parametrize("classes", [2, 3])
 def test_a_held_bias_fit_is_the_minimum_over_the_two_weights(classes):
     """hold_bias: c = b·anchor, and (a, b) minimize the anchored objective along that line."""
-    if classes == 2:
-        deep, channel, y = _parts(4, deep_sign=1, n=120)
-        anchor = 0.4
-    else:
-        deep, channel, y = _classes(4, n=120)
-        anchor = np.array([0.3, -0.2, 0.1])
+    deep, channel, y, anchor = _anchored_case(classes)
     mix = fit_mix(deep, channel, y, anchor=anchor, hold_bias=True)
     np.testing.assert_allclose(mix.bias, mix.channel * np.asarray(anchor), rtol=1e-12)
     assert mix.deep > 0 and mix.channel > 0
