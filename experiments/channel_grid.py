@@ -40,7 +40,8 @@ variant's (the presets') by more than 0.01 points.
 against the presets' 33.46 % (+1.59 points; higher on each run, by 0.84-2.34); the
 channel alone 36.29 against 32.84 %. The mix now costs 1.2 points against the channel
 alone on these runs (its 8 biases and two weights fit on 100 validation reviews, with
-deep parts near chance): the next place to look. NB-LR scored 36.36 and 37.82 %,
+deep parts near chance): taken up as ``mix_tuning.py``'s fifth question, which kept the
+mix with its biases held above two classes. NB-LR scored 36.36 and 37.82 %,
 TF-IDF + LR 36.68 and 39.56 % on draws 6 and 7: hatt is still below them.
 
 Run:  python experiments/channel_grid.py [--draws 6 7] [--tasks rating] [--methods cnn]
