@@ -162,19 +162,12 @@ class RunChannel:
 
 def score(run_dir, channel, rule=mix_rule.TODAY):
     """The mix of ``rule`` (mix_rule's) on the run's saved deep logits and ``channel``'s
-    logits: decided on validation, its accuracy and log loss on the tuning reviews."""
-    from hatt.training.nblr import logit_accuracy, logit_log_loss
+    logits (mix_tuning's scores), and the channel alone, on the tuning reviews."""
+    from hatt.training.nblr import logit_accuracy
 
-    deep, _, y = mix_rule.load_split(run_dir, "validation")
-    mix = mix_rule.decide(deep, channel["validation"], y)[rule]
-    deep, _, y = mix_rule.load_split(run_dir, "test")
-    logits = mix.logits(deep, channel["test"])
-    return {
-        "accuracy": logit_accuracy(logits, y),
-        "log_loss": logit_log_loss(logits, y),
-        "channel_accuracy": logit_accuracy(channel["test"], y),
-        "deep_kept": bool(mix.deep > 0),
-    }
+    y = mix_rule.load_split(run_dir, "test")[2]
+    scores = mix_tuning.tuning_scores(run_dir, channel)[rule]
+    return {**scores, "channel_accuracy": logit_accuracy(channel["test"], y)}
 
 
 def cached_logits(cache, run_dir, name):

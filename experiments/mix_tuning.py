@@ -237,14 +237,19 @@ def finished_runs(runs, draws=None):
     return [path.relative_to(ROOT) if path.is_relative_to(ROOT) else path for path in found]
 
 
-def tuning_scores(run_dir):
+def tuning_scores(run_dir, channel=None):
     """Per rule, decided on the run's validation split: accuracy and log loss on its tuning
-    reviews (the run's ``--test`` table)."""
+    reviews (the run's ``--test`` table). ``channel``: other channel logits
+    (``{"validation", "test"}``, with their intercept) in place of the run's own."""
     from hatt.training.nblr import logit_accuracy, logit_log_loss
 
+    def split(name):
+        deep, own, y = mix_rule.load_split(run_dir, name)
+        return deep, own if channel is None else channel[name], y
+
     crossfit = mix_rule.load_crossfit(run_dir)
-    mixes = mix_rule.decide(*mix_rule.load_split(run_dir, "validation"), crossfit=crossfit)
-    deep, channel, y = mix_rule.load_split(run_dir, "test")
+    mixes = mix_rule.decide(*split("validation"), crossfit=crossfit)
+    deep, channel, y = split("test")
     return {
         rule: {
             "accuracy": logit_accuracy(mix.logits(deep, channel), y),

@@ -151,18 +151,16 @@ def fit_nb_logistic(
     """
     labels = np.asarray(labels)
     num_classes = classes_of(labels, num_classes)
-    alphas = _grid("alpha", alpha, validation)
     best, selection = None, []
-    for a in alphas:
-        fitted = _fit_nb_logistic_at(
+    for a in _grid("alpha", alpha, validation):
+        weights, intercept, info, points = _fit_nb_logistic_at(
             counts, labels, num_classes, binary, reduction, a, min_df, C, validation, seed
         )
-        info = fitted[2]
-        selection += [{"alpha": a, **entry} for entry in info.pop("selection", [_entry(info)])]
+        selection += [{"alpha": a, **point} for point in points]
         key = info.get("validation_accuracy", 0.0)
-        if best is None or key > best[0]:
-            best = (key, fitted)
-    weights, intercept, info = best[1]
+        if best is None or key > best[0]:  # ties: the first alpha listed
+            best = (key, weights, intercept, info)
+    _, weights, intercept, info = best
     if len(selection) > 1:
         info["selection"] = selection
     return weights, intercept, info
@@ -179,12 +177,6 @@ def columns_in_use(counts):
     the smoothing of the unseen features too.
     """
     return np.flatnonzero(np.diff(counts.tocsc().indptr))
-
-
-def _entry(info):
-    """A fit's grid entry (``C`` and its accuracies) from its description."""
-    keys = ("C", "train_accuracy", "validation_accuracy", "seconds")
-    return {key: info[key] for key in keys if key in info}
 
 
 def _grid(name, value, validation):
@@ -204,7 +196,8 @@ def _grid(name, value, validation):
 def _fit_nb_logistic_at(
     counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
 ):
-    """:func:`fit_nb_logistic` at one ``alpha`` (``C`` a value or a grid)."""
+    """:func:`fit_nb_logistic` at one ``alpha`` (``C`` a value or a grid): its weights,
+    intercept and description, and every ``C``'s grid entry."""
     import scipy.sparse as sp
 
     if num_classes > 2:
@@ -228,15 +221,13 @@ def _fit_nb_logistic_at(
     weights = np.zeros(ratios.shape, np.float32)
     weights[used] = model.coef_.ravel() * ratios[used]
     info = {"init": "nblr", "alpha": alpha, "min_df": min_df, **entry}
-    if len(selection) > 1:
-        info["selection"] = selection
-    return weights, float(model.intercept_[0]), info
+    return weights, float(model.intercept_[0]), info, selection
 
 
 def _fit_nb_logistic_one_vs_rest(
     counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
 ):
-    """:func:`fit_nb_logistic` above two classes: one NB-LR a class against the rest."""
+    """:func:`_fit_nb_logistic_at` above two classes: one NB-LR a class against the rest."""
     labels = check_labels(labels, num_classes)
     missing = sorted(set(range(num_classes)) - set(labels.tolist()))
     if missing:
@@ -261,9 +252,7 @@ def _fit_nb_logistic_one_vs_rest(
     weights = np.zeros(ratios.shape, np.float32)
     weights[used] = kept
     info = {"init": "nblr", "scheme": "one-vs-rest", "alpha": alpha, "min_df": min_df, **entry}
-    if len(selection) > 1:
-        info["selection"] = selection
-    return weights, intercept, info
+    return weights, intercept, info, selection
 
 
 def _one_vs_rest_at(features, labels, ratios, c, seed):

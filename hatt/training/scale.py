@@ -38,9 +38,10 @@ import copy
 import math
 
 REFERENCE_DOCUMENTS = 22500  # IMDB's training split, where the presets were tuned
-SCALED_KEYS = ("ngram.buckets", "model_kwargs.filters", "ngram.alpha", "ngram.C")
+SIZE_KEYS = ("ngram.buckets", "model_kwargs.filters")  # scale with the documents
 # The n-gram channel's NB-LR above two classes (the presets' are the binary task's).
 MULTICLASS_NGRAM = {"ngram.alpha": 0.5, "ngram.C": [3.0, 10.0, 30.0]}
+SCALED_KEYS = (*SIZE_KEYS, *MULTICLASS_NGRAM)
 BUCKETS_MARGIN = 4
 MIN_BUCKETS = 2**16
 FILTERS_POWER = 0.25
@@ -151,7 +152,7 @@ def fit_to_corpus(config, counts):
             f"class_weight auto → {config.class_weight or 'none'} (largest class {ratio:.2f}x the "
             f"smallest; balanced above {CLASS_WEIGHT_RATIO}x)"
         )
-    sizes = {k: v for k, v in changes.items() if k in ("ngram.buckets", "model_kwargs.filters")}
+    sizes = {k: v for k, v in changes.items() if k in SIZE_KEYS}
     if sizes:
         shown = ", ".join(f"{k.split('.')[-1]} {a:,} → {b:,}" for k, (a, b) in sizes.items())
         print(f"Scaled for {documents:,} training documents: {shown}")

@@ -15,10 +15,31 @@ def channel_grid():
     return load_experiment("channel_grid")
 
 
-def write_table(path, split):
+def write_table(path, texts, labels):
     with path.open("w", encoding="utf-8") as f:
-        for text, label in zip(split.texts, split.labels, strict=True):
-            f.write(json.dumps({"text": text, "label": ["neg", "pos"][int(label)]}) + "\n")
+        for text, label in zip(texts, labels, strict=True):
+            f.write(json.dumps({"text": text, "label": label}) + "\n")
+
+
+def write_polarity(path, split):
+    write_table(path, split.texts, [["neg", "pos"][int(label)] for label in split.labels])
+
+
+def tiny_config(data, ngram, **extra):
+    """A one-epoch tiny CNN on the draw ``data / n*.jsonl``, its tuning table as test."""
+    (table,) = data.glob("n*.jsonl")
+    ngram = {"buckets": 64, "binary": True, "reduction": "sqrt", "init": "nblr", **ngram}
+    return training.TrainConfig(
+        model="cnn",
+        model_kwargs={"embedding_dim": 8, "filters": 8},
+        ngram={"fit": "separate", "refit": True, **ngram},
+        data=str(table),
+        test_data=str(data / "d1-tuning.jsonl"),
+        epochs=1,
+        batch_size=16,
+        min_count=1,
+        **extra,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,27 +49,9 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     data = root / "polarity" / "data"
     data.mkdir(parents=True)
-    write_table(data / "n00200-d1.jsonl", planted_split(200, 0, cue_rate=0.7, lean=0.7))
-    write_table(data / "d1-tuning.jsonl", planted_split(120, 1, cue_rate=0.7, lean=0.7))
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 8},
-        ngram={
-            "buckets": 64,
-            "binary": True,
-            "reduction": "sqrt",
-            "init": "nblr",
-            "fit": "separate",
-            "alpha": 2.0,
-            "C": [1.0, 10.0],
-            "refit": True,
-        },
-        data=str(data / "n00200-d1.jsonl"),
-        test_data=str(data / "d1-tuning.jsonl"),
-        epochs=1,
-        batch_size=16,
-        min_count=1,
-    )
+    write_polarity(data / "n00200-d1.jsonl", planted_split(200, 0, cue_rate=0.7, lean=0.7))
+    write_polarity(data / "d1-tuning.jsonl", planted_split(120, 1, cue_rate=0.7, lean=0.7))
+    config = tiny_config(data, {"alpha": 2.0, "C": [1.0, 10.0]})
     training.train(config, root / "polarity" / "n00200-d1" / "cnn", verbose=0)
     return root
 
@@ -101,22 +104,9 @@ def test_a_run_whose_preset_changed_for_its_classes_is_fit_as_it_ran(tmp_path, c
     data = root / "rating" / "data"
     data.mkdir(parents=True)
     for name, (n, seed) in {"n00150-d1": (150, 0), "d1-tuning": (90, 1)}.items():
-        texts, labels = planted_classes(n, seed)
-        with (data / f"{name}.jsonl").open("w", encoding="utf-8") as f:
-            for text, label in zip(texts, labels, strict=True):
-                f.write(json.dumps({"text": text, "label": label}) + "\n")
-    ngram = {"buckets": 64, "binary": True, "reduction": "sqrt", "init": "nblr"}
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 8},
-        ngram={**ngram, "fit": "separate", "alpha": 2.0, "C": [100.0, 300.0], "refit": True},
-        scale=["ngram.alpha", "ngram.C"],  # as a preset's would be
-        data=str(data / "n00150-d1.jsonl"),
-        test_data=str(data / "d1-tuning.jsonl"),
-        epochs=1,
-        batch_size=16,
-        min_count=1,
-    )
+        write_table(data / f"{name}.jsonl", *planted_classes(n, seed))
+    ngram = {"alpha": 2.0, "C": [100.0, 300.0]}
+    config = tiny_config(data, ngram, scale=["ngram.alpha", "ngram.C"])  # as a preset's
     run_dir = root / "rating" / "n00150-d1" / "cnn"
     training.train(config, run_dir, verbose=0)
     assert json.loads((run_dir / "ngram_channel.json").read_text())["alpha"] == 0.5
