@@ -23,9 +23,9 @@ points below the better baseline over draws 1-5, where the model is its channel 
 deep parts are near chance). The presets' channel (``alpha`` 2, ``C`` in {100, 300})
 was tuned on the binary task at 22,500 reviews. An exploration on draws 1-5 (those
 draws cannot judge it): the channel alone on the ratings, draws 1-3 (a throwaway
-script), was best at ``alpha`` 0.5 at every ``C`` from 1 to 300 and at ``C`` 10-30, 3-4
-points above the presets' settings on draws 1 and 2; this script on draw 1's CNN
-gave the mix 33.82 % with the presets' channel and 35.40 % at ``alpha`` 0.5, ``C`` 10.
+script, so no figures here), was best at ``alpha`` 0.5 at every ``C`` tried and at
+``C`` 10-30; this script on draw 1's CNN gave the mix 33.82 % with the presets'
+channel and 35.40 % at ``alpha`` 0.5, ``C`` 10.
 On the polarity task at 500 and 1,000 labels (CNN runs, draws 1-5, this script) no
 setting of ``alpha`` in {0.5, 1, 2} and ``C`` in {3, 10, 30, 100} beat the presets' mean
 by more than 0.21 points. Candidate:
