@@ -452,6 +452,14 @@ class TrainConfig:
     def to_dict(self):
         return dataclasses.asdict(self)
 
+    def saved_form(self, saved):
+        """A run's saved settings (its backup's or ``config.json``'s dict) in the form of
+        this config's :meth:`to_dict`, to compare them: read back as asked
+        (:meth:`from_dict`), and for a run saved before some keys came to scale, its
+        ``scale`` completed (:func:`hatt.training.scale.complete_scale`)."""
+        values = TrainConfig.from_dict(saved, saved=True).to_dict()
+        return scale.complete_scale(values, self.to_dict())
+
     def fit_to_corpus(self, counts):
         """A copy of this config scaled to the training split's ``counts`` per class.
 

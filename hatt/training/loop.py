@@ -42,7 +42,6 @@ from hatt.training import (
     word_vectors,
 )
 from hatt.training import metrics as metrics_lib
-from hatt.training.config import TrainConfig
 from hatt.training.corpus import Corpus, packed, sentence_groups
 from hatt.training.limits import check_batch_memory
 from hatt.training.optimizers import create_optimizer
@@ -169,7 +168,7 @@ def check_run(config, run_dir, strategy, *, restart=False):
         run_dir,
         config.to_dict(),
         restart=restart,
-        normalize=lambda saved: TrainConfig.from_dict(saved, saved=True).to_dict(),
+        normalize=config.saved_form,
     )
     if state:
         print(f"Resuming {run_dir} after epoch {state['epoch']} of {config.epochs}")

@@ -42,6 +42,8 @@ SIZE_KEYS = ("ngram.buckets", "model_kwargs.filters")  # scale with the document
 # The n-gram channel's NB-LR above two classes (the presets' are the binary task's).
 MULTICLASS_NGRAM = {"ngram.alpha": 0.5, "ngram.C": [3.0, 10.0, 30.0]}
 SCALED_KEYS = (*SIZE_KEYS, *MULTICLASS_NGRAM)
+# Keys that came to scale after runs were saved (7bb4767): an older run lists none of them.
+LATER_KEYS = tuple(MULTICLASS_NGRAM)
 BUCKETS_MARGIN = 4
 MIN_BUCKETS = 2**16
 FILTERS_POWER = 0.25
@@ -119,6 +121,44 @@ def unscale(values):
         section, name = key.split(".")
         values[section] = {**(values.get(section) or {}), name: change[0]}
     return values
+
+
+def complete_scale(saved, wanted):
+    """A saved run's settings (a dict, as asked) with the keys that scale since it was written.
+
+    A run saved before ``ngram.alpha`` and ``ngram.C`` scaled (:data:`LATER_KEYS`)
+    lists neither in ``scale``, where the same command today lists those its preset
+    gave. Such a key is added where the run's value is the one asked today, so the
+    interrupted run resumes. With two classes nothing changes; above two, the
+    channel, fit once training ends (``ngram.fit="separate"``), gets today's
+    multi-class settings, as the same command would give a new run.
+
+    Args:
+        saved: the run's saved settings, unscaled (``TrainConfig.from_dict(...,
+            saved=True).to_dict()``).
+        wanted: the settings asked today (``TrainConfig.to_dict()``).
+
+    Returns:
+        ``saved``, or a new dict with its ``scale`` completed.
+    """
+    listed, asked = saved.get("scale"), wanted.get("scale") or ()
+    if not isinstance(listed, list) or any(key in listed for key in LATER_KEYS):
+        return saved  # written since (or scaling nothing): compared as it is
+    added = [
+        key
+        for key in LATER_KEYS
+        if key in asked and _lookup(saved, key) == _lookup(wanted, key) is not None
+    ]
+    if not added:
+        return saved
+    keys = set(listed) | set(added)
+    return {**saved, "scale": [key for key in SCALED_KEYS if key in keys]}
+
+
+def _lookup(values, key):
+    section, name = key.split(".")
+    holder = values.get(section)
+    return holder.get(name) if isinstance(holder, dict) else None
 
 
 def fit_to_corpus(config, counts):

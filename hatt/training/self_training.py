@@ -145,7 +145,7 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
     semi.check_pseudo_labeled(config)
     run_dir = Path(run_dir)
     resume.check_run_dir(  # as loop.check_run will: before the teacher's hours, not after
-        run_dir, config.to_dict(), restart=restart, normalize=_normalize
+        run_dir, config.to_dict(), restart=restart, normalize=config.saved_form
     )
     if restart:
         shutil.rmtree(run_dir / TEACHER, ignore_errors=True)
@@ -166,12 +166,6 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
 
 
 # === Steps ==========================================================================
-
-
-def _normalize(saved):
-    from hatt.training.config import TrainConfig
-
-    return TrainConfig.from_dict(saved, saved=True).to_dict()
 
 
 def _splits(texts):
@@ -203,7 +197,7 @@ def _check_teacher(teacher_dir, teacher_config):
     from hatt.training import resume
 
     saved = json.loads((teacher_dir / run_files.CONFIG).read_text())
-    saved, wanted = _normalize(saved), teacher_config.to_dict()
+    saved, wanted = teacher_config.saved_form(saved), teacher_config.to_dict()
     for key in ("scale", "scaled"):  # what the run changed for its corpus size
         saved.pop(key, None), wanted.pop(key, None)
     differ = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))

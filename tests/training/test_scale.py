@@ -1,5 +1,6 @@
 """Presets scaled to the training split, and class_weight="auto" (hatt.training.scale)."""
 
+import dataclasses
 import json
 import math
 
@@ -12,6 +13,7 @@ from hatt.training.scale import (
     BUCKETS_MARGIN,
     CLASS_WEIGHT_RATIO,
     FILTERS_POWER,
+    LATER_KEYS,
     MULTICLASS_NGRAM,
     REFERENCE_DOCUMENTS,
     resolve_class_weight,
@@ -144,3 +146,41 @@ def test_class_weight_none_turns_it_off():
     assert balanced.class_weight == "balanced"
     with pytest.raises(ValueError, match="class_weight='heavy'"):
         TrainConfig(class_weight="heavy")
+
+
+@pytest.mark.parametrize(("counts", "alpha"), [([500, 500], 2.0), ([300, 200, 250, 250], 0.5)])
+def test_a_run_saved_before_the_multiclass_keys_resumes(tmp_path, counts, alpha):
+    """A backup whose ``scale`` predates ngram.alpha / ngram.C (LATER_KEYS) resumes under
+    the same command, which then fits its channel by today's rules; another value is still
+    a changed command."""
+    import tensorflow as tf
+
+    from hatt.training import loop, resume
+
+    asked = assemble_config("han")
+    assert set(LATER_KEYS) <= set(asked.scale)
+    old = dataclasses.replace(asked, scale=[k for k in asked.scale if k not in LATER_KEYS])
+    saved = old.fit_to_corpus(counts).to_dict()  # as the old run recorded it
+    assert saved["ngram"]["alpha"] == 2.0 and "ngram.alpha" not in (saved["scaled"] or {})
+
+    def backup(values):
+        state = {"format": resume.STATE_FORMAT, "epoch": 1, "config": values}
+        path = tmp_path / "run" / resume.BACKUP_DIR / resume.STATE_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(state))
+
+    backup(saved)
+    run = loop.check_run(asked, tmp_path / "run", tf.distribute.get_strategy())
+    assert run.state["epoch"] == 1
+    assert run.config.fit_to_corpus(counts).ngram.alpha == alpha  # today's rule from here on
+    assert asked.saved_form(saved)["scale"] == asked.scale
+    # a run saved today is compared as written, and an old run asked for another alpha
+    # (or that set its own) is not the same command
+    assert asked.saved_form(asked.fit_to_corpus(counts).to_dict()) == asked.to_dict()
+    other = assemble_config("han", overrides=["ngram.alpha=1.0"])
+    with pytest.raises(resume.RunError, match=r"other settings.*ngram"):
+        loop.check_run(other, tmp_path / "run", tf.distribute.get_strategy())
+    own = dataclasses.replace(old, ngram=dataclasses.replace(old.ngram, alpha=1.0))
+    backup(own.fit_to_corpus(counts).to_dict())
+    with pytest.raises(resume.RunError, match=r"other settings.*ngram"):
+        loop.check_run(asked, tmp_path / "run", tf.distribute.get_strategy())
