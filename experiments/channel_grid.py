@@ -6,7 +6,9 @@ finished run of ``experiments/mix_tuning.py`` can be given another channel
 exactly as ``hatt train`` would have fit it: its corpus is read again from the
 run's ``config.json``, the channel is fit with other ``ngram`` settings
 (``--variant``; a grid of ``alpha`` and ``C`` is chosen on the validation split as
-the run's own fit is), refit on training + validation with ``ngram.refit``, and
+the run's own fit is; the layer's settings, ``order``, ``buckets``, ``binary`` and
+``reduction``, read other features of the run's token ids), refit on training +
+validation with ``ngram.refit``, and
 weighed against the run's saved deep logits by a mix rule (``--rule``, default the
 one in force, ``mix_rule.TODAY``). The mix is scored on the draw's tuning reviews (the run's
 ``--test`` table). The variant ``run`` is the run's own settings: its channel
@@ -70,6 +72,14 @@ import mix_tuning  # noqa: E402  (the tuning runs, reused)
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "run"  # the variant of the run's own settings
+# ngram settings that are the channel layer's (NgramSettings name -> NgramLogit's): a
+# variant with them reads other features of the same token ids (the deep part is the run's)
+LAYER_SETTINGS = {
+    "order": "ngram",
+    "buckets": "buckets",
+    "binary": "binary",
+    "reduction": "reduction",
+}
 
 
 def parse_args(argv=None):
@@ -84,7 +94,8 @@ def parse_args(argv=None):
         default=[],
         metavar="NAME=JSON",
         help="ngram settings to fit the channel with, e.g. "
-        'wide=\'{"alpha": [0.5, 1, 2], "C": [1, 10, 100]}\' (repeatable)',
+        'wide=\'{"alpha": [0.5, 1, 2], "C": [1, 10, 100]}\' or bigrams=\'{"order": 2}\' '
+        "(repeatable)",
     )
     parser.add_argument(
         "--rule",
@@ -121,7 +132,6 @@ class RunChannel:
         import keras
 
         import hatt  # noqa: F401  (registers the layers)
-        from hatt.training import ngram
         from hatt.training.config import TrainConfig
         from hatt.training.corpus import Corpus
 
@@ -132,10 +142,27 @@ class RunChannel:
         self.config = config.fit_to_corpus(corpus.class_counts("train"))  # as the run did
         model = keras.saving.load_model(self.run_dir / "model.keras", compile=False)
         self.layer = model.get_layer("ngram_logit")
-        self.splits = {}
-        for split in ("train", "validation", "test"):
-            ids, labels = corpus.in_memory_split(split)
-            self.splits[split] = (ngram.channel_counts(self.layer, ids), np.asarray(labels))
+        self.ids = {
+            split: corpus.in_memory_split(split) for split in ("train", "validation", "test")
+        }
+        self._counts = {}  # (order, buckets) -> {split: (counts, labels)}
+
+    def channel(self, overrides):
+        """The run's channel layer with the layer settings of ``overrides``
+        (:data:`LAYER_SETTINGS`), and its counts of each split."""
+        from hatt.training import ngram
+
+        changes = {LAYER_SETTINGS[k]: v for k, v in overrides.items() if k in LAYER_SETTINGS}
+        layer = self.layer
+        if changes:
+            layer = type(layer).from_config({**layer.get_config(), **changes})
+        key = (layer.ngram, layer.buckets)
+        if key not in self._counts:
+            self._counts[key] = {
+                split: (ngram.channel_counts(layer, ids), np.asarray(labels))
+                for split, (ids, labels) in self.ids.items()
+            }
+        return layer, self._counts[key]
 
     def logits(self, overrides):
         """The channel's validation (training-split fit) and test (the refit with
@@ -143,18 +170,19 @@ class RunChannel:
         from hatt.training import ngram
         from hatt.training.nblr import layer_features
 
+        layer, splits = self.channel(overrides)
         settings = dataclasses.replace(self.config.ngram, **overrides)
         config = dataclasses.replace(self.config, ngram=settings)
-        train, validation, test = (self.splits[s] for s in ("train", "validation", "test"))
-        weights, intercept, info = ngram.fit_ngram_channel(self.layer, config, *train, validation)
+        train, validation, test = (splits[s] for s in ("train", "validation", "test"))
+        weights, intercept, info = ngram.fit_ngram_channel(layer, config, *train, validation)
         features = {
-            name: layer_features(counts, self.layer.binary, self.layer.reduction)
-            for name, (counts, _) in self.splits.items()
+            name: layer_features(counts, layer.binary, layer.reduction)
+            for name, (counts, _) in splits.items()
         }
         out = {"validation": features["validation"] @ weights + intercept}
         if settings.refit:
             weights, intercept, info["refit"] = ngram.refit_ngram_channel(
-                self.layer, config, info, train, validation
+                layer, config, info, train, validation
             )
         out["test"] = features["test"] @ weights + intercept
         return {k: np.asarray(v, np.float64) for k, v in out.items()}, info

@@ -114,3 +114,22 @@ def test_a_run_whose_preset_changed_for_its_classes_is_fit_as_it_ran(tmp_path, c
     (run,) = json.loads((tmp_path / "out" / "channel_grid.json").read_text())["runs"]
     own = run["variants"]["run"]
     assert own["fit"]["alpha"] == 0.5 and own["max_difference"] < 1e-5
+
+
+def test_a_layer_setting_reads_the_features_a_run_with_it_would_fit(tmp_path, channel_grid, runs):
+    """The variant {"order": 1, "reduction": "sum"} of the module's run gives the channel
+    that a run trained with those settings fit: the deep part does not touch it."""
+    run_dir = runs / "polarity" / "n00200-d1" / "cnn"
+    config = training.TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    assert config.ngram.order != 1 and config.ngram.reduction != "sum"
+    layer = {"order": 1, "reduction": "sum", "C": [0.1, 1.0]}
+    other = tiny_config(runs / "polarity" / "data", {"alpha": 2.0, **layer})
+    training.train(other, tmp_path / "unigrams", verbose=0)
+    argv = ["--runs", str(runs), "--out", str(tmp_path / "out")]
+    channel_grid.main([*argv, "--variant", f"unigrams={json.dumps(layer)}"])
+    with np.load(run_dir / "channel-unigrams.npz") as saved:
+        for split in ("validation", "test"):
+            expected = channel_grid.mix_rule.load_split(tmp_path / "unigrams", split)[1]
+            np.testing.assert_allclose(saved[split], expected, atol=1e-5)
+            own = channel_grid.mix_rule.load_split(run_dir, split)[1]
+            assert np.abs(saved[split] - own).max() > 1e-3  # other features, other logits
