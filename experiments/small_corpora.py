@@ -290,13 +290,19 @@ def _channel_summary(channel):
 
 
 class CachedTestTokens:
-    """The test table read and tokenized once per process (every baseline cell shares it)."""
+    """Each test table tokenized once per process (the baseline cells that share it reuse it).
+
+    A table is known by its texts, not its ids: the ids of a table are its line numbers
+    (``test/line1``, ...), the same in every table of a size. Keyed on them, every
+    draw's tuning table in one ``mix_tuning.py --baselines`` call read the first draw's
+    tuning reviews, on which the later draws' baselines had trained in part.
+    """
 
     def __init__(self):
         self.cache = {}
 
     def __call__(self, corpus):
-        key = tuple(corpus.test.ids[:3]) + (len(corpus.test),)
+        key = hash(tuple(corpus.test.texts))
         if key not in self.cache:
             self.cache[key] = _tokenized(corpus.test)
         return self.cache[key]

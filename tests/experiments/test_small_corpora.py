@@ -145,6 +145,27 @@ def test_baseline_cell_chooses_on_the_draws_validation_slice(sc, imdb, tmp_path)
     assert cell["model_bytes"] > 0
 
 
+def test_each_test_table_is_tokenized_as_its_own(sc, tmp_path):
+    """Tables whose ids are the same line numbers are told apart by their texts (keyed on
+    the ids, a second draw's tuning table read the first's)."""
+    import hatt
+
+    def write(path, words):
+        rows = [{"text": f"A {w} film.", "label": "pn"[i % 2]} for i, w in enumerate(words)]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return path
+
+    train = write(tmp_path / "train.jsonl", [f"good {i}" for i in range(20)])
+    tokens = sc.CachedTestTokens()
+    got = []
+    for draw, words in enumerate([("good", "bad"), ("fine", "awful"), ("good", "bad")]):
+        test = write(tmp_path / f"d{draw}.jsonl", words)
+        got.append(tokens(hatt.data.load_corpus(train, test=str(test), progress=False)))
+    assert got[0].ids == got[1].ids  # the line numbers
+    assert [t.split()[1] for t in got[1].texts] == ["fine", "awful"]
+    assert got[2] is got[0]  # the same table again: read once
+
+
 def run_main(sc, imdb, out, runs, *extra):
     return sc.main(
         ["--data", str(imdb), "--sizes", "20", "40", "--draws", "2", "--families", "cnn"]
