@@ -339,26 +339,32 @@ def _parts_by_method(result):
     return lines
 
 
-def _beside_baselines(result):
-    """hatt under today's rule beside NB-LR and TF-IDF + LR on the same draws' tuning
-    reviews: per task and size, the mean over the draws where every column was run."""
-    cells = {}  # (task/size, draw) -> {method: tuning accuracy}
-    for run in result["runs"]:
-        run_dir = Path(run["run_dir"])
+def baseline_cells(accuracies):
+    """hatt's tuning accuracy per run beside the baselines fit on the same draw:
+    ``{(task size, draw): {method or baseline: accuracy}}`` from ``{run_dir: accuracy}``
+    and the ``BASELINE.json`` files of ``--baselines`` in each run's draw folder."""
+    cells = {}
+    for run_dir, accuracy in accuracies.items():
+        run_dir = Path(run_dir)
         place = run_dir.parent if run_dir.is_absolute() else ROOT / run_dir.parent
         size, draw = (int(part) for part in run_dir.parent.name[1:].split("-d"))
-        key = (f"{run_dir.parent.parent.name} {size}", draw)
-        row = cells.setdefault(key, {})
-        row[run_dir.name] = run["tuning"][mix_rule.TODAY]["accuracy"]
+        row = cells.setdefault((f"{run_dir.parent.parent.name} {size}", draw), {})
+        row[run_dir.name] = accuracy
         for name in sc.BASELINES:
             if (place / f"{name}.json").is_file():
                 row[name] = json.loads((place / f"{name}.json").read_text())["test_accuracy"]
+    return cells
+
+
+def beside_baselines(cells, rule=mix_rule.TODAY):
+    """The markdown lines of :func:`baseline_cells`' ``cells`` (hatt under ``rule``): per
+    task, size and method, the mean over the draws where every column was run."""
     if not any(name in row for row in cells.values() for name in sc.BASELINES):
         return []
     lines = [
         "",
         f"Beside the linear baselines on the same draws' tuning reviews (hatt under "
-        f"{mix_rule.TODAY}; NB-LR and TF-IDF + LR fit as the small-corpora benchmark fits "
+        f"{rule}; NB-LR and TF-IDF + LR fit as the small-corpora benchmark fits "
         "them, `--baselines`): mean over the draws that have the method and both "
         "baselines; the last column against the better baseline of each draw, in bold "
         "where hatt is below it.",
@@ -442,7 +448,18 @@ def markdown(result, command):
             f"| {mix_rule.shown(rule)} | {100 * m['accuracy']:.2f} % | {m['log_loss']:.4f} | "
             f"{100 * m['deep_kept']:.0f} % | {nested:.4f} |"
         )
-    lines += _by_kind(result, rules) + _parts_by_method(result) + _beside_baselines(result)
+    lines += (
+        _by_kind(result, rules)
+        + _parts_by_method(result)
+        + beside_baselines(
+            baseline_cells(
+                {
+                    run["run_dir"]: run["tuning"][mix_rule.TODAY]["accuracy"]
+                    for run in result["runs"]
+                }
+            )
+        )
+    )
     lines += ["", "Per run: tuning accuracy (deep part kept: *).", ""]
     names = " | ".join(map(mix_rule.shown, rules))
     lines.append(f"| run | validation reviews | tuning reviews | {names} |")
