@@ -143,12 +143,12 @@ def complete_scale(saved, wanted):
     """
     listed, asked = saved.get("scale"), wanted.get("scale") or ()
     if not isinstance(listed, list) or any(key in listed for key in LATER_KEYS):
-        return saved  # written since (or scaling nothing): compared as it is
-    added = [
-        key
-        for key in LATER_KEYS
-        if key in asked and _lookup(saved, key) == _lookup(wanted, key) is not None
-    ]
+        return saved  # no preset, or written since: compared as it is
+    added = []
+    for key in LATER_KEYS:
+        value = _lookup(saved, key)
+        if key in asked and value is not None and value == _lookup(wanted, key):
+            added.append(key)
     if not added:
         return saved
     keys = set(listed) | set(added)
