@@ -302,7 +302,7 @@ class CachedTestTokens:
         self.cache = {}
 
     def __call__(self, corpus):
-        key = hash(tuple(corpus.test.texts))
+        key = tuple(corpus.test.texts)  # the texts themselves: no two tables share a key
         if key not in self.cache:
             self.cache[key] = _tokenized(corpus.test)
         return self.cache[key]

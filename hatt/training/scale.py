@@ -75,8 +75,9 @@ def resolve_class_weight(class_weight, counts):
 
 
 def _get(config, key):
+    """``key``'s value in ``config``: a :class:`TrainConfig` or its ``to_dict()``."""
     section, name = key.split(".")
-    holder = getattr(config, section)
+    holder = config.get(section) if isinstance(config, dict) else getattr(config, section)
     if holder is None:
         return None
     return holder.get(name) if isinstance(holder, dict) else getattr(holder, name)
@@ -146,19 +147,13 @@ def complete_scale(saved, wanted):
         return saved  # no preset, or written since: compared as it is
     added = []
     for key in LATER_KEYS:
-        value = _lookup(saved, key)
-        if key in asked and value is not None and value == _lookup(wanted, key):
+        value = _get(saved, key)
+        if key in asked and value is not None and value == _get(wanted, key):
             added.append(key)
     if not added:
         return saved
     keys = set(listed) | set(added)
     return {**saved, "scale": [key for key in SCALED_KEYS if key in keys]}
-
-
-def _lookup(values, key):
-    section, name = key.split(".")
-    holder = values.get(section)
-    return holder.get(name) if isinstance(holder, dict) else None
 
 
 def fit_to_corpus(config, counts):
