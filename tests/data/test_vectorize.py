@@ -80,6 +80,60 @@ def test_nested_wraps_long_sentences_and_truncates_sentences():
     assert fixed(["x"]).numpy().shape == (1, 4, 5)
 
 
+def _reference_tokens(documents, output_mode, limit, max_words, truncation):
+    """Vectorizer.tokens in plain Python: ``documents`` as lists of sentences of words."""
+
+    def keep(items):
+        if len(items) <= limit:
+            return items
+        head = {"head": limit, "tail": 0, "head_tail": limit // 2}[truncation]
+        return items[:head] + items[len(items) - (limit - head) :]
+
+    if output_mode == "flat":
+        return [keep([w for sentence in doc for w in sentence]) for doc in documents]
+    wrapped = [
+        [s[i : i + max_words] for s in doc for i in range(0, len(s), max_words)]
+        for doc in documents
+    ]
+    return [keep(doc) for doc in wrapped]
+
+
+@pytest.mark.parametrize("output_mode", ["flat", "nested"])
+@pytest.mark.parametrize("truncation", ["head", "tail", "head_tail"])
+def test_truncation_and_wrapping_match_a_python_reference(output_mode, truncation):
+    """Random batches (empty reviews first, last and between; sentences longer than
+    max_words; reviews shorter and longer than the limit) against the reference."""
+    rng = np.random.default_rng(7)
+    for limit, max_words in ((1, 1), (3, 2), (5, 4), (7, 3)):
+        documents = []
+        for _ in range(12):
+            sentences = int(rng.integers(0, 5))
+            documents.append(
+                [
+                    [f"w{int(rng.integers(100))}" for _ in range(int(rng.integers(1, 9)))]
+                    for _ in range(sentences)
+                ]
+            )
+        documents[0] = documents[-1] = []
+        texts = [". ".join(" ".join(s) for s in doc) for doc in documents]
+        v = Vectorizer(
+            output_mode=output_mode,
+            sequence_length=limit,
+            max_sentences=limit,
+            max_words=max_words,
+            truncation=truncation,
+            vocabulary=["x"],
+        )
+        got = v.tokens(texts).to_list()
+        want = _reference_tokens(documents, output_mode, limit, max_words, truncation)
+        decode = (
+            (lambda doc: [w.decode() for w in doc])
+            if output_mode == "flat"
+            else (lambda doc: [[w.decode() for w in s] for s in doc])
+        )
+        assert [decode(doc) for doc in got] == want, (limit, max_words)
+
+
 def test_50k_word_review_is_cut_to_the_maximum():
     v = Vectorizer(min_count=1, sequence_length=400, vocabulary=["word"])
     assert v([" ".join(["word"] * 50_000)]).numpy().shape == (1, 400)
