@@ -44,6 +44,7 @@ for name, model, kwargs, strategy in (
     config = training.TrainConfig(
         model=model, model_kwargs=kwargs, epochs=3 if model == "cnn" else 1, batch_size=16, min_count=1,
         learning_rate=1e-2, patience=3, strategy=strategy, packed=False,
+        max_sentences=6, max_words=12,  # the dense HAN: 6 x 12 steps a review, not 30 x 50
     )
     run_dir = f"{sys.argv[1]}/{name}"
     metrics = training.train(config, run_dir, texts=imdb, command="test", verbose=0)

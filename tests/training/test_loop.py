@@ -26,10 +26,14 @@ def planted():
     ],
 )
 def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwargs, ngram):
+    # The HAN at 6 sentences of 12 words: 3 packed groups, not the 9 of the defaults
+    # (every group is a recurrence to trace; the test's time halves).
+    limits = {"max_sentences": 6, "max_words": 12} if model == "han" else {}
     config = training.TrainConfig(
         model=model,
         model_kwargs=kwargs,
         ngram=ngram,
+        **limits,
         epochs=4,
         batch_size=16,
         min_count=1,

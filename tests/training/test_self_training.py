@@ -21,7 +21,7 @@ TINY = {
     "epochs": 2,
     "patience": 2,
     "embedding_dim": 8,
-    "units": 4,
+    "filters": 4,
     "ngram": None,
     "word_vectors": None,
 }
@@ -79,7 +79,7 @@ def corpus():
 def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(corpus, tmp_path):
     unlabeled = [*planted(60, 3).texts, corpus.test.texts[0], ""]
     run_dir = tmp_path / "self"
-    clf = hatt.TextClassifier("rnn", pseudo_labels=True, **TINY)
+    clf = hatt.TextClassifier("cnn", pseudo_labels=True, **TINY)
     clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
 
     teacher = json.loads((run_dir / "teacher" / "metrics.json").read_text())
@@ -106,11 +106,11 @@ def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(corpus, 
 
     # a finished run is refused before the teacher is looked at; --restart trains both again
     with pytest.raises(resume.RunError, match="finished run"):
-        hatt.TextClassifier("rnn", pseudo_labels=True, **TINY).fit(
+        hatt.TextClassifier("cnn", pseudo_labels=True, **TINY).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )
     stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
-    hatt.TextClassifier("rnn", pseudo_labels=True, pseudo_label_threshold=0.5, **TINY).fit(
+    hatt.TextClassifier("cnn", pseudo_labels=True, pseudo_label_threshold=0.5, **TINY).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=True
     )
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns != stamp
@@ -121,7 +121,7 @@ def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(corpus, 
 
 
 def test_pseudo_labels_without_unlabeled_documents_fail_before_any_data(corpus, tmp_path):
-    clf = hatt.TextClassifier("rnn", pseudo_labels=True, **TINY)  # unlabeled come at fit
+    clf = hatt.TextClassifier("cnn", pseudo_labels=True, **TINY)  # unlabeled come at fit
     with pytest.raises(ValueError, match="Expected unlabeled documents"):
         clf.fit(corpus, run_dir=tmp_path / "none", verbose=0)
     assert not (tmp_path / "none").exists()
@@ -131,14 +131,14 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     unlabeled = planted(40, 4).texts
     run_dir = tmp_path / "resumed"
     settings = {**TINY, "pseudo_labels": True, "pseudo_label_threshold": 0.5}
-    hatt.TextClassifier("rnn", **settings).fit(
+    hatt.TextClassifier("cnn", **settings).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
     )
     # as if the student had crashed: its results gone, the teacher's and the labels kept
     (run_dir / "metrics.json").unlink()
     teacher_stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
     labels_stamp = (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns
-    hatt.TextClassifier("rnn", **settings).fit(
+    hatt.TextClassifier("cnn", **settings).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
     )
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
@@ -148,7 +148,7 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     # another limit reuses the teacher and its probabilities; a teacher of other settings
     # is refused (it would teach what the run did not ask for)
     (run_dir / "metrics.json").unlink()
-    hatt.TextClassifier("rnn", **settings, pseudo_label_limit=3).fit(
+    hatt.TextClassifier("cnn", **settings, pseudo_label_limit=3).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
     )
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
@@ -156,7 +156,7 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     assert summary["kept"] <= 3 and summary["limit"] == 3
     assert json.loads((run_dir / "metrics.json").read_text())["train_size"] == 80 + summary["kept"]
     (run_dir / "metrics.json").unlink()
-    with pytest.raises(resume.RunError, match="teacher .* other settings .*units"):
-        hatt.TextClassifier("rnn", **{**settings, "units": 6}).fit(
+    with pytest.raises(resume.RunError, match="teacher .* other settings .*filters"):
+        hatt.TextClassifier("cnn", **{**settings, "filters": 6}).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )
