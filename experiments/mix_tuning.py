@@ -486,6 +486,8 @@ def report(args):
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     command = "python experiments/mix_tuning.py --report-only"
+    if args.baselines:  # the report's baseline table needs them fit
+        command += f" --baselines --task {args.task}"
     if args.judge_draws:
         command += " --judge-draws " + " ".join(map(str, args.judge_draws))
     if args.rules:

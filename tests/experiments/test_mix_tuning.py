@@ -185,4 +185,7 @@ def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tu
         f"| polarity 500 | cnn | 2 | {100 * hatt:.2f} % | {100 * nb_lr:.2f} % | "
         f"{100 * tfidf:.2f} % | {f'**{gap}**' if hatt < nb_lr else gap} |"
     )
-    assert row in (out / "tuning.md").read_text()
+    table = (out / "tuning.md").read_text()
+    assert row in table
+    # the command it names fits the baselines again, for the task they were fit for
+    assert "mix_tuning.py --report-only --baselines --task polarity" in table
