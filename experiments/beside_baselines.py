@@ -28,6 +28,7 @@ under today's channel and rule, as ``channel_grid.py`` rescored them.)
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -97,8 +98,10 @@ def main(argv=None):
     if not lines:
         raise SystemExit(f"No baseline under {args.runs}: run mix_tuning.py --baselines first.")
     command = "python experiments/beside_baselines.py " + " ".join(
-        f"--from {s}" for s in args.sources
+        f"--from {shlex.quote(s)}" for s in args.sources
     )
+    if args.name != "beside_baselines":
+        command += f" --name {shlex.quote(args.name)}"
     text = "\n".join(
         [
             "# hatt beside the linear baselines on the tuning draws",

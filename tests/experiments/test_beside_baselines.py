@@ -51,6 +51,17 @@ def test_a_later_report_replaces_runs_and_draws_are_set_beside_their_baselines(t
     assert "| rating 1000 | cnn | 2 | 25.50 % | 35.00 % | 35.00 % | **-11.50** |" in table
     assert "Draws without both baselines: rating 1000 d3." in table
     assert "the variant 'v' under 'held'" in table and "the rule 'anchored'" in table
+    # the command it names writes it again: a key with spaces quoted, a name given
+    beside.main([*argv, "--from", f"{second}=v", "--name", "both draws"])
+    shown = f"--from {first}=anchored --from {second}=v --name 'both draws'`"
+    assert shown in (out / "both draws.md").read_text()
+    held = [
+        {"run_dir": r["run_dir"], "tuning": {"anchored, biases held": {"accuracy": 0.5}}}
+        for r in old
+    ]
+    third = write_json(tmp_path / "held.json", {"runs": held})
+    beside.main([*argv[:4], "--from", f"{third}=anchored, biases held"])
+    assert f"--from '{third}=anchored, biases held'`" in (out / "beside_baselines.md").read_text()
     with pytest.raises(SystemExit, match="without 'always'"):
         beside.main([*argv[:4], "--from", f"{first}=always"])
     with pytest.raises(SystemExit, match="REPORT=KEY"):
