@@ -81,6 +81,7 @@ LAYER_SETTINGS = {
     "buckets": "buckets",
     "binary": "binary",
     "reduction": "reduction",
+    "idf": "idf",
 }
 
 
@@ -170,23 +171,18 @@ class RunChannel:
         """The channel's validation (training-split fit) and test (the refit with
         ``ngram.refit``) logits with their intercepts, and the fit's description."""
         from hatt.training import ngram
-        from hatt.training.nblr import layer_features
 
         layer, splits = self.channel(overrides)
         settings = dataclasses.replace(self.config.ngram, **overrides)
         config = dataclasses.replace(self.config, ngram=settings)
         train, validation, test = (splits[s] for s in ("train", "validation", "test"))
         weights, intercept, info = ngram.fit_ngram_channel(layer, config, *train, validation)
-        features = {
-            name: layer_features(counts, layer.binary, layer.reduction)
-            for name, (counts, _) in splits.items()
-        }
-        out = {"validation": features["validation"] @ weights + intercept}
-        if settings.refit:
+        out = {"validation": ngram.channel_features(layer, validation[0]) @ weights + intercept}
+        if settings.refit:  # with the layer's idf, the refit sets the IDF of both splits
             weights, intercept, info["refit"] = ngram.refit_ngram_channel(
                 layer, config, info, train, validation
             )
-        out["test"] = features["test"] @ weights + intercept
+        out["test"] = ngram.channel_features(layer, test[0]) @ weights + intercept
         return {k: np.asarray(v, np.float64) for k, v in out.items()}, info
 
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-REDUCTIONS = ("sum", "mean", "sqrt")
+REDUCTIONS = ("sum", "mean", "sqrt", "l2")
 
 
 def ngram_feature_ids(ids, vocabulary_size, buckets, ngram=2):
@@ -59,6 +59,14 @@ class NgramLogit(keras.layers.Layer):
     a vector `(num_features,)`; with `units=C` (one logit a class) a matrix
     `(num_features, C)`, whose column `c` is class `c`'s weights.
 
+    With `idf=True` each feature's value is its inverse document frequency
+    (a non-trainable weight `idf`, set from a corpus with `set_idf`; ones
+    until then) instead of 1, and `reduction="l2"` divides by the L2 norm of
+    the review's values: with `binary=True` the features of
+    scikit-learn's `TfidfVectorizer(binary=True)` over hashed n-grams, and
+    a feature of IDF 0 (one no training review has) counts for nothing, as
+    a word outside the vectorizer's vocabulary.
+
     Masking: padding (id 0) and n-grams that touch padding contribute
     nothing, so the result does not change when a review is padded further.
     A review without tokens gives `0`.
@@ -70,8 +78,11 @@ class NgramLogit(keras.layers.Layer):
             `n >= 2`. Defaults to `2**20`.
         ngram: Int >= 1, the longest n-gram. Defaults to `2`.
         reduction: How the feature weights of a review are combined:
-            `"sum"`, `"mean"` or `"sqrt"` (sum divided by the square root of
-            the number of features, between the two). Defaults to `"sqrt"`.
+            `"sum"`, `"mean"`, `"sqrt"` (sum divided by the square root of
+            the number of features, between the two) or `"l2"` (sum divided
+            by the L2 norm of the review's feature values; needs
+            `binary=True`, and without `idf` it equals `"sqrt"`). Defaults
+            to `"sqrt"`.
         binary: Bool. If `True`, a feature counts once per review however
             often it occurs (the binarized counts of NBSVM; for a nested or
             packed HAN input, once per document); otherwise every occurrence
@@ -82,6 +93,9 @@ class NgramLogit(keras.layers.Layer):
             memorising the training set before the deep part has learned.
             Defaults to `0.0`.
         units: Positive int, the number of logits. Defaults to `1`.
+        idf: Bool. If `True`, a feature's value is its weight in the `idf`
+            vector (`[num_features]`, non-trainable, saved with the model)
+            instead of 1. Defaults to `False`.
         embeddings_initializer: Initializer of the weights. Defaults to
             `"zeros"`.
         embeddings_regularizer: Optional regularizer of the weights.
@@ -105,6 +119,10 @@ class NgramLogit(keras.layers.Layer):
     (2, 1)
     >>> hatt.layers.NgramLogit(vocabulary_size=10, buckets=64, units=3)(ids).shape
     (2, 3)
+    >>> tfidf = hatt.layers.NgramLogit(
+    ...     vocabulary_size=10, buckets=64, binary=True, reduction="l2", idf=True
+    ... )
+    >>> tfidf.set_idf(keras.ops.linspace(1.0, 2.0, tfidf.num_features))
 
     References:
         - [Wang & Manning, 2012. Baselines and Bigrams: Simple, Good
@@ -122,6 +140,7 @@ class NgramLogit(keras.layers.Layer):
         binary=False,
         feature_dropout=0.0,
         units=1,
+        idf=False,
         embeddings_initializer="zeros",
         embeddings_regularizer=None,
         seed=None,
@@ -142,8 +161,14 @@ class NgramLogit(keras.layers.Layer):
             raise ValueError(
                 f"Expected reduction to be one of {REDUCTIONS}. Received: reduction={reduction!r}"
             )
-        if not isinstance(binary, bool):
-            raise ValueError(f"Expected binary to be a bool. Received: binary={binary!r}")
+        for name, value in (("binary", binary), ("idf", idf)):
+            if not isinstance(value, bool):
+                raise ValueError(f"Expected {name} to be a bool. Received: {name}={value!r}")
+        if reduction == "l2" and not binary:
+            raise ValueError(
+                "reduction='l2' divides by the L2 norm of a review's feature values, which "
+                "counts each feature once: it needs binary=True. Received: binary=False"
+            )
         if not isinstance(feature_dropout, int | float) or not 0 <= feature_dropout < 1:
             raise ValueError(
                 "Expected feature_dropout to be a float in [0, 1). "
@@ -156,6 +181,7 @@ class NgramLogit(keras.layers.Layer):
         self.binary = binary
         self.feature_dropout = float(feature_dropout)
         self.units = units
+        self.idf = idf
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.embeddings_regularizer = keras.regularizers.get(embeddings_regularizer)
         self.seed = seed
@@ -174,6 +200,36 @@ class NgramLogit(keras.layers.Layer):
             initializer=self.embeddings_initializer,
             regularizer=self.embeddings_regularizer,
         )
+        if self.idf:
+            self.idf_weights = self.add_weight(
+                name="idf", shape=(self.num_features,), initializer="ones", trainable=False
+            )
+
+    def set_idf(self, values):
+        """Set the features' IDF (`idf=True`): a float array `[num_features]`, each >= 0.
+
+        Args:
+            values: float array-like `[num_features]`.
+
+        Raises:
+            ValueError: the layer has no `idf`, or `values` has another shape,
+                a negative or a non-finite value.
+        """
+        if not self.idf:
+            raise ValueError("set_idf needs a layer built with idf=True. Received: idf=False")
+        values = ops.convert_to_tensor(values, "float32")
+        shape = tuple(ops.shape(values))
+        if shape != (self.num_features,) or not bool(
+            ops.all(ops.logical_and(ops.isfinite(values), values >= 0))
+        ):
+            raise ValueError(
+                f"Expected values to be {self.num_features} finite floats >= 0, one a "
+                f"feature. Received: shape {shape}"
+                + ("" if shape != (self.num_features,) else ", a negative or non-finite value")
+            )
+        if not self.built:
+            self.build(None)
+        self.idf_weights.assign(values)
 
     def _features(self, ids):
         """Feature ids `[rows, F]` per row of `ids` (leading axis), padding as `-1`."""
@@ -195,13 +251,21 @@ class NgramLogit(keras.layers.Layer):
         if training and self.feature_dropout > 0:
             draw = keras.random.uniform(ops.shape(keep), seed=self.seed_generator)
             keep = keep * ops.cast(draw >= self.feature_dropout, keep.dtype)
+        count = ops.sum(keep, axis=-1)  # what "mean" and "sqrt" divide by
+        if self.idf:  # each kept feature's value
+            keep = keep * ops.take(self._idf(), ops.maximum(features, 0))
+        if self.reduction == "l2":  # the sum of the values' squares
+            count = ops.sum(keep * keep, axis=-1)
         # Padding (-1) reads feature 0, whose weight `keep` zeroes.
         table = ops.cast(self.embeddings, self.compute_dtype)
         if self.units == 1:
             weights = ops.take(table, ops.maximum(features, 0))
-            return ops.sum(weights * keep, axis=-1), ops.sum(keep, axis=-1)
+            return ops.sum(weights * keep, axis=-1), count
         weights = ops.take(table, ops.maximum(features, 0), axis=0)  # [rows, F, units]
-        return ops.sum(weights * ops.expand_dims(keep, -1), axis=1), ops.sum(keep, axis=-1)
+        return ops.sum(weights * ops.expand_dims(keep, -1), axis=1), count
+
+    def _idf(self):
+        return ops.cast(self.idf_weights, self.compute_dtype)
 
     def _weigh_packed(self, index, groups, training):
         """`_weigh` per document of the packed HAN layout (`sentence_index`, word groups)."""
@@ -236,12 +300,8 @@ class NgramLogit(keras.layers.Layer):
             total, count = self._weigh_packed(index, groups, training)
         else:
             total, count = self._weigh(self._features(inputs), training)
-        if self.units > 1:
-            count = ops.expand_dims(count, -1)
-        if self.reduction == "mean":
-            total = total / ops.maximum(count, 1.0)
-        elif self.reduction == "sqrt":
-            total = total / ops.sqrt(ops.maximum(count, 1.0))
+        scale = self._scale(count)
+        total = total * (scale if self.units == 1 else ops.expand_dims(scale, -1))
         return ops.expand_dims(total, -1) if self.units == 1 else total
 
     def token_contributions(self, ids):
@@ -286,6 +346,11 @@ class NgramLogit(keras.layers.Layer):
             share = share / ops.cast(occurrences, self.compute_dtype)
         else:
             count = ops.sum(share, axis=-1)
+        if self.idf:  # a feature's value, shared as its weight is
+            share = share * ops.take(self._idf(), ops.maximum(rows, 0))
+        if self.reduction == "l2":  # the sum of the distinct features' values squared
+            value = self._idf() if self.idf else ops.ones((self.num_features,))
+            count = ops.sum(share * ops.take(value, ops.maximum(rows, 0)), axis=-1)
         scale = self._scale(ops.cast(count, self.compute_dtype))  # [batch]
         values = self._lookup(rows) * ops.expand_dims(share * ops.expand_dims(scale, -1), -1)
         values = ops.reshape(values, (*shape, self.units))  # [..., F, units]
@@ -299,11 +364,14 @@ class NgramLogit(keras.layers.Layer):
         return ops.take(table, ops.maximum(features, 0), axis=0)
 
     def _scale(self, count):
-        """The factor `reduction` applies to a review's sum of weights, from its feature count."""
+        """The factor `reduction` applies to a review's sum of weights, from its feature
+        count (`"l2"`: the sum of its values' squares)."""
         if self.reduction == "mean":
             return 1.0 / ops.maximum(count, 1.0)
         if self.reduction == "sqrt":
             return 1.0 / ops.sqrt(ops.maximum(count, 1.0))
+        if self.reduction == "l2":  # a review without a valued feature gives 0, not NaN
+            return ops.where(count > 0, 1.0 / ops.sqrt(ops.maximum(count, 1e-12)), 0.0)
         return ops.ones_like(count)
 
     def compute_output_shape(self, input_shape):
@@ -322,6 +390,7 @@ class NgramLogit(keras.layers.Layer):
                 "binary": self.binary,
                 "feature_dropout": self.feature_dropout,
                 "units": self.units,
+                "idf": self.idf,
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": keras.regularizers.serialize(self.embeddings_regularizer),
                 "seed": self.seed,

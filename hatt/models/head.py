@@ -38,10 +38,14 @@ class NgramChannel:
         buckets: Positive int, hash buckets for the n-grams with `n >= 2`.
         order: Positive int, the longest n-gram (`3`: unigrams, bigrams and
             trigrams).
-        reduction: `NgramLogit`'s `reduction` (`"sum"`, `"mean"`, `"sqrt"`).
+        reduction: `NgramLogit`'s `reduction` (`"sum"`, `"mean"`, `"sqrt"`,
+            `"l2"`).
         binary: Bool, count each feature once per review (NBSVM).
         feature_dropout: Float in `[0, 1)`, `NgramLogit`'s feature dropout.
         l2: Float >= 0, L2 penalty on the channel's weights.
+        idf: Bool, `NgramLogit`'s `idf`: each feature valued by its inverse
+            document frequency (set by the channel's fit from the training
+            split).
     """
 
     buckets: int = 2**20
@@ -50,14 +54,22 @@ class NgramChannel:
     binary: bool = False
     feature_dropout: float = 0.0
     l2: float = 0.0
+    idf: bool = False
 
-    KEYS = ("buckets", "order", "reduction", "binary", "feature_dropout", "l2")
+    KEYS = ("buckets", "order", "reduction", "binary", "feature_dropout", "l2", "idf")
 
     def __post_init__(self):
         _checks.check_positive_int("ngram.buckets", self.buckets)
         _checks.check_positive_int("ngram.order", self.order)
         _checks.check_choice("ngram.reduction", self.reduction, REDUCTIONS)
         _checks.check_bool("ngram.binary", self.binary)
+        _checks.check_bool("ngram.idf", self.idf)
+        if self.reduction == "l2" and not self.binary:
+            raise ValueError(
+                "ngram.reduction='l2' divides by the L2 norm of a review's feature values, "
+                "which counts each feature once: it needs ngram.binary=true. "
+                "Received: ngram.binary=false"
+            )
         _checks.check_rate("ngram.feature_dropout", self.feature_dropout)
         if isinstance(self.l2, bool) or not isinstance(self.l2, int | float) or self.l2 < 0:
             raise ValueError(
@@ -93,6 +105,7 @@ class NgramChannel:
             binary=layer.binary,
             feature_dropout=layer.feature_dropout,
             l2=float(getattr(layer.embeddings_regularizer, "l2", 0.0)),
+            idf=getattr(layer, "idf", False),
         )
 
     def to_dict(self):
@@ -151,7 +164,7 @@ def classifier(backbone, num_classes=2, ngram=None, name=None):
             over `num_classes` logits. Defaults to `2`.
         ngram: `None` (no channel), or an `NgramChannel` / dict of its
             settings (`buckets`, `order`, `reduction`, `binary`,
-            `feature_dropout`, `l2`): a `hatt.layers.NgramLogit` over the
+            `feature_dropout`, `l2`, `idf`): a `hatt.layers.NgramLogit` over the
             backbone's ids with one logit a class (one for two classes),
             added to the deep logits.
         name: The classifier's name. Defaults to the backbone's.
@@ -184,6 +197,7 @@ def classifier(backbone, num_classes=2, ngram=None, name=None):
             binary=channel.binary,
             feature_dropout=channel.feature_dropout,
             units=units,
+            idf=channel.idf,
             embeddings_regularizer=keras.regularizers.L2(channel.l2) if channel.l2 else None,
             dtype="float32",
             name="ngram_logit",

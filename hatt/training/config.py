@@ -40,12 +40,18 @@ from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
-NGRAM_INITS = ("nb", "nblr", "zeros")
+NGRAM_INITS = ("nb", "nblr", "lr", "zeros")
 # ngram.C's grid when none is given, by the layer's reduction: dividing a review's
 # features by the square root of their count (hundreds of n-grams a review) makes them
 # much smaller, so the same fit needs a much larger C. Each grid brackets the Cs that
 # 5-fold CV on IMDB's training split preferred (sum 0.1-0.3, sqrt 100-300; docs/deep_parts.md).
-DEFAULT_C = {"sum": [0.01, 0.03, 0.1, 0.3], "sqrt": [30.0, 100.0, 300.0, 1000.0]}
+# "l2" (unit rows, TF-IDF's scale) sits between: scikit-learn's TF-IDF + LR baseline
+# chooses C 1-128 on the binary task, 0.125-4 on the ratings.
+DEFAULT_C = {
+    "sum": [0.01, 0.03, 0.1, 0.3],
+    "sqrt": [30.0, 100.0, 300.0, 1000.0],
+    "l2": [1.0, 3.0, 10.0, 30.0, 100.0],
+}
 # TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
 DATA_FIELDS = (
     "data",
@@ -142,28 +148,34 @@ MONITORS = ("val_loss", "val_accuracy")
 class NgramSettings:
     """The ``ngram`` section of :class:`TrainConfig`: the channel, and how it is fit.
 
-    The first six keys are the layer's (:class:`hatt.models.NgramChannel`, with
+    The first seven keys are the layer's (:class:`hatt.models.NgramChannel`, with
     its defaults); the others say how its weights are set, from the training
     split only (:mod:`hatt.training.ngram`).
 
     Args:
-        buckets, order, reduction, binary, feature_dropout, l2: the layer
-            (``hatt.models.build(..., ngram=...)``).
+        buckets, order, reduction, binary, feature_dropout, l2, idf: the
+            layer (``hatt.models.build(..., ngram=...)``); with ``idf`` the
+            fit sets the features' IDF from the split it fits on.
         fit: ``"joint"``: the channel starts per ``init`` and trains with the
             deep part. ``"separate"``: the deep part trains with the channel
             off; then the channel is set per ``init`` and the two logits are
             weighed, ``a·deep + b·channel + c``, by a logistic regression on
             the validation split.
         init: ``"nb"``: the Naive Bayes log-count ratios (NBSVM); ``"nblr"``:
-            an NB-weighted logistic regression; ``"zeros"``.
+            an NB-weighted logistic regression; ``"lr"``: a logistic
+            regression on the layer's features (softmax above two classes;
+            with ``idf`` and ``reduction="l2"``, TF-IDF + LR over hashed
+            n-grams); ``"zeros"``.
         alpha: NB smoothing of the log-count ratios, > 0; with ``"nblr"``
             also a grid, searched with ``C``'s on validation accuracy.
-        C: ``"nblr"``: inverse L2 strength, or a grid chosen on validation
-            accuracy. ``None`` (the default): a grid for the reduction,
-            ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``: 30-1,000;
-            ``"mean"``: needs one given).
+        C: ``"nblr"`` and ``"lr"``: inverse L2 strength, or a grid chosen on
+            validation accuracy. ``None`` (the default): a grid for the
+            reduction, ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``:
+            30-1,000; ``"l2"``: 1-100; ``"mean"``: needs one given).
         min_df: features in fewer training reviews start at 0 (a feature of
-            one review only "predicts" that review's label).
+            one review only "predicts" that review's label); with ``idf``
+            their IDF is 0 too: they count for nothing, as outside
+            ``TfidfVectorizer(min_df=...)``'s vocabulary.
         init_scale: the start's weights are multiplied by it.
         trainable: ``False``: the channel keeps its start and training fits the
             deep part to what the linear model leaves.
@@ -181,6 +193,7 @@ class NgramSettings:
     binary: bool = NgramChannel.binary
     feature_dropout: float = NgramChannel.feature_dropout
     l2: float = NgramChannel.l2
+    idf: bool = NgramChannel.idf
     fit: str = "joint"
     init: str = "nb"
     alpha: float | list = 1.0
@@ -198,7 +211,7 @@ class NgramSettings:
         if self.fit == "separate" and self.init == "zeros":
             raise ValueError(
                 "ngram.fit='separate' sets the channel after training from ngram.init, "
-                "which must be 'nb' or 'nblr'. Received: ngram.init='zeros'"
+                "which must be 'nb', 'nblr' or 'lr'. Received: ngram.init='zeros'"
             )
         self._default_C()
         for name in ("alpha", "C"):
@@ -226,9 +239,9 @@ class NgramSettings:
         """``C=None`` becomes the grid of the reduction (written out, so runs record it)."""
         if self.C is not None:
             return
-        if self.reduction not in DEFAULT_C and self.init == "nblr":
+        if self.reduction not in DEFAULT_C and self.init in ("nblr", "lr"):
             raise ValueError(
-                f"ngram.init='nblr' with ngram.reduction={self.reduction!r} needs ngram.C "
+                f"ngram.init={self.init!r} with ngram.reduction={self.reduction!r} needs ngram.C "
                 f"(a float or a grid; there is a default grid for {sorted(DEFAULT_C)} only)."
             )
         self.C = list(DEFAULT_C.get(self.reduction, DEFAULT_C["sum"]))

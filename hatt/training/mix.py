@@ -61,13 +61,13 @@ import numpy as np
 from hatt.training.crossfit import crossfit_logits
 from hatt.training.nblr import (
     check_labels,
-    layer_features,
     logit_accuracy,
     logit_log_loss,
     logit_losses,
 )
 from hatt.training.ngram import (
     channel_counts,
+    channel_features,
     fit_ngram_channel,
     num_classes_of_layer,
     refit_ngram_channel,
@@ -255,8 +255,7 @@ def _mix_parts(layer, weights, counts, deep_logits):
 
 def _channel_logits(layer, weights, counts):
     """The channel's logits without its intercept, float64."""
-    features = layer_features(counts, layer.binary, layer.reduction)
-    return np.asarray(features @ weights, np.float64)
+    return np.asarray(channel_features(layer, counts) @ weights, np.float64)
 
 
 def _check_every_class(y, num_classes):

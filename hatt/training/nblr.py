@@ -7,6 +7,7 @@ per-review log loss). The n-gram channel (:mod:`hatt.training.ngram`), its mix
 all call these; none of them copies one.
 """
 
+import functools
 import time
 
 import numpy as np
@@ -93,22 +94,54 @@ def classes_of(labels, num_classes=None):
     return max(2, int(labels.max()) + 1) if labels.size else 2
 
 
-def layer_features(counts, binary=False, reduction="sum"):
+def layer_features(counts, binary=False, reduction="sum", idf=None):
     """The values ``NgramLogit`` multiplies its weights by, as a CSR matrix.
 
-    ``binary`` keeps one count per review; ``reduction`` divides a row by its
-    (kept) feature count (``"mean"``) or its square root (``"sqrt"``).
+    ``binary`` keeps one count per review; ``idf`` (a float array, one a
+    feature) multiplies each feature's count by its IDF; ``reduction`` divides a
+    row by its (kept) feature count (``"mean"``), that count's square root
+    (``"sqrt"``) or the row's L2 norm (``"l2"``; a row without a valued feature
+    stays 0).
     """
     import scipy.sparse as sp
 
     values = counts.copy()
     if binary:
         values.data[:] = 1.0
-    if reduction != "sum":
-        n = np.maximum(np.asarray(values.sum(axis=1)).ravel(), 1.0)
+    n = np.asarray(values.sum(axis=1)).ravel()  # the feature count, before the IDF
+    if idf is not None:
+        values = values @ sp.diags(np.asarray(idf, np.float32))
+    if reduction == "l2":
+        norm = np.sqrt(np.asarray(values.multiply(values).sum(axis=1)).ravel())
+        scale = np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 0)
+    elif reduction != "sum":
+        n = np.maximum(n, 1.0)
         scale = 1.0 / (n if reduction == "mean" else np.sqrt(n))
+    if reduction != "sum":
         values = sp.diags(scale.astype(np.float32)) @ values
     return values.tocsr()
+
+
+def document_idf(counts, min_df=1):
+    """Smoothed inverse document frequencies of the features of ``counts``, float32.
+
+    scikit-learn's ``TfidfTransformer(smooth_idf=True)``: ``ln((1 + n) / (1 + df)) + 1``
+    for the ``n`` rows of ``counts`` (reviews) and each feature's document frequency
+    ``df``; a feature in fewer than ``min_df`` rows (at least: in none) gets ``0``
+    (outside the vocabulary, as ``TfidfVectorizer(min_df=...)`` leaves it), so it
+    counts for nothing, in a row's L2 norm either.
+
+    Args:
+        counts: ``scipy.sparse`` matrix ``[reviews, features]`` (:func:`ngram_counts`).
+        min_df: Positive int.
+
+    Returns:
+        float32 NumPy array ``[features]``.
+    """
+    n = counts.shape[0]
+    df = np.diff(counts.tocsc().indptr)  # rows with each column (counts are > 0)
+    idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+    return np.where(df >= max(min_df, 1), idf, 0.0).astype(np.float32)
 
 
 def fit_nb_logistic(
@@ -123,13 +156,15 @@ def fit_nb_logistic(
     validation=None,
     seed=0,
     num_classes=None,
+    idf=None,
 ):
     """NB-weighted logistic regression on the channel's features.
 
     Args:
         counts, labels: training counts (:func:`ngram_counts`) and labels
             (0/1, or ``0 .. num_classes - 1``).
-        binary, reduction: the layer's settings (see :func:`layer_features`).
+        binary, reduction, idf: the layer's settings and IDF (see
+            :func:`layer_features`).
         alpha: as in :func:`log_count_ratios`, or a grid of them, searched
             with ``C``'s (every pair; ties → the first ``alpha`` listed).
         min_df: as in :func:`log_count_ratios`.
@@ -152,9 +187,10 @@ def fit_nb_logistic(
     labels = np.asarray(labels)
     num_classes = classes_of(labels, num_classes)
     best, selection = None, []
+    features = functools.partial(layer_features, binary=binary, reduction=reduction, idf=idf)
     for a in _grid("alpha", alpha, validation):
         weights, intercept, info, points = _fit_nb_logistic_at(
-            counts, labels, num_classes, binary, reduction, a, min_df, C, validation, seed
+            counts, labels, num_classes, features, a, min_df, C, validation, seed
         )
         selection += [{"alpha": a, **point} for point in points]
         key = info.get("validation_accuracy", 0.0)
@@ -166,7 +202,76 @@ def fit_nb_logistic(
     return weights, intercept, info
 
 
-def columns_in_use(counts):
+def fit_logistic_channel(
+    counts,
+    labels,
+    *,
+    binary,
+    reduction,
+    idf=None,
+    C=1.0,
+    min_df=1,
+    validation=None,
+    seed=0,
+    num_classes=None,
+):
+    """A logistic regression on the channel's features, without NB ratios (``init="lr"``).
+
+    Two classes: the L2 logistic regression of :func:`fit_logistic_grid`
+    (``liblinear``). Above two: one multinomial (softmax) regression, all classes
+    at once (``lbfgs``), as scikit-learn's TF-IDF + LR baseline fits them; with
+    ``idf`` and ``reduction="l2"`` the features are that baseline's over hashed
+    n-grams.
+
+    Args:
+        counts, labels, binary, reduction, idf, validation, seed, num_classes: as
+            in :func:`fit_nb_logistic`.
+        C: inverse L2 strength, or a grid chosen on validation accuracy
+            (ties → the first listed).
+        min_df: features in fewer training reviews keep the weight 0.
+
+    Returns:
+        ``(weights, intercept, info)`` as :func:`fit_nb_logistic`.
+    """
+    labels = np.asarray(labels)
+    num_classes = classes_of(labels, num_classes)
+    labels = check_labels(labels, num_classes)
+    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
+    if missing:
+        raise ValueError(
+            "ngram.init='lr' needs every class in the training split. "
+            f"Received no training review of the classes {missing} (of {num_classes})."
+        )
+    used = columns_in_use(counts, min_df)
+    train_x = layer_features(counts, binary, reduction, idf)[:, used]
+    if validation is not None:
+        validation = (
+            layer_features(validation[0], binary, reduction, idf)[:, used],
+            check_labels(validation[1], num_classes, "validation labels"),
+        )
+
+    def fit(c):
+        model = _logistic(c, seed, multinomial=num_classes > 2).fit(train_x, labels)
+        return model, model.predict
+
+    model, entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    weights = np.zeros(counts.shape[1] if num_classes == 2 else (counts.shape[1], num_classes))
+    weights = weights.astype(np.float32)
+    if num_classes == 2:
+        weights[used] = model.coef_.ravel()
+        intercept = float(model.intercept_[0])
+    else:
+        weights[used] = model.coef_.T
+        intercept = np.asarray(model.intercept_, np.float64)
+    info = {"init": "lr", "idf": idf is not None, "min_df": min_df, **entry}
+    if num_classes > 2:
+        info["scheme"] = "multinomial"
+    if len(selection) > 1:
+        info["selection"] = selection
+    return weights, intercept, info
+
+
+def columns_in_use(counts, min_df=1):
     """The features that occur in ``counts`` (training reviews), as column indices.
 
     The logistic regressions are fit on these columns only: a feature absent from
@@ -174,9 +279,10 @@ def columns_in_use(counts):
     is the same, while the solver's vectors shrink from every hashed bucket (a
     million and more) to the features seen (a few tens of thousands on a small
     corpus). The NB ratios are computed on every column first: their norms count
-    the smoothing of the unseen features too.
+    the smoothing of the unseen features too. ``min_df``: only features in at least
+    that many rows (``init="lr"``: the others keep the weight 0).
     """
-    return np.flatnonzero(np.diff(counts.tocsc().indptr))
+    return np.flatnonzero(np.diff(counts.tocsc().indptr) >= max(min_df, 1))
 
 
 def _grid(name, value, validation):
@@ -193,16 +299,15 @@ def _grid(name, value, validation):
     return grid
 
 
-def _fit_nb_logistic_at(
-    counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
-):
+def _fit_nb_logistic_at(counts, labels, num_classes, features, alpha, min_df, C, validation, seed):
     """:func:`fit_nb_logistic` at one ``alpha`` (``C`` a value or a grid): its weights,
-    intercept and description, and every ``C``'s grid entry."""
+    intercept and description, and every ``C``'s grid entry (``features``: counts to
+    the layer's values)."""
     import scipy.sparse as sp
 
     if num_classes > 2:
         return _fit_nb_logistic_one_vs_rest(
-            counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+            counts, labels, num_classes, features, alpha, min_df, C, validation, seed
         )
     check_labels(labels, 2)
     if len(np.unique(labels)) < 2:
@@ -213,9 +318,9 @@ def _fit_nb_logistic_at(
     ratios = log_count_ratios(counts, labels, alpha=alpha, min_df=min_df)
     used = columns_in_use(counts)
     scale = sp.diags(ratios[used])
-    train_x = layer_features(counts, binary, reduction)[:, used] @ scale
+    train_x = features(counts)[:, used] @ scale
     if validation is not None:
-        x = layer_features(validation[0], binary, reduction)[:, used] @ scale
+        x = features(validation[0])[:, used] @ scale
         validation = (x, validation[1])
     model, entry, selection = fit_logistic_grid(train_x, labels, C, validation, seed=seed)
     weights = np.zeros(ratios.shape, np.float32)
@@ -225,7 +330,7 @@ def _fit_nb_logistic_at(
 
 
 def _fit_nb_logistic_one_vs_rest(
-    counts, labels, num_classes, binary, reduction, alpha, min_df, C, validation, seed
+    counts, labels, num_classes, features, alpha, min_df, C, validation, seed
 ):
     """:func:`_fit_nb_logistic_at` above two classes: one NB-LR a class against the rest."""
     labels = check_labels(labels, num_classes)
@@ -237,10 +342,10 @@ def _fit_nb_logistic_one_vs_rest(
         )
     ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
     used = columns_in_use(counts)
-    train_x = layer_features(counts, binary, reduction)[:, used]
+    train_x = features(counts)[:, used]
     if validation is not None:
         validation = (
-            layer_features(validation[0], binary, reduction)[:, used],
+            features(validation[0])[:, used],
             check_labels(validation[1], num_classes, "validation labels"),
         )
 
@@ -268,11 +373,13 @@ def _one_vs_rest_at(features, labels, ratios, c, seed):
     return weights, intercept
 
 
-def _logistic(c, seed):
-    """THE L2 logistic regression of the channel's fits (binary; ``liblinear``)."""
+def _logistic(c, seed, multinomial=False):
+    """THE L2 logistic regression of the channel's fits (binary: ``liblinear``; the
+    multinomial of ``init="lr"`` above two classes: ``lbfgs``)."""
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000)
+    solver = "lbfgs" if multinomial else "liblinear"
+    return LogisticRegression(C=c, solver=solver, random_state=seed, max_iter=1000)
 
 
 def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=None):

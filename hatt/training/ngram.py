@@ -14,6 +14,11 @@ the ``ngram`` section of :class:`hatt.training.TrainConfig`
   bias, so before any gradient step the model predicts what the linear model
   does; training then adds the deep part. ``C`` is chosen on the validation
   split when a grid is given.
+- ``"lr"``: a logistic regression on the layer's features without NB ratios,
+  one softmax regression above two classes. With the layer's ``idf`` and
+  ``reduction="l2"`` it is the TF-IDF + LR baseline over the channel's hashed
+  n-grams; the IDF is set from the split the channel is fit on (the training
+  split; with ``ngram.refit``, training and validation), before the fit.
 
 The counts are a SciPy CSR matrix ``[reviews, features]`` built in chunks with
 the layer's own :func:`hatt.layers.ngram_logit.ngram_feature_ids`, so a hashed
@@ -47,6 +52,8 @@ import time
 import numpy as np
 
 from hatt.training.nblr import (
+    document_idf,
+    fit_logistic_channel,
     fit_nb_logistic,
     layer_features,
     log_count_ratios,
@@ -93,11 +100,25 @@ def ngram_counts(ids, vocabulary_size, buckets, ngram=2, chunk_size=1024):
     return counts
 
 
-def channel_accuracy(counts, labels, weights, binary, reduction, intercept=0.0):
+def channel_accuracy(counts, labels, weights, binary, reduction, intercept=0.0, idf=None):
     """Accuracy of the channel alone: its logit plus ``intercept`` > 0, or the argmax of its
     logits (``weights`` ``[features, classes]``, ``intercept`` ``[classes]``)."""
-    logits = layer_features(counts, binary, reduction) @ weights + intercept
+    logits = layer_features(counts, binary, reduction, idf) @ weights + intercept
     return logit_accuracy(logits, labels)
+
+
+def layer_idf(layer):
+    """The IDF an ``NgramLogit`` values its features by (a float32 array), or ``None``."""
+    if not getattr(layer, "idf", False):
+        return None
+    import keras
+
+    return keras.ops.convert_to_numpy(layer.idf_weights)
+
+
+def channel_features(layer, counts):
+    """:func:`layer_features` with ``layer``'s settings and IDF: the values it weighs."""
+    return layer_features(counts, layer.binary, layer.reduction, layer_idf(layer))
 
 
 # === The channel in a model ===
@@ -169,13 +190,32 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         ``(weights, intercept, info)``: the channel's weights (shaped as the
         layer's), the intercept of its logit (``0`` for ``"nb"``; above two
         classes an array, one a class), and a dict describing the start
-        (``init``, the channel-alone accuracies, for ``"nblr"`` the chosen ``C``).
+        (``init``, the channel-alone accuracies, for ``"nblr"`` and ``"lr"``
+        the chosen ``C``). A layer with ``idf`` gets the IDF of ``counts``
+        first (:func:`hatt.training.nblr.document_idf`): the weights are fit on
+        the features it makes.
     """
     settings = config.ngram
     start = time.perf_counter()
     num_classes = num_classes_of_layer(layer)
     intercept = 0.0 if num_classes == 2 else np.zeros(num_classes)
-    if settings.init == "nb":
+    if getattr(layer, "idf", False):
+        layer.set_idf(document_idf(counts, settings.min_df))
+    idf = layer_idf(layer)
+    if settings.init == "lr":
+        weights, intercept, info = fit_logistic_channel(
+            counts,
+            labels,
+            binary=layer.binary,
+            reduction=layer.reduction,
+            idf=idf,
+            C=settings.C,
+            min_df=settings.min_df,
+            validation=validation,
+            seed=config.seed,
+            num_classes=num_classes,
+        )
+    elif settings.init == "nb":
         weights = _nb_ratios(counts, labels, num_classes, settings.alpha, settings.min_df)
         info = {"init": "nb", "alpha": settings.alpha, "min_df": settings.min_df}
         if num_classes > 2:
@@ -192,6 +232,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
             validation=validation,
             seed=config.seed,
             num_classes=num_classes,
+            idf=idf,
         )
     weights = weights * settings.init_scale
     intercept *= settings.init_scale
@@ -199,7 +240,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
     for name, split in (("train", (counts, labels)), ("validation", validation)):
         if split is not None:
             info[f"channel_{name}_accuracy"] = channel_accuracy(
-                *split, weights, layer.binary, layer.reduction, intercept
+                *split, weights, layer.binary, layer.reduction, intercept, idf
             )
     info["seconds"] = round(time.perf_counter() - start, 2)
     return weights, intercept, info

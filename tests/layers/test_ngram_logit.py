@@ -17,16 +17,18 @@ from hatt.layers.ngram_logit import ngram_feature_ids
 V, BUCKETS = 12, 97
 
 
-def reference(ids, weights, ngram=2, reduction="sum", binary=False):
+def reference(ids, weights, ngram=2, reduction="sum", binary=False, idf=None):
     """Per review: sum of the weights of its unigrams and hashed n-grams (no padding).
 
-    With `binary`, a feature that occurs several times in a review counts once.
-    `weights` is `[features]` or `[features, units]`; the result `[reviews, units]`.
+    With `binary`, a feature that occurs several times in a review counts once; with
+    `idf`, each weight is times its feature's IDF, and `"l2"` divides by the norm of
+    those IDFs. `weights` is `[features]` or `[features, units]`; the result
+    `[reviews, units]`.
     """
     weights = np.asarray(weights).reshape(len(weights), -1)
     out = []
     for row in np.asarray(ids).reshape(len(ids), -1, np.asarray(ids).shape[-1]):
-        total, count, seen = np.zeros(weights.shape[1]), 0, set()
+        total, count, squares, seen = np.zeros(weights.shape[1]), 0, 0.0, set()
         for seq in row:
             for n in range(1, ngram + 1):
                 for i in range(len(seq) - n + 1):
@@ -43,12 +45,16 @@ def reference(ids, weights, ngram=2, reduction="sum", binary=False):
                     if binary and feature in seen:
                         continue
                     seen.add(feature)
-                    total += weights[feature]
+                    value = 1.0 if idf is None else idf[feature]
+                    total += weights[feature] * value
                     count += 1
+                    squares += value**2
         if reduction == "mean":
             total /= max(count, 1)
         elif reduction == "sqrt":
             total /= np.sqrt(max(count, 1))
+        elif reduction == "l2":
+            total = total / np.sqrt(squares) if squares > 0 else total * 0
         out.append(total)
     return np.array(out, np.float32).reshape(len(out), weights.shape[1])
 
@@ -269,8 +275,10 @@ def _feature(gram):
     return V + int(h)
 
 
-def token_reference(ids, weights, ngram=2, reduction="sum", binary=False):
-    """Per token: Σ over its n-grams of weight × scale / n (binary: / the feature's occurrences)."""
+def token_reference(ids, weights, ngram=2, reduction="sum", binary=False, idf=None):
+    """Per token: Σ over its n-grams of weight × value × scale / n (binary: / the
+    feature's occurrences; the value is the feature's IDF, or 1)."""
+    idf = np.ones(len(weights)) if idf is None else np.asarray(idf)
     weights = np.asarray(weights).reshape(len(weights), -1)
     ids = np.asarray(ids)
     out = np.zeros((*ids.shape, weights.shape[1]))
@@ -284,10 +292,12 @@ def token_reference(ids, weights, ngram=2, reduction="sum", binary=False):
         ]
         features = [g[3] for g in grams]
         count = len(set(features)) if binary else len(features)
+        squares = sum(idf[f] ** 2 for f in set(features))
         scale = {"sum": 1.0, "mean": 1 / max(count, 1), "sqrt": 1 / np.sqrt(max(count, 1))}
+        scale["l2"] = 1 / np.sqrt(squares) if squares > 0 else 0.0
         view = out[r].reshape(len(review), ids.shape[-1], -1)
         for s, i, n, feature in grams:
-            share = weights[feature] * scale[reduction] / n
+            share = weights[feature] * idf[feature] * scale[reduction] / n
             if binary:
                 share = share / features.count(feature)
             view[s, i : i + n] += share
@@ -363,3 +373,103 @@ def test_binary_counts_the_one_feature_of_a_one_token_batch(units):
     layer, weights = layer_with_weights(3, "sum", units, binary=True)
     out = keras.ops.convert_to_numpy(layer(np.array([[4], [0]])))
     np.testing.assert_allclose(out, [weights[4].reshape(-1), np.zeros(units)], rtol=1e-6)
+
+
+# === idf and the "l2" reduction: TF-IDF features over hashed n-grams ======================
+
+
+def layer_with_idf(ngram=2, reduction="l2", units=1, idf=True):
+    """A binary layer with random weights and an IDF whose feature 3 is 0 (unseen)."""
+    layer, weights = layer_with_weights(ngram, reduction, units, binary=True, idf=idf)
+    values = np.random.default_rng(1).uniform(1.0, 4.0, layer.num_features).astype("float32")
+    values[3] = 0.0
+    if idf:
+        layer.set_idf(values)
+    return layer, weights, values if idf else None
+
+
+@UNITS
+@pytest.mark.parametrize("reduction", ["l2", "sqrt", "sum"])
+@pytest.mark.parametrize("ngram", [1, 3])
+def test_idf_matches_the_reference_in_every_layout(units, reduction, ngram):
+    layer, weights, idf = layer_with_idf(ngram, reduction, units)
+    flat = np.array(
+        [[3, 4, 3, 4, 5, 0], [3, 3, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [9, 8, 7, 6, 5, 4]]
+    )
+    out = keras.ops.convert_to_numpy(layer(flat))
+    expected = reference(flat, weights, ngram, reduction, binary=True, idf=idf)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(out).all() and (out[2] == 0).all()
+    if ngram == 1:  # only feature 3, whose IDF is 0
+        assert (out[1] == 0).all()
+    assert not np.allclose(expected, reference(flat, weights, ngram, reduction, binary=True))
+    # nested and packed: the norm is the document's
+    dense = np.array([[[3, 4, 0], [3, 4, 7]], [[8, 9, 0], [0, 0, 0]]])
+    groups = [np.array([[3, 4], [8, 9]]), np.array([[3, 4, 7]])]
+    expected = reference(dense, weights, ngram, reduction, binary=True, idf=idf)
+    for ids in (dense, [np.array([[1, 3], [2, 0]]), *groups]):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(layer(ids)), expected, rtol=1e-5, atol=1e-6
+        )
+    shares = keras.ops.convert_to_numpy(layer.token_contributions(flat))
+    np.testing.assert_allclose(shares.sum(axis=1), out, atol=1e-5)
+    np.testing.assert_allclose(
+        shares, token_reference(flat, weights, ngram, reduction, True, idf), atol=1e-5
+    )
+
+
+def test_l2_without_idf_is_sqrt_of_a_binary_review():
+    ids = np.array([[3, 4, 3, 4, 5, 0], [9, 8, 7, 6, 5, 4]])
+    l2, weights = layer_with_weights(2, "l2", binary=True)
+    sqrt = NgramLogit(V, buckets=BUCKETS, ngram=2, reduction="sqrt", binary=True)
+    sqrt.build((None, None))
+    sqrt.embeddings.assign(weights)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(l2(ids)), keras.ops.convert_to_numpy(sqrt(ids)), rtol=1e-6
+    )
+
+
+def test_layer_features_are_the_layers_values():
+    """The fit's features (`nblr.layer_features` on counts) weigh to the layer's logits."""
+    import tensorflow as tf
+
+    from hatt.training.ngram import channel_features, ngram_counts
+
+    layer, weights, idf = layer_with_idf(3, "l2", units=3)
+    ids = [[3, 4, 3, 4, 5], [3, 3], [], [9, 8, 7, 6, 5, 4, 11, 1]]
+    counts = ngram_counts(tf.ragged.constant(ids, dtype="int64"), V, BUCKETS, 3)
+    dense = np.array([row + [0] * (8 - len(row)) for row in ids])
+    np.testing.assert_allclose(
+        channel_features(layer, counts) @ weights,
+        keras.ops.convert_to_numpy(layer(dense)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+def test_idf_round_trips_in_a_keras_file(tmp_path):
+    layer, _, idf = layer_with_idf(2, "l2")
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs))
+    model.save(tmp_path / "tfidf.keras")
+    again = keras.saving.load_model(tmp_path / "tfidf.keras").layers[-1]
+    assert again.idf and again.reduction == "l2"
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(again.idf_weights), idf)
+    assert not again.idf_weights.trainable
+    ids = np.array([[3, 4, 5, 0], [6, 6, 0, 0]])
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model(ids)), keras.ops.convert_to_numpy(again(ids)), rtol=1e-6
+    )
+
+
+def test_idf_and_l2_refuse_what_they_cannot_do():
+    with pytest.raises(ValueError, match="binary=True"):
+        NgramLogit(V, buckets=BUCKETS, reduction="l2")
+    with pytest.raises(ValueError, match="idf"):
+        NgramLogit(V, buckets=BUCKETS, idf=1)
+    with pytest.raises(ValueError, match="idf=True"):
+        NgramLogit(V, buckets=BUCKETS).set_idf(np.ones(V + BUCKETS))
+    layer = NgramLogit(V, buckets=BUCKETS, binary=True, idf=True)
+    for bad in (np.ones(V), np.full(V + BUCKETS, -1.0), np.full(V + BUCKETS, np.nan)):
+        with pytest.raises(ValueError, match="finite floats >= 0"):
+            layer.set_idf(bad)
