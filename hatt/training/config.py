@@ -471,7 +471,7 @@ class TrainConfig:
         (:meth:`from_dict`), and for a run saved before some keys came to scale, its
         ``scale`` completed (:func:`hatt.training.scale.complete_scale`)."""
         values = TrainConfig.from_dict(saved, saved=True).to_dict()
-        return scale.complete_scale(values, self.to_dict())
+        return scale.complete_scale(values, self.to_dict(), saved.get("scaled"))
 
     def fit_to_corpus(self, counts):
         """A copy of this config scaled to the training split's ``counts`` per class.

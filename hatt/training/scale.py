@@ -15,14 +15,17 @@ is known (:func:`fit_to_corpus`), with ``r = training documents / 22,500``:
   the mixed model's accuracy where it was on 1,800 reviews; 150 (a square
   root) cost 0.4 points).
 
-- more than two classes: ``ngram.alpha`` and ``ngram.C`` become
-  :data:`MULTICLASS_NGRAM` (NB smoothing 0.5, ``C`` in {3, 10, 30}): each
-  class's one-vs-rest fit has a few hundred reviews of its class against
-  thousands, and wants less smoothing and a stronger penalty than the binary
-  presets' ``alpha`` 2, ``C`` in {100, 300}, as the NB-LR baseline's
-  multi-class grid reaches lower than its binary one. On IMDB's 8 ratings at
-  1,000 labels, judged on tuning draws fixed before their runs were looked at:
-  35.05 % against the presets' 33.46 % (``experiments/channel_grid.py``).
+- more than two classes (binary features): the channel becomes
+  :data:`MULTICLASS_NGRAM`, TF-IDF + LR over unigrams and bigrams
+  (``order`` 2, ``idf``, ``reduction`` "l2", ``init`` "lr": one softmax
+  regression, ``C`` in 0.5-16 chosen on validation) instead of the presets'
+  NB-weighted one-vs-rest fit over trigrams. On IMDB's 8 ratings at 1,000
+  labels, judged on tuning draws 12-15, fixed before their runs were looked
+  at: 36.27 % against 36.00 % (``experiments/channel_grid.py``'s sixth
+  question). Before it (runs whose ``scale`` lists ``ngram.alpha`` and
+  ``ngram.C`` only) the NB-LR channel took ``alpha`` 0.5 and ``C`` in
+  {3, 10, 30} (:data:`NBLR_MULTICLASS_C`; 35.05 % against the presets'
+  33.46 % on draws 6 and 7).
 
 The measurements: docs/training.md, "Presets scale with the corpus".
 
@@ -39,11 +42,26 @@ import math
 
 REFERENCE_DOCUMENTS = 22500  # IMDB's training split, where the presets were tuned
 SIZE_KEYS = ("ngram.buckets", "model_kwargs.filters")  # scale with the documents
-# The n-gram channel's NB-LR above two classes (the presets' are the binary task's).
-MULTICLASS_NGRAM = {"ngram.alpha": 0.5, "ngram.C": [3.0, 10.0, 30.0]}
+# The n-gram channel above two classes: TF-IDF + LR (the presets' NB-LR is the binary
+# task's). "ngram.init" comes first: the layer's keys and C's grid follow the init the
+# channel ends with.
+MULTICLASS_NGRAM = {
+    "ngram.init": "lr",
+    "ngram.order": 2,
+    "ngram.reduction": "l2",
+    "ngram.idf": True,
+    "ngram.alpha": 0.5,
+    "ngram.C": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0],
+}
+# C of an NB-LR channel above two classes (the rule before the TF-IDF channel; still
+# where ngram.init stays "nblr": set by the user, or a run saved before).
+NBLR_MULTICLASS_C = [3.0, 10.0, 30.0]
 SCALED_KEYS = (*SIZE_KEYS, *MULTICLASS_NGRAM)
-# Keys that came to scale after runs were saved (7bb4767): an older run lists none of them.
-LATER_KEYS = tuple(MULTICLASS_NGRAM)
+# Keys that came to scale after runs were saved, by generation: ngram.alpha and ngram.C
+# (7bb4767), then the channel's layer and fit (the TF-IDF channel). A run lists none of
+# a generation written after it.
+LATER_KEYS = ("ngram.alpha", "ngram.C")
+CHANNEL_KEYS = ("ngram.init", "ngram.order", "ngram.reduction", "ngram.idf")
 BUCKETS_MARGIN = 4
 MIN_BUCKETS = 2**16
 FILTERS_POWER = 0.25
@@ -93,18 +111,33 @@ def _set(config, key, value):
 
 
 def multiclass_ngram(key):
-    """The rule of ``key`` in :data:`MULTICLASS_NGRAM`: the preset's value for two classes."""
+    """The rule of ``key`` in :data:`MULTICLASS_NGRAM`: the preset's value for two classes.
 
-    def rule(preset, counts):
-        return MULTICLASS_NGRAM[key] if len(counts) > 2 else preset
+    Above two, ``ngram.init`` becomes ``"lr"`` where the features are binary (TF-IDF's L2
+    norm counts each feature once); the layer's keys follow only a channel that ends as
+    ``"lr"`` (an ``"nblr"`` the user kept keeps its layer), and ``ngram.C`` takes the grid
+    of the init it ends with.
+    """
+
+    def rule(preset, counts, config):
+        if len(counts) <= 2:
+            return preset
+        lr = _get(config, "ngram.init") == "lr"  # as scaled so far: init comes first
+        if key == "ngram.init":
+            return MULTICLASS_NGRAM[key] if _get(config, "ngram.binary") else preset
+        if key in CHANNEL_KEYS:
+            return MULTICLASS_NGRAM[key] if lr else preset
+        if key == "ngram.C" and not lr:
+            return NBLR_MULTICLASS_C  # an NB-LR channel's grid
+        return MULTICLASS_NGRAM[key]
 
     return rule
 
 
-# key -> rule(preset value, documents per class of the training split)
+# key -> rule(preset value, documents per class of the training split, the config so far)
 RULES = {
-    "ngram.buckets": lambda preset, counts: scaled_buckets(preset, sum(counts)),
-    "model_kwargs.filters": lambda preset, counts: scaled_filters(preset, sum(counts)),
+    "ngram.buckets": lambda preset, counts, config: scaled_buckets(preset, sum(counts)),
+    "model_kwargs.filters": lambda preset, counts, config: scaled_filters(preset, sum(counts)),
     **{key: multiclass_ngram(key) for key in MULTICLASS_NGRAM},
 }
 
@@ -124,7 +157,7 @@ def unscale(values):
     return values
 
 
-def complete_scale(saved, wanted):
+def complete_scale(saved, wanted, scaled=None):
     """A saved run's settings (a dict, as asked) with the keys that scale since it was written.
 
     A run saved before ``ngram.alpha`` and ``ngram.C`` scaled (:data:`LATER_KEYS`)
@@ -134,22 +167,36 @@ def complete_scale(saved, wanted):
     channel, fit once training ends (``ngram.fit="separate"``), gets today's
     multi-class settings, as the same command would give a new run.
 
+    The channel's layer and fit (:data:`CHANNEL_KEYS`) are added the same way to a
+    run saved before them, except where the run scaled its channel for more than two
+    classes (``scaled`` names ``ngram.alpha`` or ``ngram.C``): its model was built with
+    the NB-LR channel's layer, so today's command, which builds another, is not its
+    command and does not resume it.
+
     Args:
         saved: the run's saved settings, unscaled (``TrainConfig.from_dict(...,
             saved=True).to_dict()``).
         wanted: the settings asked today (``TrainConfig.to_dict()``).
+        scaled: the run's record of what it scaled (its ``config.json``'s
+            ``scaled``), if any.
 
     Returns:
         ``saved``, or a new dict with its ``scale`` completed.
     """
     listed, asked = saved.get("scale"), wanted.get("scale") or ()
-    if not isinstance(listed, list) or any(key in listed for key in LATER_KEYS):
-        return saved  # no preset, or written since: compared as it is
+    if not isinstance(listed, list):
+        return saved  # no preset: compared as it is
+    multiclass = any(key in (scaled or {}) for key in LATER_KEYS)
     added = []
-    for key in LATER_KEYS:
-        value = _get(saved, key)
-        if key in asked and value is not None and value == _get(wanted, key):
-            added.append(key)
+    for generation in (LATER_KEYS, CHANNEL_KEYS):
+        if any(key in listed for key in generation):
+            continue  # written since
+        if generation == CHANNEL_KEYS and multiclass:
+            continue
+        for key in generation:
+            value = _get(saved, key)
+            if key in asked and value is not None and value == _get(wanted, key):
+                added.append(key)
     if not added:
         return saved
     keys = set(listed) | set(added)
@@ -172,10 +219,10 @@ def fit_to_corpus(config, counts):
     counts = [int(c) for c in counts]
     documents = sum(counts)
     changes = {}
-    for key in config.scale or ():
+    for key in sorted(config.scale or (), key=SCALED_KEYS.index):  # ngram.C after ngram.init
         before = _get(config, key)
-        if before is not None and not isinstance(before, bool):
-            after = RULES[key](before, counts)
+        if before is not None:
+            after = RULES[key](before, counts, config)
             _set(config, key, after)
             if after != before:
                 changes[key] = [before, after]
@@ -194,6 +241,13 @@ def fit_to_corpus(config, counts):
     classes = {k: v for k, v in changes.items() if k in MULTICLASS_NGRAM}
     if classes:
         shown = ", ".join(f"{k} {a} → {b}" for k, (a, b) in classes.items())
-        print(f"The n-gram channel for {len(counts)} classes (one-vs-rest): {shown}")
+        scheme = (
+            "TF-IDF + a softmax regression"
+            if config.ngram.init == "lr" and config.ngram.idf
+            else "one-vs-rest"
+            if config.ngram.init == "nblr"
+            else config.ngram.init
+        )
+        print(f"The n-gram channel for {len(counts)} classes ({scheme}): {shown}")
     config.scaled = {"train_documents": documents, **changes} if changes else None
     return config

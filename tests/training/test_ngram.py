@@ -302,7 +302,7 @@ def test_separate_fit_config_checks():
     with pytest.raises(ValueError, match="zeros"):
         training.TrainConfig(model="cnn", ngram={"fit": "separate", "init": "zeros"})
     with pytest.raises(ValueError, match="ngram.init"):
-        training.TrainConfig(model="cnn", ngram={"init": "lr"})
+        training.TrainConfig(model="cnn", ngram={"init": "svm"})
     with pytest.raises(ValueError, match="ngram.alpha"):
         training.TrainConfig(model="cnn", ngram={"alpha": [0.5, -1.0], "init": "nblr"})
     with pytest.raises(ValueError, match="grid of ngram.alpha .* needs ngram.init='nblr'"):

@@ -11,10 +11,12 @@ from hatt.training import TrainConfig, assemble_config, load_preset
 from hatt.training.config import PRESETS
 from hatt.training.scale import (
     BUCKETS_MARGIN,
+    CHANNEL_KEYS,
     CLASS_WEIGHT_RATIO,
     FILTERS_POWER,
     LATER_KEYS,
     MULTICLASS_NGRAM,
+    NBLR_MULTICLASS_C,
     REFERENCE_DOCUMENTS,
     resolve_class_weight,
     scaled_buckets,
@@ -76,7 +78,7 @@ def test_the_preset_is_the_cap_and_the_floor_holds(documents):
 
 def test_keys_the_user_set_never_scale(tmp_path):
     config = assemble_config("cnn", overrides=["ngram.buckets=4194304"])
-    assert config.scale == ["model_kwargs.filters", "ngram.alpha", "ngram.C"]
+    assert config.scale == ["model_kwargs.filters", *MULTICLASS_NGRAM]
     config = config.fit_to_corpus([500, 500])
     assert config.ngram.buckets == 4194304
     assert config.model_kwargs["filters"] < 500
@@ -92,22 +94,33 @@ def test_keys_the_user_set_never_scale(tmp_path):
 
 @pytest.mark.parametrize("family", FAMILY_PRESETS)
 def test_more_than_two_classes_give_the_channel_the_multiclass_grid(family, capsys):
-    """Above two classes the preset's n-gram alpha and C grid become MULTICLASS_NGRAM's;
+    """Above two classes the preset's NB-LR channel becomes MULTICLASS_NGRAM's TF-IDF + LR;
     two classes keep the preset's, and a value the user set is kept."""
     preset = load_preset(family)["ngram"]
     counts = [300, 200, 250, 250]
     config = assemble_config(family).fit_to_corpus(counts)
-    assert config.ngram.alpha == MULTICLASS_NGRAM["ngram.alpha"] != preset["alpha"]
-    assert config.ngram.C == MULTICLASS_NGRAM["ngram.C"] != preset["C"]
-    assert config.scaled["ngram.alpha"] == [preset["alpha"], MULTICLASS_NGRAM["ngram.alpha"]]
-    assert "for 4 classes (one-vs-rest): ngram.alpha 2.0 → 0.5" in capsys.readouterr().out
+    for key, value in MULTICLASS_NGRAM.items():
+        name = key.split(".")[1]
+        assert getattr(config.ngram, name) == value != preset[name]
+        assert config.scaled[key] == [preset[name], value]
+    assert config.ngram.channel().idf and config.ngram.channel().reduction == "l2"
+    shown = capsys.readouterr().out
+    assert "for 4 classes (TF-IDF + a softmax regression): ngram.init nblr → lr" in shown
     again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
     assert again == assemble_config(family)  # config.json reads back as asked
     assert again.fit_to_corpus(counts) == config
     binary = assemble_config(family).fit_to_corpus([500, 500])
-    assert (binary.ngram.alpha, binary.ngram.C) == (preset["alpha"], preset["C"])
+    assert all(
+        getattr(binary.ngram, k.split(".")[1]) == preset[k.split(".")[1]] for k in MULTICLASS_NGRAM
+    )
     own = assemble_config(family, overrides=["ngram.C=[0.5]"]).fit_to_corpus(counts)
-    assert own.ngram.C == [0.5] and own.ngram.alpha == MULTICLASS_NGRAM["ngram.alpha"]
+    assert own.ngram.C == [0.5] and own.ngram.init == "lr"
+    # an NB-LR channel the user keeps takes the NB-LR grid; a channel of counts stays as it is
+    nblr = assemble_config(family, overrides=["ngram.init=nblr"]).fit_to_corpus(counts)
+    assert (nblr.ngram.init, nblr.ngram.C) == ("nblr", NBLR_MULTICLASS_C)
+    assert (nblr.ngram.order, nblr.ngram.idf) == (preset["order"], False)
+    counted = assemble_config(family, overrides=["ngram.binary=false"]).fit_to_corpus(counts)
+    assert (counted.ngram.reduction, counted.ngram.idf) == (preset["reduction"], False)
 
 
 def test_no_preset_and_direct_configs_do_not_scale():
@@ -184,3 +197,32 @@ def test_a_run_saved_before_the_multiclass_keys_resumes(tmp_path, counts, alpha)
     backup(own.fit_to_corpus(counts).to_dict())
     with pytest.raises(resume.RunError, match=r"other settings.*ngram"):
         loop.check_run(asked, tmp_path / "run", tf.distribute.get_strategy())
+
+
+@pytest.mark.parametrize(("counts", "resumes"), [([500, 500], True), ([300, 200, 250, 250], False)])
+def test_a_run_saved_before_the_tfidf_channel(tmp_path, counts, resumes):
+    """A backup whose ``scale`` lists ngram.alpha and ngram.C but not the channel's layer
+    and fit (CHANNEL_KEYS): a two-class run resumes under the same command (its channel
+    does not change); a multi-class one was built with the NB-LR channel's layer, which
+    today's command does not build, so it is refused as another command, not resumed
+    into a model of other shapes."""
+    import tensorflow as tf
+
+    from hatt.training import loop, resume
+
+    asked = assemble_config("cnn")
+    assert set(CHANNEL_KEYS) <= set(asked.scale)
+    old = dataclasses.replace(asked, scale=[k for k in asked.scale if k not in CHANNEL_KEYS])
+    saved = old.fit_to_corpus(counts).to_dict()  # as the run recorded it
+    assert saved["ngram"]["init"] == "nblr" and not saved["ngram"]["idf"]
+    state = {"format": resume.STATE_FORMAT, "epoch": 1, "config": saved}
+    path = tmp_path / "run" / resume.BACKUP_DIR / resume.STATE_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(state))
+    if resumes:
+        run = loop.check_run(asked, tmp_path / "run", tf.distribute.get_strategy())
+        assert run.state["epoch"] == 1
+        assert run.config.fit_to_corpus(counts).ngram.init == "nblr"  # two classes: as it ran
+    else:
+        with pytest.raises(resume.RunError, match=r"other settings"):
+            loop.check_run(asked, tmp_path / "run", tf.distribute.get_strategy())
