@@ -66,6 +66,19 @@ the settings in force before; ``--draws 12 13 14 15 --tasks rating``) under the 
 force, with mix_tuning's criterion: it is kept only if its mean tuning accuracy over
 those runs is higher than the ``run`` variant's by more than 0.01 points.
 
+**Judged (``tfidf.md``): kept.** 36.27 % against 36.00 % over the 8 runs (higher on 6);
+``hatt.training.scale.MULTICLASS_NGRAM`` is this channel.
+
+**The seventh question, fixed before draws 16-19's runs were looked at**: the kept
+channel's ``C``, chosen among six on 100 validation reviews, is noisy: on draw 15 both
+runs chose ``C`` 1 and lost two points. An exploration on the 16 runs of draws 1-3 and
+10-15 (``fixed_c.md``; those draws cannot judge it): the grid 36.41 %, ``C`` fixed at 4
+36.36 %, **at 8 37.13 %** (the channel as run 36.11 %). Candidate: ``c8`` = the kept
+channel with ``"C": 8.0``, no grid. Judged on draws 16-19's ratings runs (CNN and HAN at
+1,000 labels, 8 runs; ``--draws 16 17 18 19 --tasks rating``) against the ``tfidf``
+variant (the channel in force) under the rule in force: it replaces the grid only if
+its mean tuning accuracy over those runs is higher by more than 0.01 points.
+
 Run:  python experiments/channel_grid.py [--draws 6 7] [--tasks rating] [--methods cnn]
       --variant NAME='{"alpha": [...], "C": [...]}' [--variant ...]
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule] [--name channel_grid]
@@ -75,6 +88,12 @@ The sixth question's exploration and judgement:
       python experiments/channel_grid.py --draws 12 13 14 15 --tasks rating --name tfidf
       --variant tfidf='{"order": 2, "idf": true, "reduction": "l2", "init": "lr",
       "C": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0]}'
+The seventh question's judgement (its exploration: --draws 1 2 3 10 11 12 13 14 15
+      --name fixed_c with the variants tfidf, c4 and c8):
+      python experiments/channel_grid.py --draws 16 17 18 19 --tasks rating --name fixed_c_judged
+      --variant tfidf='{"order": 2, "idf": true, "reduction": "l2", "init": "lr",
+      "C": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0]}' --variant c8='{"order": 2, "idf": true,
+      "reduction": "l2", "init": "lr", "C": 8.0}'
 The fourth question's judgement:
       python experiments/channel_grid.py --draws 6 7 --tasks rating
       --variant multiclass='{"alpha": 0.5, "C": [3.0, 10.0, 30.0]}' --rule anchored
