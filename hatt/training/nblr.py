@@ -235,13 +235,7 @@ def fit_logistic_channel(
     """
     labels = np.asarray(labels)
     num_classes = classes_of(labels, num_classes)
-    labels = check_labels(labels, num_classes)
-    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
-    if missing:
-        raise ValueError(
-            "ngram.init='lr' needs every class in the training split. "
-            f"Received no training review of the classes {missing} (of {num_classes})."
-        )
+    labels = _every_class(labels, num_classes, "lr")
     used = columns_in_use(counts, min_df)
     train_x = layer_features(counts, binary, reduction, idf)[:, used]
     if validation is not None:
@@ -333,13 +327,7 @@ def _fit_nb_logistic_one_vs_rest(
     counts, labels, num_classes, features, alpha, min_df, C, validation, seed
 ):
     """:func:`_fit_nb_logistic_at` above two classes: one NB-LR a class against the rest."""
-    labels = check_labels(labels, num_classes)
-    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
-    if missing:
-        raise ValueError(
-            "ngram.init='nblr' needs every class in the training split. "
-            f"Received no training review of the classes {missing} (of {num_classes})."
-        )
+    labels = _every_class(labels, num_classes, "nblr")
     ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
     used = columns_in_use(counts)
     train_x = features(counts)[:, used]
@@ -371,6 +359,18 @@ def _one_vs_rest_at(features, labels, ratios, c, seed):
         weights[:, k] = model.coef_.ravel() * ratios[:, k]
         intercept[k] = model.intercept_[0]
     return weights, intercept
+
+
+def _every_class(labels, num_classes, init):
+    """``labels`` checked (:func:`check_labels`), with a training review of every class."""
+    labels = check_labels(labels, num_classes)
+    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
+    if missing:
+        raise ValueError(
+            f"ngram.init={init!r} needs every class in the training split. "
+            f"Received no training review of the classes {missing} (of {num_classes})."
+        )
+    return labels
 
 
 def _logistic(c, seed, multinomial=False):
