@@ -78,6 +78,8 @@ channel with ``"C": 8.0``, no grid. Judged on draws 16-19's ratings runs (CNN an
 1,000 labels, 8 runs; ``--draws 16 17 18 19 --tasks rating``) against the ``tfidf``
 variant (the channel in force) under the rule in force: it replaces the grid only if
 its mean tuning accuracy over those runs is higher by more than 0.01 points.
+**Judged (``fixed_c_judged.md``): kept.** 36.97 % against the grid's 36.30 % over the 8
+runs (the NB-LR channel as run: 35.97 %); ``MULTICLASS_NGRAM``'s ``C`` is 8.
 
 Run:  python experiments/channel_grid.py [--draws 6 7] [--tasks rating] [--methods cnn]
       --variant NAME='{"alpha": [...], "C": [...]}' [--variant ...]
