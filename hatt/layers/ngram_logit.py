@@ -251,11 +251,11 @@ class NgramLogit(keras.layers.Layer):
         if training and self.feature_dropout > 0:
             draw = keras.random.uniform(ops.shape(keep), seed=self.seed_generator)
             keep = keep * ops.cast(draw >= self.feature_dropout, keep.dtype)
-        count = ops.sum(keep, axis=-1)  # what "mean" and "sqrt" divide by
+        count = ops.sum(keep, axis=-1)  # binary features: also the sum of their squares
         if self.idf:  # each kept feature's value
             keep = keep * ops.take(self._idf(), ops.maximum(features, 0))
-        if self.reduction == "l2":  # the sum of the values' squares
-            count = ops.sum(keep * keep, axis=-1)
+            if self.reduction == "l2":  # the sum of the values' squares
+                count = ops.sum(keep * keep, axis=-1)
         # Padding (-1) reads feature 0, whose weight `keep` zeroes.
         table = ops.cast(self.embeddings, self.compute_dtype)
         if self.units == 1:
@@ -347,10 +347,10 @@ class NgramLogit(keras.layers.Layer):
         else:
             count = ops.sum(share, axis=-1)
         if self.idf:  # a feature's value, shared as its weight is
-            share = share * ops.take(self._idf(), ops.maximum(rows, 0))
-        if self.reduction == "l2":  # the sum of the distinct features' values squared
-            value = self._idf() if self.idf else ops.ones((self.num_features,))
-            count = ops.sum(share * ops.take(value, ops.maximum(rows, 0)), axis=-1)
+            value = ops.take(self._idf(), ops.maximum(rows, 0))
+            share = share * value
+            if self.reduction == "l2":  # the distinct features' values squared ("l2" is binary)
+                count = ops.sum(share * value, axis=-1)
         scale = self._scale(ops.cast(count, self.compute_dtype))  # [batch]
         values = self._lookup(rows) * ops.expand_dims(share * ops.expand_dims(scale, -1), -1)
         values = ops.reshape(values, (*shape, self.units))  # [..., F, units]

@@ -237,12 +237,8 @@ def fit_logistic_channel(
     num_classes = classes_of(labels, num_classes)
     labels = _every_class(labels, num_classes, "lr")
     used = columns_in_use(counts, min_df)
-    train_x = layer_features(counts, binary, reduction, idf)[:, used]
-    if validation is not None:
-        validation = (
-            layer_features(validation[0], binary, reduction, idf)[:, used],
-            check_labels(validation[1], num_classes, "validation labels"),
-        )
+    features = functools.partial(layer_features, binary=binary, reduction=reduction, idf=idf)
+    train_x, validation = _on_columns(features, used, counts, validation, num_classes)
 
     def fit(c):
         model = _logistic(c, seed, multinomial=num_classes > 2).fit(train_x, labels)
@@ -330,12 +326,7 @@ def _fit_nb_logistic_one_vs_rest(
     labels = _every_class(labels, num_classes, "nblr")
     ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
     used = columns_in_use(counts)
-    train_x = features(counts)[:, used]
-    if validation is not None:
-        validation = (
-            features(validation[0])[:, used],
-            check_labels(validation[1], num_classes, "validation labels"),
-        )
+    train_x, validation = _on_columns(features, used, counts, validation, num_classes)
 
     def fit(c):
         fitted = _one_vs_rest_at(train_x, labels, ratios[used], c, seed)
@@ -359,6 +350,17 @@ def _one_vs_rest_at(features, labels, ratios, c, seed):
         weights[:, k] = model.coef_.ravel() * ratios[:, k]
         intercept[k] = model.intercept_[0]
     return weights, intercept
+
+
+def _on_columns(features, used, counts, validation, num_classes):
+    """The training features on the ``used`` columns, and the validation split's
+    ``(features, checked labels)`` on them (or ``None``)."""
+    if validation is not None:
+        validation = (
+            features(validation[0])[:, used],
+            check_labels(validation[1], num_classes, "validation labels"),
+        )
+    return features(counts)[:, used], validation
 
 
 def _every_class(labels, num_classes, init):

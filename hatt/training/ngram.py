@@ -199,9 +199,9 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
     start = time.perf_counter()
     num_classes = num_classes_of_layer(layer)
     intercept = 0.0 if num_classes == 2 else np.zeros(num_classes)
-    if getattr(layer, "idf", False):
-        layer.set_idf(document_idf(counts, settings.min_df))
-    idf = layer_idf(layer)
+    idf = document_idf(counts, settings.min_df) if getattr(layer, "idf", False) else None
+    if idf is not None:
+        layer.set_idf(idf)
     if settings.init == "lr":
         weights, intercept, info = fit_logistic_channel(
             counts,
