@@ -4,12 +4,14 @@ Keras / TensorFlow workarounds — every use of a private API, in this module
 only, so that they can be deleted together on an upgrade. Checked on
 Keras 3.15.1 and TensorFlow 2.21:
 
-- :func:`build_under_strategy` calls ``model._symbolic_build`` and replaces
+- :func:`build_before_fit` calls ``model._symbolic_build`` and replaces
   ``model._maybe_symbolic_build`` (Keras' TensorFlow trainer): under
   ``MultiWorkerMirroredStrategy`` Keras builds the compiled state from fit's
   first batch with ``strategy.reduce`` on an ``(x, y)`` tuple, which fails
   ("Attempt to convert a value (PerReplica ...) to a Tensor"), and the drawn
-  batch is lost to training (tensorflow#72388).
+  batch is lost to training (tensorflow#72388). Without a strategy Keras
+  builds the optimizer and the metrics inside the first trace of the train
+  step, and TensorFlow traces a function that creates variables twice.
 - :func:`rank_one_logs_for_multiworker` wraps ``model.train_step`` and
   ``model.test_step``: Keras reduces a step's logs across workers with
   ``strategy.reduce("MEAN", value, axis=0)``, which fails on scalars
@@ -104,21 +106,24 @@ def distribute_options(dataset, strategy, policy="DATA"):
     return dataset.with_options(options)
 
 
-def build_under_strategy(model, dataset, strategy):
-    """Build the compiled model's state on one local batch, not on fit's first batch.
+def build_before_fit(model, dataset, strategy):
+    """Build the compiled model's state on one local batch, before ``fit`` traces its step.
 
-    Keras 3.15's TensorFlow trainer (``_maybe_symbolic_build``) draws the
-    first batch from ``fit``'s own iterator for a model created under a
-    strategy and averages it across replicas with ``strategy.reduce``. Under
+    Keras 3.15's TensorFlow trainer builds the optimizer's and the metrics'
+    variables lazily: for a model created without a strategy, inside the first
+    trace of the train step. TensorFlow traces a ``tf.function`` that creates
+    variables twice (once to create them, once more to run), so the step, the
+    costliest trace of a run, was traced twice (a tiny HAN's run: 23 s, of which
+    about 8 s the second trace). For a model created under a strategy
+    (``_maybe_symbolic_build``), Keras draws the first batch from ``fit``'s own
+    iterator and averages it across replicas with ``strategy.reduce``; under
     ``MultiWorkerMirroredStrategy`` that fails ("Attempt to convert a value
-    (PerReplica ...) to a Tensor": the reduction gets the ``(x, y)`` tuple,
-    see tensorflow#72388), and with ``steps_per_epoch`` the drawn batch is
-    lost to training. The model is already built; the metrics, loss and
-    optimizer are built here from one batch of ``dataset``, and the trainer's
-    step is skipped for this model.
+    (PerReplica ...) to a Tensor": the reduction gets the ``(x, y)`` tuple, see
+    tensorflow#72388), and with ``steps_per_epoch`` the drawn batch is lost to
+    training. Here the metrics, loss and optimizer are built from one batch of
+    ``dataset`` (symbolically: no step runs), and the trainer's own build is
+    skipped for this model.
     """
-    if getattr(model, "_distribute_strategy", None) is None:
-        return  # not created under a strategy: Keras builds lazily, nothing to avoid
     batch = next(iter(dataset.take(1)))
     with strategy.scope():
         model._symbolic_build(data_batch=batch)

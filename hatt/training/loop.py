@@ -298,7 +298,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         backup.restore_model(model)
         # init_frozen_epochs: the copied layers frozen first (builds the optimizer on all)
         unfreezing = transfer.gradual_unfreezing(model, config, run.run_dir, early_stopping)
-    distribute.build_under_strategy(model, datasets["validation"], run.strategy)
+    distribute.build_before_fit(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
     # The epoch's validation logits are written before its backup: a resumed run has them.
     epoch_logits = [run.epoch_logits] if getattr(run, "epoch_logits", None) else []
