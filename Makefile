@@ -36,8 +36,9 @@ train: install
 # tests again under a second Keras backend (PyTorch, CPU build). The TF suite
 # runs in one worker process per core (pytest-xdist): most of a test's time is
 # single-threaded Python (tracing, building), so two cores finish it in about
-# half the time (8.6 against 19.3 minutes here; 35 minutes by late 2026, see
-# the 30 slowest tests that each run prints, where CI time is to be won back).
+# half the time (8.6 against 19.3 minutes here; 35 minutes by late 2026, 28.5
+# since fit's step and the tokenizer are traced once; see the 30 slowest tests
+# that each run prints, where CI time is to be won back).
 test: test-tf test-torch
 
 test-tf: install
