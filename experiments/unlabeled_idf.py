@@ -61,18 +61,13 @@ def parse_args(argv=None):
 def idf_pair(train_tokens, unlabeled_tokens):
     """The vectorizer fit on the draw, and ``{name: idf}`` for :data:`IDFS` over its
     vocabulary."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     fixed = baselines.SETTINGS["tfidf_lr"]["fixed"]
     features = baselines.create_features("tfidf_lr", **fixed).fit(train_tokens)
-    wider = TfidfVectorizer(
-        vocabulary=features.vocabulary_,
-        ngram_range=baselines.NGRAM_RANGE,
-        tokenizer=str.split,
-        token_pattern=None,
-        lowercase=False,
-        sublinear_tf=fixed["sublinear_tf"],
-    ).fit([*train_tokens, *unlabeled_tokens])
+    # the same features with the draw's vocabulary fixed (min_df then keeps every word)
+    wider = baselines.create_features("tfidf_lr", **fixed).set_params(
+        vocabulary=features.vocabulary_
+    )
+    wider.fit([*train_tokens, *unlabeled_tokens])
     return features, {"draw": features.idf_.copy(), "draw + unsup": wider.idf_}
 
 
@@ -94,13 +89,16 @@ def scores(features, idfs, train, tuning, num_classes, seed):
     return out
 
 
-def run_task(args, task, unsup_texts):
-    """Every draw of ``task``: ``{draw: row}``."""
+def run_task(args, task, unsup):
+    """Every draw of ``task``: ``{draw: row}``. ``unsup``: the unlabeled texts'
+    ``fingerprints`` (:func:`hatt.data.text.fingerprints`, as ``read_unlabeled``'s
+    exclusion compares them) and ``tokens``, computed once for every draw."""
     from hatt.data import Split
     from hatt.data.text import fingerprints
 
     pools = sc.create_dataset(args.data, task)
-    labels = np.asarray(pools["train"].labels)
+    texts, labels = pools["train"].texts, np.asarray(pools["train"].labels)
+    num_classes = len(np.unique(labels))
     rows = {}
     for draw in args.draws:
         start = time.perf_counter()
@@ -108,19 +106,16 @@ def run_task(args, task, unsup_texts):
         picked = mix_tuning.tuning_indices(
             labels, set(drawn.tolist()), args.tuning_size, draw, args.seed
         )
-        texts = pools["train"].texts
         train = Split(baselines.tokenize([texts[i] for i in drawn], progress=False), labels[drawn])
         tuning_texts = [texts[i] for i in picked]
         tuning = Split(baselines.tokenize(tuning_texts, progress=False), labels[picked])
-        held_out = {int(f) for f in fingerprints(tuning_texts)}
-        kept = [i for i, f in enumerate(unsup_texts["fingerprints"]) if f not in held_out]
-        unlabeled = [unsup_texts["tokens"][i] for i in kept]
-        features, idfs = idf_pair(train.texts, unlabeled)
-        num_classes = len(np.unique(labels))
+        held_out = set(fingerprints(tuning_texts).tolist())
+        kept = [i for i, f in enumerate(unsup["fingerprints"]) if f not in held_out]
+        features, idfs = idf_pair(train.texts, [unsup["tokens"][i] for i in kept])
         rows[draw] = {
             "accuracy": scores(features, idfs, train, tuning, num_classes, args.seed),
-            "unlabeled": len(unlabeled),
-            "unlabeled_equal_to_tuning": len(unsup_texts["raw"]) - len(kept),
+            "unlabeled": len(kept),
+            "unlabeled_equal_to_tuning": len(unsup["tokens"]) - len(kept),
             "features": len(features.vocabulary_),
             "seconds": round(time.perf_counter() - start, 1),
         }
@@ -161,15 +156,13 @@ def markdown(result, command):
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    from hatt.data.text import fingerprints
     from hatt.data.unlabeled import read_unlabeled
 
+    args = parse_args(argv)
     raw, report = read_unlabeled(str(args.unlabeled))
-    from hatt.data.text import fingerprints
-
     unsup = {
-        "raw": raw,
-        "fingerprints": [int(f) for f in fingerprints(raw)],
+        "fingerprints": fingerprints(raw).tolist(),
         "tokens": baselines.tokenize(raw, progress=True),
     }
     result = {
