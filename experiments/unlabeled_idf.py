@@ -89,10 +89,18 @@ def scores(features, idfs, train, tuning, num_classes, seed):
     return out
 
 
-def run_task(args, task, unsup):
+def compare_idfs(train, tuning, unlabeled_tokens, num_classes, seed):
+    """``(accuracy, features)``: :func:`scores` of :func:`idf_pair`, the vocabulary's size."""
+    features, idfs = idf_pair(train.texts, unlabeled_tokens)
+    return scores(features, idfs, train, tuning, num_classes, seed), len(features.vocabulary_)
+
+
+def run_task(args, task, unsup, compare=compare_idfs):
     """Every draw of ``task``: ``{draw: row}``. ``unsup``: the unlabeled texts'
     ``fingerprints`` (:func:`hatt.data.text.fingerprints`, as ``read_unlabeled``'s
-    exclusion compares them) and ``tokens``, computed once for every draw."""
+    exclusion compares them) and ``tokens``, computed once for every draw.
+    ``compare(train, tuning, unlabeled_tokens, num_classes, seed)`` gives the row's
+    ``(accuracy, features)``: ``{variant: {point: tuning accuracy}}`` and a size."""
     from hatt.data import Split
     from hatt.data.text import fingerprints
 
@@ -111,12 +119,14 @@ def run_task(args, task, unsup):
         tuning = Split(baselines.tokenize(tuning_texts, progress=False), labels[picked])
         held_out = set(fingerprints(tuning_texts).tolist())
         kept = [i for i, f in enumerate(unsup["fingerprints"]) if f not in held_out]
-        features, idfs = idf_pair(train.texts, [unsup["tokens"][i] for i in kept])
+        accuracy, size = compare(
+            train, tuning, [unsup["tokens"][i] for i in kept], num_classes, args.seed
+        )
         rows[draw] = {
-            "accuracy": scores(features, idfs, train, tuning, num_classes, args.seed),
+            "accuracy": accuracy,
             "unlabeled": len(kept),
             "unlabeled_equal_to_tuning": len(unsup["tokens"]) - len(kept),
-            "features": len(features.vocabulary_),
+            "features": size,
             "seconds": round(time.perf_counter() - start, 1),
         }
         best = {name: max(row.values()) for name, row in rows[draw]["accuracy"].items()}
@@ -156,10 +166,17 @@ def markdown(result, command):
 
 
 def main(argv=None):
+    args = parse_args(argv)
+    return measure(args, compare_idfs, "idf", markdown, "unlabeled_idf.py", argv)
+
+
+def measure(args, compare, name, write_markdown, script, argv=None):
+    """Read ``args.unlabeled`` once, run every task's draws with ``compare``
+    (:func:`run_task`), write ``OUT/NAME.json`` and ``write_markdown(result, command)``
+    to ``OUT/NAME.md`` (``command``: ``python experiments/SCRIPT ARGV``)."""
     from hatt.data.text import fingerprints
     from hatt.data.unlabeled import read_unlabeled
 
-    args = parse_args(argv)
     raw, report = read_unlabeled(str(args.unlabeled))
     unsup = {
         "fingerprints": fingerprints(raw).tolist(),
@@ -170,15 +187,15 @@ def main(argv=None):
         "draws": args.draws,
         "seed": args.seed,
         "unlabeled_report": report,
-        "tasks": {task: run_task(args, task, unsup) for task in args.tasks},
+        "tasks": {task: run_task(args, task, unsup, compare) for task in args.tasks},
         "commit": sc.commit(),
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "idf.json").write_text(json.dumps(result, indent=2) + "\n")
-    command = "python experiments/unlabeled_idf.py " + " ".join(argv or sys.argv[1:])
-    (out / "idf.md").write_text(markdown(result, command))
-    print(f"wrote {out / 'idf.md'}")
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    command = f"python experiments/{script} " + " ".join(argv or sys.argv[1:])
+    (out / f"{name}.md").write_text(write_markdown(result, command))
+    print(f"wrote {out / f'{name}.md'}")
 
 
 if __name__ == "__main__":
