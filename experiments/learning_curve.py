@@ -51,6 +51,11 @@ METHODS = {
         UNLABELED,
         UNLABELED / "full-han_unsup_lm.json",
     ),
+    "han_unsup_lm_frozen": (
+        "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch",
+        UNLABELED,
+        UNLABELED / "full-han_unsup_lm_frozen.json",
+    ),
     "rnn": ("BiGRU", SMALL, RESULTS / "rnn.json"),
     "rnn_unsup": ("BiGRU + 50k unlabeled", UNLABELED, UNLABELED / "full-rnn_unsup.json"),
     "rnn_unsup_pseudo4k": (
@@ -92,6 +97,7 @@ def record_full(run_dir, name, command=None):
         "hatt_version": metrics.get("hatt_version"),
         "unlabeled": json.loads(unlabeled.read_text()) if unlabeled.exists() else None,
         "word_vectors": metrics.get("word_vectors"),
+        "language_model": metrics.get("language_model"),  # None: not pretrained
     }
     path = UNLABELED / f"full-{name}.json"
     path.write_text(json.dumps(row, indent=2) + "\n")

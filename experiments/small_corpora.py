@@ -596,9 +596,14 @@ def plot(summary, figure):
     import matplotlib.pyplot as plt
 
     tasks = list(summary)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(6.4 * len(tasks), 4.4), squeeze=False)
+    names_of = {
+        task: sorted({m for rows in summary[task].values() for m in rows}) for task in tasks
+    }
+    beside = max(len(names) for names in names_of.values()) > 6  # the legend beside the axes
+    width = (6.4 + 3.6 * beside) * len(tasks)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.4), squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=True):
-        names = sorted({m for rows in summary[task].values() for m in rows})
+        names = names_of[task]
         for method in names:
             points = [
                 (size, rows[method]["test_accuracy"])
@@ -620,10 +625,13 @@ def plot(summary, figure):
         ax.set_ylabel("test accuracy % (25,000 reviews)")
         ax.set_title(f"IMDB {task}: mean ± std over draws")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if beside:  # inside, so many entries would cover the curves
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+        else:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     Path(figure).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(figure, dpi=110)
+    fig.savefig(figure, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
