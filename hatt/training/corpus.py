@@ -13,7 +13,7 @@ import numpy as np
 import hatt
 from hatt.data import prepared as prepared_lib
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
-from hatt.training import distribute, limits
+from hatt.training import distribute, limits, transfer
 from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
 
 # === Dataset options shared by both sources ==========================================
@@ -30,16 +30,21 @@ def sentence_groups(config):
     return tuple(int(g) for g in groups)
 
 
-def create_vectorizer(config):
-    """A new (not yet fitted) :class:`hatt.data.Vectorizer` with the config's settings."""
+def create_vectorizer(config, vocabulary=None):
+    """A :class:`hatt.data.Vectorizer` with the config's settings: not yet fitted, or
+    holding ``vocabulary`` (all of it: ``max_tokens`` is raised where it is longer)."""
+    max_tokens = config.max_tokens
+    if vocabulary is not None:
+        max_tokens = max(max_tokens, len(vocabulary) + 2)  # + padding and OOV
     return hatt.data.Vectorizer(
-        max_tokens=config.max_tokens,
+        max_tokens=max_tokens,
         min_count=config.min_count,
         output_mode="flat" if config.model in FLAT_FAMILIES else "nested",
         sequence_length=config.sequence_length,
         max_sentences=config.max_sentences,
         max_words=config.max_words,
         truncation=config.truncation,
+        vocabulary=vocabulary,
     )
 
 
@@ -290,7 +295,7 @@ class Corpus:
         return self.ids["train"] is not None
 
     @classmethod
-    def open(cls, config, texts=None, unlabeled=None):
+    def open(cls, config, texts=None, unlabeled=None, source_words=None):
         """Load and check the corpus of ``config``; see the module docstring.
 
         Args:
@@ -300,6 +305,11 @@ class Corpus:
                 not used with ``config.prepared``.
             unlabeled: unlabeled documents given in memory (a list of str), for
                 ``config.unlabeled="(in memory)"``.
+            source_words: the vocabulary of the trained model ``--init`` starts
+                from (:func:`hatt.training.transfer.source_words`): it comes
+                first in the run's vocabulary, the corpus's other words after it
+                (:func:`hatt.training.transfer.joint_vocabulary`); not used with
+                ``config.prepared``, whose shards hold their ids.
 
         Raises:
             ValueError: a class is missing from a split;
@@ -308,10 +318,10 @@ class Corpus:
         """
         if config.prepared:
             return cls._from_shards(config)
-        return cls._from_text(config, texts, unlabeled)
+        return cls._from_text(config, texts, unlabeled, source_words)
 
     @classmethod
-    def _from_text(cls, config, texts, unlabeled=None):
+    def _from_text(cls, config, texts, unlabeled=None, source_words=None):
         if texts is None:
             texts = load_texts(config)
         splits = {name: getattr(texts, name) for name in SPLITS}
@@ -332,6 +342,14 @@ class Corpus:
             also = f" and {len(corpus.unlabeled.texts)} unlabeled documents"
         print(f"Fitting the vocabulary on {len(texts.train)} training reviews{also}")
         corpus.vectorizer = create_vectorizer(config).adapt(vocabulary_texts, progress=True)
+        if source_words is not None:
+            own = corpus.vectorizer.get_vocabulary(include_special_tokens=False)
+            words = transfer.joint_vocabulary(source_words, own)
+            corpus.vectorizer = create_vectorizer(config, words)
+            print(
+                f"Vocabulary (--init): the trained model's {len(source_words):,} words, then "
+                f"{len(words) - len(source_words):,} of the corpus's {len(own):,} it lacks"
+            )
         print("Tokenizing train / validation / test")
         corpus.ids = {
             name: hatt.data.encode(split.texts, corpus.vectorizer, progress=True)

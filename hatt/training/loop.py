@@ -573,9 +573,9 @@ def train(
         run = check_run(config, run_dir, strategy, restart=restart)
         set_seed(config)
         run.callbacks = list(callbacks or ())
-        if config.init is not None and not run.state:  # a bad --init fails before the data
-            run.init_source = transfer.load_source(config.init, config.model)
-        corpus = Corpus.open(config, texts, unlabeled)
+        if config.init is not None:  # a bad --init fails before the data; a resumed run
+            run.init_source = transfer.load_source(config.init, config.model)  # needs its words
+        corpus = Corpus.open(config, texts, unlabeled, transfer.source_words(run.init_source))
         run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
         start_run_dir(run, corpus, restart=restart)
         steps = corpus.steps_per_epoch(run.replicas)

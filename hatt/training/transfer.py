@@ -10,7 +10,10 @@ trained model when the family is the same and every weight's shape matches:
 
 - the word embedding (the one-hot CNN: its region table) row by row through the
   two vocabularies: a word both know gets the trained row, the others keep their
-  start (word2vec or random);
+  start (word2vec or random). The run's vocabulary is the trained model's words
+  first, then the new corpus's words it lacks (:func:`joint_vocabulary`), so the
+  new model reads every word the trained one did, not only those of its few
+  documents (with ``prepared`` shards, whose ids are fixed, the shards' own);
 - the deep logit layer (``"logit"``) only when the class names are the same, in
   the same order; otherwise the new task's head starts fresh;
 - never the n-gram channel (``"ngram_logit"``): it is fit on the new corpus.
@@ -70,6 +73,25 @@ def load_source(path, family):
             f"{str(path)!r}, a {predictor.family} model"
         )
     return predictor
+
+
+def source_words(source):
+    """The words of the trained model ``source`` (no padding or OOV), or ``None``."""
+    if source is None:
+        return None
+    return source.text_model.vectorizer.get_vocabulary(include_special_tokens=False)
+
+
+def joint_vocabulary(source_words, words):
+    """The run's vocabulary with ``--init``: the trained model's words, in its order, then
+    the corpus's ``words`` it lacks, in theirs.
+
+    A new corpus of a few hundred documents knows a few thousand words; with its own
+    vocabulary alone, every other word the trained model reads well is out of
+    vocabulary in the documents it is asked about later.
+    """
+    known = set(source_words)
+    return [*source_words, *(word for word in words if word not in known)]
 
 
 def _row_mapped(target, source, vocabulary, source_vocabulary):

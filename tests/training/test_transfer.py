@@ -102,6 +102,26 @@ def test_fit_with_init_writes_init_json_and_trains(trained, tmp_path):
     assert np.isfinite(probabilities).all()
 
 
+def test_the_run_reads_every_word_of_the_trained_model_and_its_own(trained, tmp_path):
+    """A small corpus's own vocabulary would leave the trained model's other words OOV."""
+    source = transfer.load_source(trained, "rnn")
+    theirs = source.text_model.vectorizer.get_vocabulary(include_special_tokens=False)
+    texts = planted(40, 8)
+    extra = "A zyzzogeton film. The zyzzogeton again."
+    clf = hatt.TextClassifier("rnn", init=str(trained), **TINY)
+    clf.fit([*texts.texts, extra], [*texts.labels, 1], run_dir=tmp_path / "run", verbose=0)
+
+    vectorizer = hatt.data.Vectorizer.load(tmp_path / "run" / "vectorizer.json")
+    words = vectorizer.get_vocabulary(include_special_tokens=False)
+    assert words[: len(theirs)] == theirs  # its ids are the trained model's ids
+    assert "zyzzogeton" in words[len(theirs) :]  # the corpus's own words after them
+    assert len(words) == len(set(words)) and vectorizer.max_tokens >= len(words) + 2
+    info = json.loads((tmp_path / "run" / "init.json").read_text())
+    assert info["embedding_words"] == len(theirs) and info["vocabulary_size"] == len(words) + 2
+    assert transfer.joint_vocabulary(["b", "a"], ["a", "c", "b", "d"]) == ["b", "a", "c", "d"]
+    assert transfer.source_words(None) is None
+
+
 def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch):
     from hatt.training import corpus as corpus_lib
 
