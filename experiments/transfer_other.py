@@ -150,13 +150,18 @@ def split_corpus(texts, labels, seed):
     return {"test": everything.subset(test), "pool": everything.subset(rest)}
 
 
-def draw_tables(parts, size, draw, seed, runs):
-    """The draw's training table (from the pool) and the shared test table."""
-    folder = Path(runs) / "data"
-    test = folder / "test.jsonl"
+def test_table(parts, runs):
+    """The test half as a table, written once and shared by every row."""
+    test = Path(runs) / "data" / "test.jsonl"
     if not test.exists():
         sc.write_table(parts["test"], test)
-    train = folder / f"n{size:05d}-d{draw}.jsonl"
+    return test
+
+
+def draw_tables(parts, size, draw, seed, runs):
+    """The draw's training table (from the pool) and the shared test table."""
+    test = test_table(parts, runs)
+    train = Path(runs) / "data" / f"n{size:05d}-d{draw}.jsonl"
     if not train.exists():
         pool = parts["pool"]
         sc.write_table(pool.subset(sc.draw_indices(pool.labels, size, draw, seed)), train)
@@ -206,9 +211,9 @@ def run_cell(args, parts, test_tokens, size, draw, method):
 
 def run_zero_shot(args, parts):
     """The ``--init`` model on the test table as it is: ``hatt evaluate``."""
-    tables = draw_tables(parts, min(args.sizes), 0, args.seed, args.runs)
+    test = test_table(parts, args.runs)
     out = Path(args.runs) / "zero_shot.json"
-    command = ["hatt", "evaluate", str(Path(args.init).resolve()), "--data", str(tables["test"])]
+    command = ["hatt", "evaluate", str(Path(args.init).resolve()), "--data", str(test)]
     start = time.perf_counter()
     sc.run_hatt([*command, "--output", str(out)], Path(args.runs) / "zero_shot.log")
     metrics = json.loads(out.read_text())
