@@ -10,6 +10,18 @@ on the validation split only; the test split is scored once).
 
 Run:  python experiments/stack_runs.py han_unsup=/tmp/s36/han-unsup han=runs/han \\
           rnn=runs/rnn --out experiments/results/unlabeled/stacked.json
+
+Issue 36's stacked ensemble with unlabeled text: its members were fixed before their
+runs finished (session of 2026-11-28, before the BiGRU's full run and the CNN's test
+evaluation): each family that can learn from the unsup split with it, at its best
+measured setting, beside those that cannot, and NB-LR, as ``run_all.py``'s
+``ensemble_stacked`` has the four families and NB-LR. The HAN with word2vec and the
+2-epoch language model (``runs/full/han_unsup_lm``, 93.08 %), the BiGRU with word2vec
+on train + unsup (``hatt train rnn --unlabeled ...``), the one-hot CNN (``hatt train
+cnn``: it has no word vectors to learn from unlabeled text) and NB-LR
+(``experiments/baselines.py --only nb_lr``); the Transformer is left out (its full run
+costs another 20 minutes here; its deep part's weight in run_all's
+ensemble was negative, -0.13).
 """
 
 import argparse
