@@ -139,6 +139,7 @@ def make_dataset(
     epochs=None,
     initial_epoch=0,
     min_batch_size=1,
+    repeat=False,
 ):
     """Batches of ids (and labels) for ``fit`` / ``evaluate`` / ``predict``.
 
@@ -170,6 +171,9 @@ def make_dataset(
         min_batch_size: drop batches of fewer reviews (a bucket's last,
             partial batch), e.g. the number of replicas a batch is split
             across, so that no replica gets an empty batch.
+        repeat: an endless stream (without ``epochs``): pass after pass over the
+            reviews, each shuffled anew when ``shuffle`` (the same sequence of orders
+            for the same ``seed``), batched across the passes.
 
     Returns:
         A ``tf.data.Dataset`` of ``x`` or ``(x, labels)``: ``x`` is ``int32``
@@ -229,12 +233,27 @@ def make_dataset(
     else:
         if shuffle:
             elements = elements.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
+        if repeat:
+            _check_stream(per_epoch, epochs, n, batch_size)
+            elements = elements.repeat()
         dataset = batch_by_length(elements, boundaries, batch_size, min_batch_size)
         total = per_epoch
-    # The number of batches is known (a partial batch per bucket at most): telling
-    # tf.data gives Keras' progress bar its total from the first epoch on.
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(total))
+    if not repeat:
+        # The number of batches is known (a partial batch per bucket at most): telling
+        # tf.data gives Keras' progress bar its total from the first epoch on.
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(total))
     return finish_batches(dataset, packed=groups if packed else None, labels=labels is not None)
+
+
+def _check_stream(per_epoch, epochs, n, batch_size):
+    """An endless stream needs batches to yield (else it would wait forever) and no ``epochs``."""
+    if epochs is not None:
+        raise ValueError(f"Expected repeat=True without epochs. Received: epochs={epochs!r}")
+    if per_epoch < 1:
+        raise ValueError(
+            "Expected documents enough for one batch with repeat=True. "
+            f"Received: {n} documents (batch_size={batch_size})"
+        )
 
 
 def epoch_seed(seed, epoch):

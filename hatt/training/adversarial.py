@@ -32,10 +32,15 @@ export see the model as built; a reloaded ``model.keras`` trains as usual.
 ``class_weight`` and ``sample_weight`` weigh the adversarial loss as they
 weigh the usual one (VAT's KL is not weighted: it needs no label).
 
-Limitation: VAT is applied to the labeled batches only. The run's unlabeled
-documents (``unlabeled=``, which ``adversarial="vat"`` accepts) are not yet fed
-to the VAT term; they reach training through the vocabulary and word2vec when
-those are asked for.
+Unlabeled documents. VAT needs no label, and Miyato et al. take its term on
+unlabeled documents. With ``adversarial_unlabeled`` (the default) and a run's
+``unlabeled=`` documents, each training batch comes with a batch of as many
+unlabeled documents (:func:`with_unlabeled`; their stream is shuffled by the run's
+seed and laid out by epoch, so a resumed run reads what an uninterrupted one would),
+and the VAT term is ``KL(p(u) ‖ p(u + r))`` on those instead of on the labeled
+batch: a step costs what a VAT step on the labeled batch costs, plus one forward pass
+(``p(u)``). Without unlabeled documents, or with ``adversarial_unlabeled=False``, the
+term is taken on the labeled batch.
 
     >>> model = hatt.models.build("rnn", vocabulary_size=100)
     >>> model.compile(optimizer="adam", loss="binary_crossentropy")
@@ -54,6 +59,8 @@ import tensorflow as tf
 from keras.src.losses.loss import unscale_loss_for_distribution  # as Keras' own train_step
 
 METHODS = ("at", "vat")
+# the keys of a training batch's inputs that carry an unlabeled batch (with_unlabeled)
+LABELED, UNLABELED = "labeled", "unlabeled"
 XI = 0.1  # VAT's finite-difference step, in normalised units (Miyato's code: 0.1)
 _TINY = 1e-12
 
@@ -114,10 +121,52 @@ def enable(model, config):
 # === The training step ==================================================================
 
 
+def with_unlabeled(train, unlabeled):
+    """Each batch of ``train`` with a batch of ``unlabeled`` inputs for VAT's term.
+
+    Args:
+        train: the training dataset: ``(x, y)`` or ``(x, y, sample_weight)`` batches.
+        unlabeled: a dataset of input batches (no labels), at least as many.
+
+    Returns:
+        A dataset of ``({"labeled": x, "unlabeled": u}, y[, sample_weight])``, as
+        long as ``train``; the training step of :func:`enable` reads it.
+    """
+
+    def pair(batch, inputs):
+        return ({LABELED: batch[0], UNLABELED: inputs}, *batch[1:])
+
+    return tf.data.Dataset.zip((train, unlabeled)).map(pair)
+
+
+def with_unlabeled_stream(corpus, train, ids, run, steps):
+    """``train`` with a batch of the unlabeled documents ``ids`` a step (:func:`with_unlabeled`).
+
+    Their endless stream (:meth:`hatt.training.corpus.Corpus.unlabeled_batches`) is read
+    from the batch of the run's first step (``run.initial_epoch · steps``), so a resumed
+    run reads what an uninterrupted one would. ``train`` as it is when the documents
+    fill no batch (said).
+    """
+    stream = corpus.unlabeled_batches(ids, run.replicas)
+    if stream is None:
+        print("VAT: too few unlabeled documents for a batch; its term reads the labeled batches")
+        return train
+    print(f"VAT: its term on batches of the {int(ids.nrows()):,} unlabeled documents")
+    return with_unlabeled(train, stream.skip(run.initial_epoch * steps))
+
+
+def _split_inputs(x):
+    """``(labeled inputs, unlabeled inputs or None)`` of a training batch's ``x``."""
+    if isinstance(x, dict) and UNLABELED in x:
+        return x[LABELED], x[UNLABELED]
+    return x, None
+
+
 def _train_step(model, hook, settings, data):
     """Keras' TensorFlow ``train_step`` with the adversarial term added to the loss."""
     method, epsilon, weight = settings
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+    x, unlabeled = _split_inputs(x)
     with tf.GradientTape() as tape:
         with tf.GradientTape(watch_accessed_variables=False) as inner:
             with hook.recording(tape=inner) as clean:
@@ -125,18 +174,17 @@ def _train_step(model, hook, settings, data):
             loss = model._compute_loss(
                 x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True
             )
-        with tape.stop_recording():
-            if method == "at":
+        if method == "at":
+            with tape.stop_recording():
                 gradients = inner.gradient(loss, clean.outputs)
                 perturbation = at_perturbation(hook.layer, x, clean, gradients, epsilon)
-            else:
-                perturbation = vat_perturbation(model, hook, x, clean, y_pred, epsilon)
-        with hook.recording(perturbations=perturbation):
-            y_adv = model(x, training=True)
-        if method == "at":
+            with hook.recording(perturbations=perturbation):
+                y_adv = model(x, training=True)
             extra = model._compile_loss(y, y_adv, sample_weight)
+        elif unlabeled is None:
+            extra = vat_loss(model, hook, x, epsilon, tape, clean=clean, p=y_pred)
         else:
-            extra = _kl(y_pred, y_adv)
+            extra = vat_loss(model, hook, unlabeled, epsilon, tape)
         loss = loss + weight * extra
         model._loss_tracker.update_state(
             unscale_loss_for_distribution(loss),
@@ -171,6 +219,27 @@ def at_perturbation(layer, x, clean, gradients, epsilon):
     ]
     units = _unit([g * sigma * m for g, m in zip(gradients, masks, strict=True)], segments)
     return [tf.stop_gradient(epsilon * u * sigma) for u in units]
+
+
+def vat_loss(model, hook, x, epsilon, tape, clean=None, p=None):
+    """VAT's term ``KL(p(x) ‖ p(x + r))`` on the inputs ``x``.
+
+    Args:
+        model, hook: the model and its embedding hook (:func:`enable`).
+        x: the inputs the term is taken on (the labeled batch's, or an unlabeled batch).
+        epsilon: the perturbation's norm in normalised units.
+        tape: the step's gradient tape (stopped while ``r`` is found).
+        clean, p: the clean pass's record and probabilities when the step already has
+            them (the labeled batch); ``None``: a clean pass on ``x`` is run here.
+    """
+    with tape.stop_recording():
+        if clean is None:
+            with hook.recording() as clean:
+                p = model(x, training=True)
+        perturbation = vat_perturbation(model, hook, x, clean, p, epsilon)
+    with hook.recording(perturbations=perturbation):
+        q = model(x, training=True)
+    return _kl(p, q)
 
 
 def vat_perturbation(model, hook, x, clean, y_pred, epsilon):

@@ -30,6 +30,7 @@ from hatt.training.distribute import STRATEGIES
 from hatt.training.legacy import (  # noqa: F401
     LEGACY_FIELDS,
     LEGACY_MODEL_KWARGS,
+    complete_later,
     drop_removed,
     translate_legacy,
 )
@@ -357,6 +358,9 @@ class TrainConfig:
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)
     adversarial_epsilon: float = 5.0  # the perturbation's L2 norm per document
     adversarial_weight: float = 1.0  # the adversarial loss's weight beside the usual loss
+    # VAT's term on batches of the run's unlabeled documents (one as large a labeled
+    # batch) when it has them; false: on the labeled batches
+    adversarial_unlabeled: bool = True
 
     # optimization
     optimizer: str = "adam"  # "adam", "lazy_adam" (sparse rows) or "clr" (cyclical LR + momentum)
@@ -454,7 +458,7 @@ class TrainConfig:
         """
         _check_scaled(values.get("scaled"))
         if saved:
-            values = drop_removed(values)
+            values = complete_later(drop_removed(values))
         values = scale.unscale(translate_legacy(values, complete=True))
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)

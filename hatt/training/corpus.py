@@ -464,6 +464,30 @@ class Corpus:
             lengths, boundaries, self.config.batch_size, replicas
         )
 
+    def unlabeled_batches(self, ids, replicas=1):
+        """Endless batches of the unlabeled documents ``ids`` (inputs only), for VAT's term.
+
+        Shuffled pass after pass by the run's seed and bucketed as the training split
+        is (:func:`hatt.data.make_dataset` with ``repeat``); the same seed gives the same
+        stream, so a run resumed at step ``k`` reads it from its ``k``-th batch.
+
+        Returns:
+            A ``tf.data.Dataset``, or ``None`` when the documents fill no batch.
+        """
+        config = self.config
+        if steps_per_epoch(config, ids, replicas) < 1:
+            return None
+        return hatt.data.make_dataset(
+            None,
+            ids=ids,
+            shuffle=True,
+            repeat=True,
+            seed=config.seed,
+            num_buckets=config.num_buckets,
+            min_batch_size=replicas,
+            **_dataset_options(config, self.vectorizer),
+        )
+
     def prediction_dataset(self, split, replicas=1):
         """``split`` in its order, inputs only (no bucketing), for ``model.predict``."""
         config = self.config

@@ -6,7 +6,9 @@ gathered them into one section; :func:`translate_legacy` moves them there, so
 old config files and run directories still load. Settings that were removed
 because nothing implemented them (``REMOVED_FIELDS``) are dropped from a saved
 run's configuration (:func:`drop_removed`): a run written with them did not use
-them, so it resumes; asked for today they are unknown keys.
+them, so it resumes; asked for today they are unknown keys. A setting added
+since a run was written, whose default would change what that run did, is read
+back as the run had it (:func:`complete_later`).
 """
 
 # Settings removed because no code read them (a run that had them ran without them).
@@ -73,3 +75,20 @@ def translate_legacy(values, complete=False):
 def drop_removed(values):
     """A saved run's configuration without the ``REMOVED_FIELDS`` (a new dict)."""
     return {k: v for k, v in values.items() if k not in REMOVED_FIELDS}
+
+
+def complete_later(values):
+    """A saved run's configuration with the settings added since, as that run had them.
+
+    ``adversarial_unlabeled`` (VAT's term on the unlabeled documents, default true) came
+    after runs whose VAT read the labeled batches only: such a run with unlabeled
+    documents reads back ``False``, so the same command today (``True``) is not taken for
+    its own and does not resume it under another training step.
+    """
+    if (
+        "adversarial_unlabeled" not in values
+        and values.get("adversarial") == "vat"
+        and values.get("unlabeled") is not None
+    ):
+        return {**values, "adversarial_unlabeled": False}
+    return values

@@ -38,6 +38,7 @@ from hatt.training import (
     ngram,
     resume,
     self_training,
+    semi,
     transfer,
     word_vectors,
 )
@@ -582,6 +583,10 @@ def train(
         datasets = corpus.datasets(
             epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
         )
+        if semi.vat_on_unlabeled(config) and corpus.unlabeled is not None:  # VAT reads them
+            datasets["train"] = adversarial.with_unlabeled_stream(
+                corpus, datasets["train"], encoded_unlabeled(run, corpus), run, steps
+            )
         datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
         model = build_model(run, corpus, steps)
         start_channel(run, model, corpus)

@@ -2,12 +2,12 @@
 
 ``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
 :mod:`hatt.training.word_vectors`), by language-model pretraining (``lm_epochs``,
-:mod:`hatt.training.language_model`) and by self-training (``pseudo_labels``,
-:mod:`hatt.training.self_training`); a run that names unlabeled documents needs one
-of them. Virtual adversarial training (``adversarial="vat"``,
-:mod:`hatt.training.adversarial`) needs no label but learns from the labeled batches
-only for now, so it does not count. ``init_frozen_epochs`` (gradual
-unfreezing, :mod:`hatt.training.transfer`) needs ``init`` or ``lm_epochs``.
+:mod:`hatt.training.language_model`), by self-training (``pseudo_labels``,
+:mod:`hatt.training.self_training`) and by virtual adversarial training
+(``adversarial="vat"`` with ``adversarial_unlabeled``, :mod:`hatt.training.adversarial`:
+its term on batches of them); a run that names unlabeled documents needs one of them.
+``init_frozen_epochs`` (gradual unfreezing, :mod:`hatt.training.transfer`) needs
+``init`` or ``lm_epochs``.
 """
 
 from hatt.training import language_model
@@ -24,7 +24,14 @@ def uses_unlabeled(config):
         steps.append("language_model")
     if config.pseudo_labels:
         steps.append("pseudo_labels")
+    if vat_on_unlabeled(config):
+        steps.append("vat")
     return steps
+
+
+def vat_on_unlabeled(config):
+    """Whether ``config``'s VAT term is taken on its unlabeled documents (when it has some)."""
+    return config.adversarial == "vat" and config.adversarial_unlabeled is True
 
 
 def check_pseudo_labeled(config):
@@ -69,7 +76,8 @@ def _check_unlabeled(config):
     if not uses_unlabeled(config) or config.prepared:
         raise ValueError(
             "Expected a corpus read as text (not prepared=) and a step that learns from "
-            "unlabeled documents: word_vectors='word2vec', lm_epochs > 0 or pseudo_labels=true. "
+            "unlabeled documents: word_vectors='word2vec', lm_epochs > 0, pseudo_labels=true "
+            "or adversarial='vat'. "
             f"Received: word_vectors={config.word_vectors!r}, lm_epochs={config.lm_epochs!r}, "
             f"pseudo_labels={config.pseudo_labels!r}, adversarial={config.adversarial!r}, "
             f"prepared={config.prepared!r} with unlabeled={config.unlabeled!r} "

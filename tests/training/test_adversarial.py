@@ -132,18 +132,121 @@ def test_the_adversarial_term_is_added_to_the_training_loss():
     assert one_step(settings("vat", weight=1e-6)) == pytest.approx(plain, rel=1e-4)
 
 
+def test_vat_with_an_unlabeled_batch_takes_its_term_on_those_documents(monkeypatch):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 20, (8, 6)).astype("int32")
+    unlabeled = rng.integers(1, 20, (5, 9)).astype("int32")
+    labels = np.array([0, 1] * 4, "float32")
+    seen = []
+    monkeypatch.setattr(adversarial, "_kl", lambda p, q: seen.append((p, q)) or _KL(p, q))
+
+    def one_step(weight, inputs):
+        model = tiny_model(seed=3)
+        model.run_eagerly = True
+        adversarial.enable(model, settings("vat", epsilon=20.0, weight=weight))
+        model.compute_metrics(ids, labels, model(ids), None)  # built, as fit builds it
+        before = model.predict(unlabeled, verbose=0)
+        seen.clear()
+        loss = model.train_on_batch(inputs, labels, return_dict=True)["loss"]
+        return loss, before
+
+    plain, _ = one_step(1e-6, ids)
+    loss, before = one_step(1e-6, {adversarial.LABELED: ids, adversarial.UNLABELED: unlabeled})
+    assert loss == pytest.approx(plain, rel=1e-4)  # the labeled loss is the labeled batch's
+    # the power iteration's KL and the term's, both on the unlabeled documents
+    assert len(seen) == 2
+    for p, q in seen:
+        np.testing.assert_allclose(p.numpy(), before, atol=1e-6)  # p(u) before the step
+        assert q.shape == (5, 1) and not np.allclose(q.numpy(), p.numpy(), atol=1e-7)
+    strong, _ = one_step(1.0, {adversarial.LABELED: ids, adversarial.UNLABELED: unlabeled})
+    assert strong > plain + 1e-4  # weighted in
+
+
+_KL = adversarial._kl
+
+
+def test_the_unlabeled_stream_is_endless_seeded_and_covers_every_document():
+    texts = [" ".join(["word"] * (1 + i % 7)) + f" doc{i}" for i in range(23)]
+    vectorizer = hatt.data.Vectorizer(max_tokens=100, min_count=1, output_mode="flat")
+    vectorizer.adapt(texts)
+    ids = hatt.data.encode(texts, vectorizer)
+    vocabulary = vectorizer.get_vocabulary()
+    doc_of = {vocabulary.index(f"doc{i}"): i for i in range(23)}
+
+    def stream(seed=5):
+        dataset = hatt.data.make_dataset(
+            None,
+            ids=ids,
+            vectorizer=vectorizer,
+            batch_size=4,
+            num_buckets=2,
+            shuffle=True,
+            repeat=True,
+            seed=seed,
+        )
+        return [b.numpy() for b in dataset.take(40)]
+
+    first, again, other = stream(), stream(), stream(seed=6)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+    counts = np.zeros(23, int)
+    for batch in first:
+        for row in batch:
+            counts[[doc_of[t] for t in row if t in doc_of]] += 1
+    assert counts.sum() == 160 and counts.max() - counts.min() <= 2  # ~7 passes, each whole
+    with pytest.raises(ValueError, match="repeat=True without epochs"):
+        hatt.data.make_dataset(None, ids=ids, vectorizer=vectorizer, repeat=True, epochs=2)
+    with pytest.raises(ValueError, match="enough for one batch with repeat=True"):
+        hatt.data.make_dataset(None, ids=ids[:0], vectorizer=vectorizer, repeat=True)
+
+
 @pytest.fixture(scope="module")
 def runs(corpus, tmp_path_factory):
-    """Tiny RNN runs of ``hatt.TextClassifier.fit``: AT, and VAT with balanced class
-    weights: ``{method: (run_dir, metrics)}``."""
+    """Tiny RNN runs of ``hatt.TextClassifier.fit``: AT, VAT with balanced class weights,
+    and VAT with unlabeled documents (word2vec off: VAT alone reads them) beside the same
+    run without them: ``{name: (run_dir, metrics)}``."""
     folder = tmp_path_factory.mktemp("adversarial")
+    unlabeled = planted(40, 3).texts
     out = {}
-    for method, options in (("at", {}), ("vat", {"class_weight": "balanced"})):
-        clf = hatt.TextClassifier("rnn", **TINY_RNN, adversarial=method, **options)
-        run_dir = folder / method
-        clf.fit(corpus, run_dir=run_dir, verbose=0)
-        out[method] = (run_dir, clf.metrics)
+    for name, options, fit_options in (
+        ("at", {"adversarial": "at"}, {}),
+        ("vat", {"adversarial": "vat", "class_weight": "balanced"}, {}),
+        ("vat_unlabeled", {"adversarial": "vat"}, {"unlabeled": unlabeled}),
+        ("vat_labeled", {"adversarial": "vat"}, {}),
+    ):
+        clf = hatt.TextClassifier("rnn", **TINY_RNN, **options)
+        run_dir = folder / name
+        clf.fit(corpus, run_dir=run_dir, verbose=0, **fit_options)
+        out[name] = (run_dir, clf.metrics)
     return out
+
+
+def test_vat_learns_from_the_unlabeled_documents_of_a_run(runs):
+    run_dir, metrics = runs["vat_unlabeled"]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["adversarial_unlabeled"] is True and config["word_vectors"] is None
+    assert json.loads((run_dir / "unlabeled.json").read_text())["kept"] == 40
+    assert np.isfinite(metrics["test_loss"])
+    weights = [keras.saving.load_model(runs[n][0] / "model.keras") for n in runs]
+    with_them, without = weights[2].get_weights(), weights[3].get_weights()
+    assert any(not np.allclose(a, b) for a, b in zip(with_them, without, strict=True))
+
+
+def test_vat_settings_and_saved_runs_read_back_as_they_trained():
+    with pytest.raises(ValueError, match="adversarial_unlabeled to be a bool"):
+        hatt.training.TrainConfig(adversarial="vat", adversarial_unlabeled="yes")
+    assert hatt.training.semi.uses_unlabeled(
+        hatt.training.TrainConfig(adversarial="vat", unlabeled="u.txt")
+    ) == ["vat"]
+    saved = hatt.training.TrainConfig(
+        adversarial="vat", unlabeled="u.txt", word_vectors="word2vec"
+    ).to_dict()
+    del saved["adversarial_unlabeled"]  # a run written before the key: VAT on labeled batches
+    config = hatt.training.TrainConfig.from_dict(saved, saved=True)
+    assert config.adversarial_unlabeled is False
+    assert hatt.training.TrainConfig.from_dict(
+        {**saved, "unlabeled": None}, saved=True
+    ).adversarial_unlabeled
 
 
 @pytest.mark.parametrize("method", ["at", "vat"])

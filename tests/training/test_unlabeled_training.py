@@ -169,8 +169,9 @@ def test_semi_supervised_settings_are_checked(values, message):
         TrainConfig(model="rnn", **values)
 
 
-def test_pseudo_labels_use_unlabeled_documents_without_word2vec():
+def test_pseudo_labels_and_vat_use_unlabeled_documents_without_word2vec():
     assert TrainConfig(model="rnn", unlabeled="u.txt", pseudo_labels=True).pseudo_labels
-    # VAT learns from the labeled batches only (for now): alone it does not use them
+    # VAT takes its term on them, unless told to take it on the labeled batches
+    assert TrainConfig(model="rnn", unlabeled="u.txt", adversarial="vat").unlabeled
     with pytest.raises(ValueError, match="a step that learns from"):
-        TrainConfig(model="rnn", unlabeled="u.txt", adversarial="vat")
+        TrainConfig(model="rnn", unlabeled="u.txt", adversarial="vat", adversarial_unlabeled=False)
