@@ -26,6 +26,7 @@ ensemble was negative, -0.13).
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,6 +39,11 @@ def parse_args(argv=None):
     parser.add_argument("members", nargs="+", metavar="NAME=RUN_DIR")
     parser.add_argument("--out", required=True, help="the results JSON (a .md beside it)")
     return parser.parse_args(argv)
+
+
+def argv_of(args):
+    """The command line that gives ``args`` (what this file's rows record)."""
+    return [*args.members, "--out", args.out]
 
 
 def read_member(spec):
@@ -65,6 +71,7 @@ def main(argv=None):
         if rows[kind] is None:
             raise ValueError(f"The {kind} ensemble needs every member's saved probabilities")
         rows[kind] = {k: v for k, v in rows[kind].items() if k not in ("validation", "test")}
+        rows[kind]["command"] = shlex.join(["python", "experiments/stack_runs.py", *argv_of(args)])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
