@@ -35,8 +35,9 @@ weigh the usual one (VAT's KL is not weighted: it needs no label).
 Unlabeled documents. VAT needs no label, and Miyato et al. take its term on
 unlabeled documents. With ``adversarial_unlabeled`` (the default) and a run's
 ``unlabeled=`` documents, each training batch comes with a batch of as many
-unlabeled documents (:func:`with_unlabeled`; their stream is shuffled by the run's
-seed and laid out by epoch, so a resumed run reads what an uninterrupted one would),
+unlabeled documents (:func:`with_unlabeled_stream`: an endless stream shuffled by the
+run's seed, read from the run's first step, so a resumed run reads what an
+uninterrupted one would),
 and the VAT term is ``KL(p(u) ‖ p(u + r))`` on those instead of on the labeled
 batch: a step costs what a VAT step on the labeled batch costs, plus one forward pass
 (``p(u)``). Without unlabeled documents, or with ``adversarial_unlabeled=False``, the

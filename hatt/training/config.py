@@ -358,7 +358,7 @@ class TrainConfig:
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)
     adversarial_epsilon: float = 5.0  # the perturbation's L2 norm per document
     adversarial_weight: float = 1.0  # the adversarial loss's weight beside the usual loss
-    # VAT's term on batches of the run's unlabeled documents (one as large a labeled
+    # VAT's term on batches of the run's unlabeled documents (each as large as a labeled
     # batch) when it has them; false: on the labeled batches
     adversarial_unlabeled: bool = True
 
