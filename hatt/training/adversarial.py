@@ -37,11 +37,10 @@ unlabeled documents. With ``adversarial_unlabeled`` (the default) and a run's
 ``unlabeled=`` documents, each training batch comes with a batch of as many
 unlabeled documents (:func:`with_unlabeled_stream`: an endless stream shuffled by the
 run's seed, read from the run's first step, so a resumed run reads what an
-uninterrupted one would),
-and the VAT term is ``KL(p(u) ‖ p(u + r))`` on those instead of on the labeled
-batch: a step costs what a VAT step on the labeled batch costs, plus one forward pass
-(``p(u)``). Without unlabeled documents, or with ``adversarial_unlabeled=False``, the
-term is taken on the labeled batch.
+uninterrupted one would), and the VAT term is ``KL(p(u) ‖ p(u + r))`` on those
+instead of on the labeled batch: one forward pass more a step than VAT on the labeled
+batch (``p(u)``). Without unlabeled documents, or with ``adversarial_unlabeled=False``,
+the term is taken on the labeled batch.
 
     >>> model = hatt.models.build("rnn", vocabulary_size=100)
     >>> model.compile(optimizer="adam", loss="binary_crossentropy")
