@@ -41,11 +41,6 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def argv_of(args):
-    """The command line that gives ``args`` (what this file's rows record)."""
-    return [*args.members, "--out", args.out]
-
-
 def read_member(spec):
     """``NAME=RUN_DIR`` → the run's metrics, named NAME (a baseline's results JSON works too)."""
     name, _, place = spec.partition("=")
@@ -60,6 +55,7 @@ def read_member(spec):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     members = [read_member(spec) for spec in args.members]
     rows = {
@@ -71,7 +67,7 @@ def main(argv=None):
         if rows[kind] is None:
             raise ValueError(f"The {kind} ensemble needs every member's saved probabilities")
         rows[kind] = {k: v for k, v in rows[kind].items() if k not in ("validation", "test")}
-        rows[kind]["command"] = shlex.join(["python", "experiments/stack_runs.py", *argv_of(args)])
+        rows[kind]["command"] = shlex.join(["python", "experiments/stack_runs.py", *argv])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")

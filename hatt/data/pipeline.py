@@ -211,6 +211,8 @@ def make_dataset(
     lengths = document_lengths(ids)
     boundaries = bucket_boundaries(lengths, num_buckets) if bucketing else []
     per_epoch = count_batches(lengths, boundaries, batch_size, min_batch_size)
+    if repeat:
+        _check_stream(per_epoch, epochs, n, batch_size)
     if shuffle and epochs is not None:
         # One dataset for epochs initial_epoch..epochs-1, epoch e shuffled by
         # (seed, e) alone: a run resumed at epoch e sees the orders an
@@ -234,7 +236,6 @@ def make_dataset(
         if shuffle:
             elements = elements.shuffle(max(n, 1), seed=seed, reshuffle_each_iteration=True)
         if repeat:
-            _check_stream(per_epoch, epochs, n, batch_size)
             elements = elements.repeat()
         dataset = batch_by_length(elements, boundaries, batch_size, min_batch_size)
         total = per_epoch

@@ -31,7 +31,7 @@ def uses_unlabeled(config):
 
 def vat_on_unlabeled(config):
     """Whether ``config``'s VAT term is taken on its unlabeled documents (when it has some)."""
-    return config.adversarial == "vat" and config.adversarial_unlabeled is True
+    return config.adversarial == "vat" and config.adversarial_unlabeled
 
 
 def check_pseudo_labeled(config):

@@ -132,6 +132,9 @@ def test_the_adversarial_term_is_added_to_the_training_loss():
     assert one_step(settings("vat", weight=1e-6)) == pytest.approx(plain, rel=1e-4)
 
 
+_KL = adversarial._kl  # the KL itself, for the recording stand-in below
+
+
 def test_vat_with_an_unlabeled_batch_takes_its_term_on_those_documents(monkeypatch):
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 20, (8, 6)).astype("int32")
@@ -160,9 +163,6 @@ def test_vat_with_an_unlabeled_batch_takes_its_term_on_those_documents(monkeypat
         assert q.shape == (5, 1) and not np.allclose(q.numpy(), p.numpy(), atol=1e-7)
     strong, _ = one_step(1.0, {adversarial.LABELED: ids, adversarial.UNLABELED: unlabeled})
     assert strong > plain + 1e-4  # weighted in
-
-
-_KL = adversarial._kl
 
 
 def test_the_unlabeled_stream_is_endless_seeded_and_covers_every_document():
@@ -194,8 +194,11 @@ def test_the_unlabeled_stream_is_endless_seeded_and_covers_every_document():
         for row in batch:
             counts[[doc_of[t] for t in row if t in doc_of]] += 1
     assert counts.sum() == 160 and counts.max() - counts.min() <= 2  # ~7 passes, each whole
-    with pytest.raises(ValueError, match="repeat=True without epochs"):
-        hatt.data.make_dataset(None, ids=ids, vectorizer=vectorizer, repeat=True, epochs=2)
+    for shuffle in (False, True):  # with or without shuffling, epochs and repeat exclude
+        with pytest.raises(ValueError, match="repeat=True without epochs"):
+            hatt.data.make_dataset(
+                None, ids=ids, vectorizer=vectorizer, repeat=True, epochs=2, shuffle=shuffle
+            )
     with pytest.raises(ValueError, match="enough for one batch with repeat=True"):
         hatt.data.make_dataset(None, ids=ids[:0], vectorizer=vectorizer, repeat=True)
 
@@ -227,8 +230,10 @@ def test_vat_learns_from_the_unlabeled_documents_of_a_run(runs):
     assert config["adversarial_unlabeled"] is True and config["word_vectors"] is None
     assert json.loads((run_dir / "unlabeled.json").read_text())["kept"] == 40
     assert np.isfinite(metrics["test_loss"])
-    weights = [keras.saving.load_model(runs[n][0] / "model.keras") for n in runs]
-    with_them, without = weights[2].get_weights(), weights[3].get_weights()
+    with_them, without = (
+        keras.saving.load_model(runs[name][0] / "model.keras").get_weights()
+        for name in ("vat_unlabeled", "vat_labeled")
+    )
     assert any(not np.allclose(a, b) for a, b in zip(with_them, without, strict=True))
 
 
