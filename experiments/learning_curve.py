@@ -11,6 +11,19 @@ Issue 36, item 4. Reads the result files other scripts wrote (it trains nothing)
 - ``experiments/results/han.json``, ``baseline_nb_lr.json``, ``baseline_tfidf_lr.json``:
   the whole training split without unlabeled text.
 
+At 25,000 labels the main table holds seed 1337. Other seeds of a whole-split run
+(``full-NAME-seedS.json``, written by ``--record-full`` from a run trained with
+``--seed S``; ``experiments/results/seeds/S/`` for the rows ``run_all.py --seed S``
+made) go to a second table, "25,000 labels over seeds": each seed's figure, the mean
+± std and the deep part's, for every method with more than one seed.
+
+Question written before seeds 2 and 3 of ``han_unsup_lm_frozen`` (the best single
+model, 93.08 % at seed 1337) were run: over seeds 1337, 2 and 3, is its mean above
+the HAN without unlabeled text over the same seeds (92.96 % ± 0.01), and its deep
+part's above that HAN's deep part (91.04 % ± 0.33)? The test split's standard error
+is about 0.16 points per model: a difference of the means under about 0.2 points
+says nothing either way.
+
 Only the draws every method run at a size has are used there, so the methods stand on
 the same documents (a blank cell: not run at that size); every figure is on the FULL test split (25,000 reviews).
 
@@ -19,6 +32,7 @@ Writes ``experiments/results/learning_curve/learning_curve.{json,md}`` and
 
 Run:  python experiments/learning_curve.py
       python experiments/learning_curve.py --record-full RUN_DIR --name han_unsup
+      (a run with --seed S other than 1337 is written to full-NAME-seedS.json)
 """
 
 import argparse
@@ -36,7 +50,9 @@ SMALL = RESULTS / "small_corpora" / "polarity"
 UNLABELED = RESULTS / "unlabeled"
 OUT = RESULTS / "learning_curve"
 FIGURE = ROOT / "docs" / "learning_curve.png"
+SEEDS = RESULTS / "seeds"  # run_all.py --seed S: SEEDS/S/han.json, ...
 FULL_SIZE = 25000
+DEFAULT_SEED = 1337  # the seed of every table's rows; other seeds: "over seeds"
 # method → (label, where its draws are, its whole-training-split result file)
 METHODS = {
     "han": ("HAN", SMALL, RESULTS / "han.json"),
@@ -99,9 +115,14 @@ def record_full(run_dir, name, command=None):
         "word_vectors": metrics.get("word_vectors"),
         "language_model": metrics.get("language_model"),  # None: not pretrained
     }
-    path = UNLABELED / f"full-{name}.json"
+    path = UNLABELED / full_name(name, row["seed"])
     path.write_text(json.dumps(row, indent=2) + "\n")
     return path
+
+
+def full_name(name, seed):
+    """``full-NAME.json`` at the default seed (or none recorded), else ``full-NAME-seedS.json``."""
+    return f"full-{name}.json" if seed in (None, DEFAULT_SEED) else f"full-{name}-seed{seed}.json"
 
 
 def draws(method):
@@ -115,9 +136,61 @@ def draws(method):
 
 
 def full_row(method):
-    """The whole-training-split row of ``method``, or None when it was not run."""
+    """The whole-training-split row of ``method`` at the default seed, or None when not run."""
+    return full_rows(method).get(DEFAULT_SEED)
+
+
+def full_rows(method):
+    """``{seed: row}`` of ``method``'s whole-training-split runs, every seed found."""
     path = METHODS[method][2]
-    return json.loads(path.read_text()) if path.exists() else None
+    if path.parent == UNLABELED:
+        others = path.parent.glob(f"{path.stem}-seed*.json")
+    else:
+        others = SEEDS.glob(f"*/{path.name}")
+    rows = {}
+    for found in [path, *others]:
+        if found.exists():
+            row = json.loads(found.read_text())
+            rows[row.get("seed") or DEFAULT_SEED] = row
+    return dict(sorted(rows.items(), key=lambda item: (item[0] != DEFAULT_SEED, item[0])))
+
+
+def over_seeds():
+    """``{method: cell}`` for each method with more than one seed at 25,000 labels.
+
+    A cell: ``seeds``, ``test_accuracy`` and ``deep_test_accuracy`` per seed, and
+    ``mean`` / ``deep_mean`` as (mean, std). Methods reading the same files as an
+    earlier one (``han_unsup_rest`` at 25,000 is ``han_unsup``) are left out.
+    """
+    cells, seen = {}, set()
+    for method in METHODS:
+        rows = full_rows(method)
+        if len(rows) < 2 or METHODS[method][2] in seen:
+            continue
+        seen.add(METHODS[method][2])
+        accuracies = [row["test_accuracy"] for row in rows.values()]
+        deep = [_deep(row) for row in rows.values()]
+        cells[method] = {
+            "seeds": list(rows),
+            "test_accuracy": accuracies,
+            "deep_test_accuracy": deep,
+            "mean": (statistics.mean(accuracies), _std(accuracies)),
+            "deep_mean": (statistics.mean(deep), _std(deep)) if None not in deep else None,
+            "commands": [_relative(row.get("command", "")) for row in rows.values()],
+        }
+    return cells
+
+
+def _relative(command):
+    """``command`` with this checkout's absolute path taken out (``--results experiments/...``)."""
+    return command.replace(f"{ROOT}/", "")
+
+
+def _deep(row):
+    """The deep part's test accuracy: a recorded row's, or a ``metrics.json``'s channel block."""
+    if row.get("deep_test_accuracy") is not None:
+        return row["deep_test_accuracy"]
+    return (row.get("ngram_channel") or {}).get("deep_test_accuracy")
 
 
 def collect():
@@ -140,7 +213,7 @@ def collect():
 
 def _cell(rows, draw_numbers):
     accuracies = [row["test_accuracy"] for row in rows]
-    deep = [row.get("deep_test_accuracy") for row in rows]
+    deep = [_deep(row) for row in rows]
     return {
         "test_accuracy": (statistics.mean(accuracies), _std(accuracies)),
         "deep_test_accuracy": statistics.mean(deep) if all(d is not None for d in deep) else None,
@@ -153,10 +226,13 @@ def _std(values):
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def write_reports(summary, out, figure):
+def write_reports(summary, out, figure, seeds=None):
+    """``learning_curve.{json,md}`` in ``out`` and the PNG; ``seeds``: :func:`over_seeds`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "learning_curve.json").write_text(json.dumps(summary, indent=2) + "\n")
+    seeds = seeds or {}
+    report = {"by_size": summary, "over_seeds": seeds}
+    (out / "learning_curve.json").write_text(json.dumps(report, indent=2) + "\n")
     names = list(METHODS)
     lines = [
         "# Few labels, with and without IMDB's 50,000 unlabeled reviews (issue 36)",
@@ -181,6 +257,7 @@ def write_reports(summary, out, figure):
         draws_used = ", ".join(map(str, next(iter(cells.values()))["draws"]))
         label = "all" if size == FULL_SIZE else draws_used
         lines.append(f"| {size} | {label} | " + " | ".join(shown) + " |")
+    lines += _seeds_table(seeds)
     (out / "learning_curve.md").write_text("\n".join(lines) + "\n")
     renamed = {
         "polarity": {
@@ -191,11 +268,43 @@ def write_reports(summary, out, figure):
     sc.plot(renamed, figure)
 
 
+def _seeds_table(seeds):
+    """The "25,000 labels over seeds" section's lines (none without a method on 2+ seeds)."""
+    if not seeds:
+        return []
+    lines = [
+        "",
+        "## 25,000 labels over seeds",
+        "",
+        "Each seed draws the validation split carved from `train/` and the initialisation; "
+        "the deep part alone in brackets.",
+        "",
+        "| method | seeds | per seed | mean ± std | deep part, mean ± std | commands |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    for method, cell in seeds.items():
+        per_seed = ", ".join(
+            f"{100 * accuracy:.2f}" + (f" ({100 * deep:.2f})" if deep is not None else "")
+            for accuracy, deep in zip(
+                cell["test_accuracy"], cell["deep_test_accuracy"], strict=True
+            )
+        )
+        mean, std = cell["mean"]
+        deep = cell["deep_mean"]
+        deep_text = f"{100 * deep[0]:.2f} % ± {100 * deep[1]:.2f}" if deep else ""
+        commands = "; ".join(f"`{command}`" for command in dict.fromkeys(cell["commands"]))
+        lines.append(
+            f"| {METHODS[method][0]} | {', '.join(map(str, cell['seeds']))} | {per_seed} "
+            f"| {100 * mean:.2f} % ± {100 * std:.2f} | {deep_text} | {commands} |"
+        )
+    return lines
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.record_full:
         print(record_full(args.record_full, args.name, args.command))
-    write_reports(collect(), args.out, args.figure)
+    write_reports(collect(), args.out, args.figure, over_seeds())
     return 0
 
 

@@ -14,6 +14,7 @@ def lc(tmp_path, monkeypatch):
     small.mkdir()
     unlabeled.mkdir()
     monkeypatch.setattr(module, "UNLABELED", unlabeled)
+    monkeypatch.setattr(module, "SEEDS", tmp_path / "seeds")  # run_all.py --seed S's rows
     methods = {
         "han": ("HAN", small, results / "han.json"),
         "han_unsup_lm": ("HAN + LM", unlabeled, unlabeled / "full-han_unsup_lm.json"),
@@ -64,3 +65,71 @@ def test_a_full_run_is_recorded_with_its_pretraining_and_tabled_at_25000(lc, tmp
     assert "| 1000 | 0, 1 | 86.00 % ± 1.41 |  | 85.00 % ± 1.41 |" in table
     assert "| 25000 | all | 92.96 % | 93.00 % (91.00) |  |" in table
     assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def _run(tmp_path, name, seed, accuracy, deep):
+    run = tmp_path / name
+    run.mkdir()
+    metrics = {
+        "test_accuracy": accuracy,
+        "test_macro_f1": accuracy,
+        "train_seconds": 1.0,
+        "seed": seed,
+        "command": f"hatt train han --seed {seed}",
+        "ngram_channel": {"deep_test_accuracy": deep},
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run
+
+
+def test_other_seeds_are_recorded_apart_and_tabled_over_seeds(lc, tmp_path):
+    paths = [
+        lc.record_full(_run(tmp_path, f"s{seed}", seed, acc, deep), "han_unsup_lm")
+        for seed, acc, deep in [(3, 0.93, 0.91), (1337, 0.94, 0.92), (2, 0.95, 0.93)]
+    ]
+    names = [path.name for path in paths]
+    assert names == [
+        "full-han_unsup_lm-seed3.json",
+        "full-han_unsup_lm.json",  # the default seed keeps the name every table reads
+        "full-han_unsup_lm-seed2.json",
+    ]
+    # the main table at 25,000 holds seed 1337 only
+    assert lc.collect()[25000]["han_unsup_lm"]["test_accuracy"] == (0.94, 0.0)
+
+    # the HAN without unlabeled text: its seed files are run_all.py's, metrics-shaped
+    write(tmp_path / "han.json", test_accuracy=0.90, seed=1337, command="hatt train han")
+    (tmp_path / "seeds" / "2").mkdir(parents=True)
+    write(
+        tmp_path / "seeds" / "2" / "han.json",
+        test_accuracy=0.92,
+        seed=2,
+        ngram_channel={"deep_test_accuracy": 0.8},
+        command=f"python x.py --results {lc.ROOT}/experiments/results/seeds/2",
+    )
+    seeds = lc.over_seeds()
+    assert list(seeds) == ["han", "han_unsup_lm"]  # NB-LR: one seed, left out
+    cell = seeds["han_unsup_lm"]
+    assert cell["seeds"] == [1337, 2, 3]  # the default seed first
+    assert cell["test_accuracy"] == [0.94, 0.95, 0.93]
+    assert cell["mean"] == pytest.approx((0.94, 0.01))
+    assert cell["deep_mean"] == pytest.approx((0.92, 0.01))
+    assert seeds["han"]["deep_mean"] is None  # seed 1337's file has no deep part
+    assert seeds["han"]["commands"][1] == "python x.py --results experiments/results/seeds/2"
+
+    lc.write_reports(lc.collect(), tmp_path / "out", tmp_path / "curve.png", seeds)
+    table = (tmp_path / "out" / "learning_curve.md").read_text()
+    assert "## 25,000 labels over seeds" in table
+    assert (
+        "| HAN + LM | 1337, 2, 3 | 94.00 (92.00), 95.00 (93.00), 93.00 (91.00) "
+        "| 94.00 % ± 1.00 | 92.00 % ± 1.00 |" in table
+    )
+    report = json.loads((tmp_path / "out" / "learning_curve.json").read_text())
+    assert report["over_seeds"]["han_unsup_lm"]["seeds"] == [1337, 2, 3]
+    assert report["by_size"]["25000"]["han_unsup_lm"]["test_accuracy"] == [0.94, 0.0]
+
+
+def test_no_second_seed_no_seeds_section(lc, tmp_path):
+    lc.record_full(_run(tmp_path, "s1337", 1337, 0.94, 0.92), "han_unsup_lm")
+    assert lc.over_seeds() == {}
+    lc.write_reports(lc.collect(), tmp_path / "out", tmp_path / "curve.png", lc.over_seeds())
+    assert "over seeds" not in (tmp_path / "out" / "learning_curve.md").read_text()
