@@ -212,17 +212,18 @@ def _row(kind, members, command, **figures):
     }
 
 
-def ensemble(members):
+def ensemble(members, splits=("validation", "test")):
     """Mean of the members' probabilities, aligned on review ids; None if any is missing.
 
     Binary members save P(class 1) ``[N]``, members of more classes ``[N, C]``;
     the mean's figures are :func:`hatt.training.metrics.classification_metrics`
-    (the most probable class; for the ratings the MAE in stars too).
+    (the most probable class; for the ratings the MAE in stars too). ``splits``:
+    the splits scored (``("test",)`` for members whose validation splits differ).
     """
     from hatt.training.metrics import classification_metrics, flat_metrics
 
     figures = {}
-    for split in ("validation", "test"):
+    for split in splits:
         loaded = _split_arrays(members, split)
         if loaded is None:
             return None
