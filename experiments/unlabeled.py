@@ -34,6 +34,11 @@ to 24 epochs (patience 3), is the same run above its 8-epoch self and above no V
 (87.16 %)? Measured: 86.92 % (deep part alone 86.70 %, best epoch the last): above its
 8-epoch self, not above no VAT.
 
+At 500 labels (draw 0), questions written before the runs: is the BiGRU with the unsup
+split (``rnn_unsup``) above the BiGRU without it (``rnn``) and above NB-LR (82.88 %)?
+And is ``han_unsup``, run again under the mix in force (as run under the mix rule before
+issue 36: 82.39 %, below NB-LR, with its deep part alone at 84.70 %), above NB-LR now?
+
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]  (methods: HATT_METHODS)
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
       python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
