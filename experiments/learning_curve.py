@@ -126,12 +126,19 @@ def full_name(name, seed):
 
 
 def draws(method):
-    """``{size: {draw: row}}`` of ``method``'s small-corpora draws."""
+    """``{size: {draw: row}}`` of ``method``'s small-corpora draws.
+
+    A method of ``small_corpora.py`` (``han``, ``rnn``, the baselines) also takes the
+    draws only ``unlabeled.py`` ran (its ``rnn`` row is the same command on the same
+    draw); where both have a draw, ``small_corpora.py``'s row is used.
+    """
     found = {}
-    for path in sorted(METHODS[method][1].glob(f"n*-d*-{method}.json")):
-        row = json.loads(path.read_text())
-        size, draw = (int(part[1:]) for part in path.stem.split("-")[:2])
-        found.setdefault(size, {})[draw] = row
+    folders = dict.fromkeys([UNLABELED, METHODS[method][1]])  # the method's own last: it wins
+    for folder in folders:
+        for path in sorted(folder.glob(f"n*-d*-{method}.json")):
+            row = json.loads(path.read_text())
+            size, draw = (int(part[1:]) for part in path.stem.split("-")[:2])
+            found.setdefault(size, {})[draw] = row
     return found
 
 

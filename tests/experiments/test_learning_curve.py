@@ -133,3 +133,13 @@ def test_no_second_seed_no_seeds_section(lc, tmp_path):
     assert lc.over_seeds() == {}
     lc.write_reports(lc.collect(), tmp_path / "out", tmp_path / "curve.png", lc.over_seeds())
     assert "over seeds" not in (tmp_path / "out" / "learning_curve.md").read_text()
+
+
+def test_draws_only_unlabeled_py_ran_fill_the_small_corpora_methods(lc, tmp_path):
+    small, unlabeled = lc.METHODS["han"][1], lc.UNLABELED
+    write(small / "n01000-d0-han.json", test_accuracy=0.85)
+    write(unlabeled / "n01000-d0-han.json", test_accuracy=0.10)  # small_corpora.py's wins
+    write(unlabeled / "n00500-d0-han.json", test_accuracy=0.80)  # only unlabeled.py ran it
+    found = lc.draws("han")
+    assert found[1000][0]["test_accuracy"] == 0.85
+    assert found[500][0]["test_accuracy"] == 0.80
