@@ -47,6 +47,9 @@ under the mix in force (as run under the old rule: 85.35 %, its channel alone, w
 its deep part alone at 85.71 %): is it above NB-LR (85.49 %) and above 85.35 %?
 Measured: 87.35 % (deep part alone 85.70 %, mix weight 0.55): above both, by 1.86 and
 2.00 points.
+At 2,000 labels (draw 0), the question written before the run: is ``han_unsup`` above
+the HAN without unlabeled text on the same draw (87.16 %, its deep part alone 71.91 %)
+and above NB-LR (87.10 %)?
 
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]  (methods: HATT_METHODS)
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
