@@ -160,7 +160,8 @@ def full_rows(method):
     for found in [path, *others]:
         if found.exists():
             row = json.loads(found.read_text())
-            rows[row.get("seed") or DEFAULT_SEED] = row
+            seed = row.get("seed")
+            rows[DEFAULT_SEED if seed is None else seed] = row
     return dict(sorted(rows.items(), key=lambda item: (item[0] != DEFAULT_SEED, item[0])))
 
 

@@ -143,3 +143,12 @@ def test_draws_only_unlabeled_py_ran_fill_the_small_corpora_methods(lc, tmp_path
     found = lc.draws("han")
     assert found[1000][0]["test_accuracy"] == 0.85
     assert found[500][0]["test_accuracy"] == 0.80
+
+
+def test_seed_0_is_a_seed_of_its_own(lc, tmp_path):
+    lc.record_full(_run(tmp_path, "s1337", 1337, 0.94, 0.92), "han_unsup_lm")
+    path = lc.record_full(_run(tmp_path, "s0", 0, 0.50, 0.50), "han_unsup_lm")
+    assert path.name == "full-han_unsup_lm-seed0.json"
+    rows = lc.full_rows("han_unsup_lm")
+    assert list(rows) == [1337, 0]  # not read back as the default seed's row
+    assert lc.full_row("han_unsup_lm")["test_accuracy"] == 0.94

@@ -23,7 +23,7 @@ def fake_run(folder, labels, deep, channel, seed=1337):
             labels=labels[split],
             ids=np.array(
                 [
-                    f"{split}/{i}" + (f"/{seed}" * (split == "validation"))
+                    f"{split}/{i}" + (f"/{seed}" if split == "validation" else "")
                     for i in range(len(logits))
                 ]
             ),
