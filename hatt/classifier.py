@@ -247,7 +247,9 @@ class TextClassifier:
         settings must build the same layers (the same preset and builder
         arguments as the trained model) for them to be copied.
         ``init_frozen_epochs=N`` keeps the copied layers frozen for the first
-        ``N`` epochs (gradual unfreezing). As ``hatt train FAMILY --init PATH``.
+        ``N`` epochs (gradual unfreezing); ``discriminative_decay=2.6`` trains
+        them slower the lower they are (ULMFiT's discriminative rates). As
+        ``hatt train FAMILY --init PATH``.
 
         Args:
             path: a run directory, a ``.keras`` file or ``saved_models/NAME``.

@@ -53,6 +53,7 @@ from hatt.training.ngram import (
 )
 from hatt.training.optimizers import (
     CyclicalSGD,
+    DiscriminativeAdam,
     LazyAdam,
     TriangularSchedule,
     create_optimizer,
@@ -68,6 +69,7 @@ __all__ = [
     "STRATEGIES",
     "Corpus",
     "CyclicalSGD",
+    "DiscriminativeAdam",
     "NgramSettings",
     "TrainConfig",
     "TriangularSchedule",

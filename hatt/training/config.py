@@ -347,6 +347,9 @@ class TrainConfig:
     lm_batch_size: int = 128  # rows a batch
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
+    # discriminative rates (ULMFiT): each layer copied (or pretrained) trains at the rate of
+    # the one above it divided by this; 1: every layer at the run's rate
+    discriminative_decay: float = 1.0
 
     # self-training (hatt.training.self_training): a teacher labels the unlabeled
     # documents, a student trains on the labeled and the confident ones

@@ -297,8 +297,8 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
     backup = resume.RunBackup(run.run_dir, config.to_dict(), early_stopping, run.state)
     with run.strategy.scope():
         backup.restore_model(model)
-        # init_frozen_epochs: the copied layers frozen first (builds the optimizer on all)
-        unfreezing = transfer.gradual_unfreezing(model, config, run.run_dir, early_stopping)
+        # the copied / pretrained layers frozen first, and at slower rates the lower they are
+        unfreezing = transfer.fine_tuning(model, config, run.run_dir, early_stopping)
     distribute.build_before_fit(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
     # The epoch's validation logits are written before its backup: a resumed run has them.

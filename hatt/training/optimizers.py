@@ -4,6 +4,13 @@ The cyclical policy of Smith (2017, 2018) — triangular, SGD with Nesterov
 momentum — is computed in the graph from the optimizer's step counter. The
 classes keep their registered names (``hatt>TriangularSchedule``,
 ``hatt>CyclicalSGD``) so saved models load.
+
+Each of hatt's optimizers takes ``layer_rates`` (:class:`LayerRates`): a
+learning-rate factor per layer, for discriminative fine-tuning (ULMFiT: the
+layers started elsewhere train slower the lower they are;
+:func:`hatt.training.transfer.fine_tuning` sets them). Keras 3 has no
+per-variable rate, and Adam's step does not change when a gradient is scaled,
+so the factor multiplies the rate inside the optimizer's step.
 """
 
 import keras
@@ -12,11 +19,86 @@ OPTIMIZERS = ("adam", "lazy_adam", "clr")
 DECAYS = ("constant", "cosine")
 
 
+# === A learning-rate factor per layer ===============================================
+
+
+class LayerRates:
+    """Mixin: each variable's learning rate times its layer's factor (discriminative rates).
+
+    ``layer_rates`` maps a layer's name to a factor; a variable belongs to the
+    layer its path starts with (``"word_encoder/forward_word_encoder_gru/..."``), and
+    variables of layers not named keep the optimizer's rate. The factor multiplies
+    the rate (a schedule's value at the step included) in ``update_step``, so every
+    update rule takes it exactly: Adam's step, SGD's, the lazy rows'. It can be set
+    after the optimizer is built, before the train step is traced; it is part of the
+    config, so a saved model's optimizer keeps it. Each class's ``update_step`` calls
+    :meth:`rated` first (a mixin's own ``update_step`` would be passed over by the
+    classes whose update does not call ``super()``).
+
+    Args:
+        layer_rates: ``{layer name: factor > 0}``, or ``None`` for none.
+    """
+
+    def __init__(self, *args, layer_rates=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.layer_rates = check_layer_rates(layer_rates)
+
+    def layer_rate(self, variable):
+        """The factor of ``variable`` (an optimizer's variable or its backend value)."""
+        if not self.layer_rates:
+            return 1.0
+        path = self._trainable_variables[self._get_variable_index(variable)].path
+        return self.layer_rates.get(path.split("/", 1)[0], 1.0)
+
+    def rated(self, learning_rate, variable):
+        """``learning_rate`` times ``variable``'s factor: each ``update_step`` starts here."""
+        factor = self.layer_rate(variable)
+        return learning_rate if factor == 1.0 else keras.ops.multiply(learning_rate, factor)
+
+    def get_config(self):
+        return {**super().get_config(), "layer_rates": dict(self.layer_rates)}
+
+
+def check_layer_rates(layer_rates):
+    """``layer_rates`` as ``{str: float}``; a factor that is not a number > 0 is refused."""
+    rates = {}
+    for name, factor in dict(layer_rates or {}).items():
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+            raise ValueError(
+                f"Expected each layer rate to be a number > 0. Received: {name!r}: {factor!r}"
+            )
+        rates[str(name)] = float(factor)
+    return rates
+
+
+@keras.saving.register_keras_serializable(package="hatt")
+class DiscriminativeAdam(LayerRates, keras.optimizers.Adam):
+    """Keras' Adam with a learning-rate factor per layer (:class:`LayerRates`).
+
+    Args:
+        learning_rate: float or schedule.
+        layer_rates: ``{layer name: factor}``; other layers train at ``learning_rate``.
+        **kwargs: other `keras.optimizers.Adam` arguments.
+
+    Example:
+
+    >>> optimizer = DiscriminativeAdam(1e-3, layer_rates={"word_encoder": 1 / 2.6})
+
+    References:
+        - [Howard & Ruder, 2018. Universal Language Model Fine-tuning](
+          https://arxiv.org/abs/1801.06146) (discriminative fine-tuning)
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        learning_rate = self.rated(learning_rate, variable)
+        return super().update_step(gradient, variable, learning_rate)
+
+
 # === Adam that updates only the embedding rows a batch touches ======================
 
 
 @keras.saving.register_keras_serializable(package="hatt")
-class LazyAdam(keras.optimizers.Adam):
+class LazyAdam(LayerRates, keras.optimizers.Adam):
     """Adam whose sparse gradients update only the rows they touch (as LazyAdam does).
 
     An embedding's gradient names the rows its batch looked up
@@ -32,7 +114,8 @@ class LazyAdam(keras.optimizers.Adam):
 
     Args:
         **kwargs: `keras.optimizers.Adam` arguments (`amsgrad` is not
-            supported for the sparse update).
+            supported for the sparse update), and ``layer_rates``
+            (:class:`LayerRates`).
 
     Example:
 
@@ -51,6 +134,7 @@ class LazyAdam(keras.optimizers.Adam):
     def update_step(self, gradient, variable, learning_rate):
         import tensorflow as tf
 
+        learning_rate = self.rated(learning_rate, variable)
         if not isinstance(gradient, tf.IndexedSlices):
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
@@ -127,7 +211,7 @@ class TriangularSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable(package="hatt")
-class CyclicalSGD(keras.optimizers.SGD):
+class CyclicalSGD(LayerRates, keras.optimizers.SGD):
     """SGD with Nesterov momentum whose momentum follows a schedule.
 
     The learning rate can be any schedule (e.g. :class:`TriangularSchedule`);
@@ -139,7 +223,8 @@ class CyclicalSGD(keras.optimizers.SGD):
         momentum_schedule: a :class:`TriangularSchedule` (or any serializable
             schedule) giving the momentum at each step.
         nesterov: Nesterov momentum.
-        **kwargs: other ``keras.optimizers.SGD`` arguments.
+        **kwargs: other ``keras.optimizers.SGD`` arguments, and ``layer_rates``
+            (:class:`LayerRates`).
     """
 
     def __init__(self, learning_rate=0.01, momentum_schedule=None, nesterov=True, **kwargs):
@@ -155,7 +240,7 @@ class CyclicalSGD(keras.optimizers.SGD):
         return self.momentum_schedule(self.iterations)
 
     def update_step(self, gradient, variable, learning_rate):
-        learning_rate = keras.ops.cast(learning_rate, variable.dtype)
+        learning_rate = keras.ops.cast(self.rated(learning_rate, variable), variable.dtype)
         gradient = keras.ops.cast(gradient, variable.dtype)
         momentum = keras.ops.cast(self.current_momentum(), variable.dtype)
         m = self.momentums[self._get_variable_index(variable)]
@@ -218,9 +303,17 @@ def learning_rate_of(config, steps_per_epoch):
 
 
 def create_optimizer(config, steps_per_epoch):
-    """The optimizer ``config.optimizer`` names, with its learning rate (schedule)."""
+    """The optimizer ``config.optimizer`` names, with its learning rate (schedule).
+
+    With ``config.discriminative_decay`` above 1, ``"adam"`` is
+    :class:`DiscriminativeAdam`, whose layer factors are set once the layers
+    started elsewhere are known (:func:`hatt.training.transfer.fine_tuning`).
+    """
     if config.optimizer in ("adam", "lazy_adam"):
-        optimizer = keras.optimizers.Adam if config.optimizer == "adam" else LazyAdam
+        optimizer = LazyAdam
+        if config.optimizer == "adam":
+            discriminative = config.discriminative_decay != 1.0
+            optimizer = DiscriminativeAdam if discriminative else keras.optimizers.Adam
         return optimizer(learning_rate=learning_rate_of(config, steps_per_epoch))
     step_size = max(1.0, config.clr_step_epochs * steps_per_epoch)
     return CyclicalSGD(

@@ -6,8 +6,8 @@
 :mod:`hatt.training.self_training`) and by virtual adversarial training
 (``adversarial="vat"`` with ``adversarial_unlabeled``, :mod:`hatt.training.adversarial`:
 its term on batches of them); a run that names unlabeled documents needs one of them.
-``init_frozen_epochs`` (gradual unfreezing, :mod:`hatt.training.transfer`) needs
-``init`` or ``lm_epochs``.
+``init_frozen_epochs`` (gradual unfreezing) and ``discriminative_decay``
+(discriminative rates, :mod:`hatt.training.transfer`) need ``init`` or ``lm_epochs``.
 """
 
 from hatt.training import language_model
@@ -136,6 +136,19 @@ def _check_unfreezing(config):
             "Expected init (--init MODEL) or lm_epochs > 0 with init_frozen_epochs: they are "
             "the epochs the layers copied from the model or pretrained as a language model "
             f"stay frozen. Received: init_frozen_epochs={frozen}, init=None, lm_epochs=0"
+        )
+    decay = config.discriminative_decay
+    if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not decay >= 1:
+        raise ValueError(
+            "Expected discriminative_decay to be a number >= 1 (each layer started elsewhere "
+            "trains at the rate of the one above it divided by it; 1: all at the run's rate). "
+            f"Received: discriminative_decay={decay!r}"
+        )
+    if decay != 1 and config.init is None and not config.lm_epochs:
+        raise ValueError(
+            "Expected init (--init MODEL) or lm_epochs > 0 with discriminative_decay: it "
+            "slows the layers copied from the model or pretrained as a language model. "
+            f"Received: discriminative_decay={decay}, init=None, lm_epochs=0"
         )
     if frozen and frozen >= config.epochs:
         raise ValueError(

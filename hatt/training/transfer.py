@@ -26,10 +26,16 @@ the first ``N`` epochs the copied layers below the head (and those pretrained as
 language model, :mod:`hatt.training.language_model`) are frozen and only the
 rest trains (the head, copied or fresh: what ULMFiT unfreezes first; the n-gram
 channel; any layer the trained model did not have); from epoch ``N + 1`` every
-layer trains. :func:`gradual_unfreezing` gives the
+layer trains. :func:`fine_tuning` gives the
 callback (:class:`GradualUnfreezing`) and adds ``frozen_epochs`` and
-``frozen_layers`` to ``init.json``. Discriminative learning rates (a smaller
-rate for lower layers) are not implemented: every layer trains at the run's rate.
+``frozen_layers`` to ``init.json``.
+
+Discriminative rates (``discriminative_decay=d``, ULMFiT's 2.6): the started
+layer nearest the head trains at the run's rate divided by ``d``, each one
+below it ``d`` times slower again (:func:`discriminative_rates`; the
+optimizer's ``layer_rates``, :class:`hatt.training.optimizers.LayerRates`);
+``init.json`` / ``language_model.json`` say each layer's factor
+(``"layer_rates"``). :func:`fine_tuning` sets up both.
 
     >>> info = init_from_model(model, vectorizer, class_names, "runs/han-imdb")
     >>> info["copied"]  # ["word_encoder", "word_attention", ...]
@@ -43,6 +49,7 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.data.files import read_json_object
+from hatt.training.optimizers import LayerRates
 
 NEVER = ("ngram_logit",)  # fit on the new corpus
 BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
@@ -198,7 +205,7 @@ class GradualUnfreezing(keras.callbacks.Callback):
     resumed after them trains every layer, as the uninterrupted run did. Each
     change of state retraces the train step (Keras 3 reads ``trainable`` when it
     traces it). The optimizer must have been built on every variable
-    (:func:`gradual_unfreezing` does), so its state carries across the change.
+    (:func:`fine_tuning` does), so its state carries across the change.
 
     Early stopping cannot end the frozen epochs: its patience counts from the
     first epoch that trains every layer; its best epoch is still chosen among all.
@@ -239,39 +246,103 @@ class GradualUnfreezing(keras.callbacks.Callback):
             self.early_stopping.patience = self.patience
 
 
-def gradual_unfreezing(model, config, run_dir, early_stopping=None):
-    """The callbacks of ``config.init_frozen_epochs`` (``[]`` when it is 0).
+def started_layers(model, run_dir):
+    """The layers below the head started elsewhere, by file: ``{file name: [layer names]}``.
+
+    Those copied from ``init`` (``init.json``'s ``"copied"``) and those pretrained as a
+    language model (``language_model.json``'s ``"layers"``), as the run's first
+    session wrote them (a resumed run reads the same); never the head or the n-gram
+    channel, and a layer once only (under the first file that names it).
+    """
+    started, seen = {}, set()
+    for file, key in ((run_files.INIT, "copied"), (run_files.LANGUAGE_MODEL, "layers")):
+        path = Path(run_dir) / file
+        if path.is_file():
+            names = read_json_object(path)[key]
+            started[file] = [n for n in names if n not in (*NEVER, HEAD) and n not in seen]
+            seen.update(started[file])
+    return started
+
+
+def _depths(model):
+    """Each layer's depth from the output (the head's is the smallest), by name."""
+    depths = {}
+    for depth, nodes in getattr(model, "_nodes_by_depth", {}).items():
+        for node in nodes:
+            name = node.operation.name
+            depths[name] = max(depth, depths.get(name, depth))
+    if not depths:  # not a functional model: the layers' order, last the shallowest
+        depths = {layer.name: len(model.layers) - i for i, layer in enumerate(model.layers)}
+    return depths
+
+
+def discriminative_rates(model, names, decay):
+    """ULMFiT's discriminative rates: ``{layer: factor}`` for the started layers ``names``.
+
+    The started layer nearest the head trains at the run's rate divided by ``decay``,
+    each one below it at the rate of the one above divided by ``decay`` again (layers
+    side by side, the CNN's convolutions, share a rate); layers trained from their
+    start (the head, the n-gram channel, the fresh ones) keep the run's rate.
+
+    >>> discriminative_rates(han, ["word_embedding", "word_encoder"], 2.6)
+    {'word_encoder': 0.3846..., 'word_embedding': 0.1479...}
+    """
+    if decay == 1:
+        return {}
+    depths = _depths(model)
+    names = [n for n in names if model.get_layer(n).trainable_weights]
+    levels = sorted({depths[n] for n in names})
+    return {
+        n: float(decay) ** -(levels.index(depths[n]) + 1)
+        for n in sorted(names, key=lambda n: depths[n])
+    }
+
+
+def fine_tuning(model, config, run_dir, early_stopping=None):
+    """How the layers started elsewhere train: frozen first, then slower the lower they are.
 
     Call it inside the run's strategy scope, before ``fit`` and after the
-    backup is restored: it builds the optimizer on every trainable variable
-    (frozen ones included, so their moments exist once they train). The layers
-    frozen are those started elsewhere: ``init.json``'s ``"copied"`` and
-    ``language_model.json``'s ``"layers"`` (a resumed run reads the files its
-    first session wrote), but the head, which trains throughout (a copied head
-    frozen too would leave a same-task model nothing to train); the n-gram channel
-    is never among them, and a layer another setting froze
-    (``word_vectors_trainable=false``) stays frozen.
+    backup is restored. The layers are :func:`started_layers`.
+
+    - ``config.init_frozen_epochs = N``: they stay frozen for the first ``N`` epochs
+      (:class:`GradualUnfreezing`), the head training throughout (a copied head frozen
+      too would leave a same-task model nothing to train); the n-gram channel is never
+      among them, and a layer another setting froze (``word_vectors_trainable=false``)
+      stays frozen. The optimizer is built on every trainable variable (frozen ones
+      included, so their moments exist once they train).
+    - ``config.discriminative_decay = d > 1``: the optimizer's ``layer_rates``
+      (:func:`discriminative_rates`), set again each session from the files.
 
     Returns:
         ``[GradualUnfreezing(...)]`` or ``[]``; ``init.json`` (and
-        ``language_model.json``) gains ``"frozen_epochs"`` (the first N epochs, 1-based 1..N) and
-        ``"frozen_layers"``.
+        ``language_model.json``) gains ``"frozen_epochs"`` (the first N epochs, 1-based
+        1..N) and ``"frozen_layers"``, or ``"layer_rates"``, for its layers.
     """
-    if not config.init_frozen_epochs:
+    frozen, decay = config.init_frozen_epochs, config.discriminative_decay
+    if not frozen and decay == 1:
         return []
-    names = []
-    # the layers started elsewhere: copied from --init, pretrained as a language model
-    for file, key in ((run_files.INIT, "copied"), (run_files.LANGUAGE_MODEL, "layers")):
+    started = started_layers(model, run_dir)
+    rates = discriminative_rates(model, [n for names in started.values() for n in names], decay)
+    for file, names in started.items():
         path = Path(run_dir) / file
-        if not path.is_file():
-            continue
         info = read_json_object(path)
-        started = [n for n in info[key] if n not in (*NEVER, HEAD) and n not in names]
-        info["frozen_epochs"] = int(config.init_frozen_epochs)
-        info["frozen_layers"] = [n for n in started if model.get_layer(n).trainable_weights]
+        if frozen:
+            info["frozen_epochs"] = int(frozen)
+            info["frozen_layers"] = [n for n in names if model.get_layer(n).trainable_weights]
+        if rates:
+            info["layer_rates"] = {n: rates[n] for n in names if n in rates}
         path.write_text(json.dumps(info, indent=2) + "\n")
-        names += started
+    if rates:
+        if not isinstance(model.optimizer, LayerRates):
+            raise ValueError(
+                "Expected an optimizer with layer rates (hatt.training.optimizers.LayerRates) "
+                f"for discriminative_decay={decay}. Received: {type(model.optimizer).__name__}"
+            )
+        model.optimizer.layer_rates = rates
+    if not frozen:
+        return []
+    names = [n for names in started.values() for n in names]
     variables = [v for name in names for v in model.get_layer(name).trainable_weights]
     if model.optimizer is not None and not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
-    return [GradualUnfreezing(variables, config.init_frozen_epochs, early_stopping)]
+    return [GradualUnfreezing(variables, frozen, early_stopping)]

@@ -10,6 +10,7 @@ import pytest
 import hatt
 from hatt.data import Imdb
 from hatt.training import resume, transfer
+from tests._fresh_process import run_json_script
 from tests.conftest import planted
 
 # One xdist worker runs this module: its fixtures train the source and an unfrozen run once.
@@ -142,7 +143,14 @@ def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch
 
 # === Gradual unfreezing and from_model ===============================================
 
-UNFREEZE = {**TINY, "epochs": 3, "patience": 5, "init_frozen_epochs": 2}
+# frozen for 2 of 3 epochs, then at ULMFiT's discriminative rates
+UNFREEZE = {
+    **TINY,
+    "epochs": 3,
+    "patience": 5,
+    "init_frozen_epochs": 2,
+    "discriminative_decay": 2.6,
+}
 WATCHED = ("embedding", "encoder_0", "word_attention", "logit")
 
 
@@ -158,6 +166,16 @@ class _Weights(keras.callbacks.Callback):
             name: [np.array(w) for w in self.model.get_layer(name).get_weights()]
             for name in WATCHED
         }
+
+
+LOAD_OPTIMIZER = """
+import json, sys
+import keras
+import hatt  # registers hatt's optimizers
+model = keras.saving.load_model(sys.argv[1])
+optimizer = model.optimizer
+print(json.dumps({"optimizer": type(optimizer).__name__, "layer_rates": optimizer.layer_rates}))
+"""
 
 
 def _same(a, b):
@@ -201,6 +219,12 @@ def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unf
     info = json.loads((run_dir / "init.json").read_text())
     assert info["frozen_epochs"] == 2
     assert set(info["frozen_layers"]) == {"embedding", "encoder_0", "word_attention"}
+    # the layer below the head 2.6 times slower, each one below it 2.6 times again
+    rates = {"word_attention": 1 / 2.6, "encoder_0": 1 / 2.6**2, "embedding": 1 / 2.6**3}
+    assert info["layer_rates"] == pytest.approx(rates)
+    saved = run_json_script(LOAD_OPTIMIZER, str(run_dir / "model.keras"))  # a fresh process
+    assert saved["optimizer"] == "DiscriminativeAdam"
+    assert saved["layer_rates"] == pytest.approx(rates)
     assert "logit" not in info["copied"]  # other classes: the fresh head trains throughout
     for name in ("encoder_0", "word_attention"):  # as copied, through both frozen epochs
         trained_weights = source.get_layer(name).get_weights()
@@ -269,10 +293,11 @@ def test_the_head_and_layers_frozen_by_other_settings_are_never_frozen_here(tmp_
     model.get_layer("embedding").trainable = False  # as word_vectors_trainable=false
     copied = ["embedding", "encoder_0", "word_attention", "logit"]
     (tmp_path / "init.json").write_text(json.dumps({"copied": copied}))
-    config = types.SimpleNamespace(init_frozen_epochs=1)
-    (unfreezing,) = transfer.gradual_unfreezing(model, config, tmp_path)
+    config = types.SimpleNamespace(init_frozen_epochs=1, discriminative_decay=1.0)
+    (unfreezing,) = transfer.fine_tuning(model, config, tmp_path)
     info = json.loads((tmp_path / "init.json").read_text())
     assert info["frozen_layers"] == ["encoder_0", "word_attention"]
+    assert "layer_rates" not in info  # discriminative_decay=1: every layer at the run's rate
     assert model.optimizer.built  # on every variable, before any is frozen
     unfreezing.set_model(model)
     before = {id(v) for v in model.trainable_weights}
@@ -287,3 +312,66 @@ def test_the_head_and_layers_frozen_by_other_settings_are_never_frozen_here(tmp_
     unfreezing.on_epoch_begin(1)
     assert {id(v) for v in model.trainable_weights} == before
     assert not model.get_layer("embedding").trainable_weights  # still frozen
+
+
+# === Discriminative rates ==============================================================
+
+
+def _one_step(run_dir, decay):
+    """Each layer's weights before and after one Adam step of an rnn whose embedding,
+    encoder, attention and head were "copied" (init.json), at ``discriminative_decay``."""
+    keras.utils.set_random_seed(0)  # the same start and dropout for every decay
+    texts = planted(40, 5)
+    model, vectorizer = _new_model(texts.texts, 2)
+    config = hatt.training.TrainConfig(
+        model="rnn", init="trained", discriminative_decay=decay, learning_rate=0.01
+    )
+    model.compile(optimizer=hatt.training.create_optimizer(config, 1), loss="binary_crossentropy")
+    copied = ["embedding", "encoder_0", "word_attention", "logit"]
+    (run_dir / "init.json").write_text(json.dumps({"copied": copied}))
+    assert transfer.fine_tuning(model, config, run_dir) == []  # nothing frozen
+    before = {layer.name: layer.get_weights() for layer in model.layers}
+    model.train_on_batch(vectorizer(texts.texts[:16]), np.asarray(texts.labels[:16], "float32"))
+    return {  # {layer: [(start, end) a weight]}
+        layer.name: list(zip(before[layer.name], layer.get_weights(), strict=True))
+        for layer in model.layers
+    }
+
+
+def test_one_adam_step_moves_each_started_layer_at_its_rate(tmp_path):
+    """Adam's step is linear in its rate (eps is not scaled by it): against the same
+    step at decay 1, each started layer's move is its factor times as large, weight by
+    weight; the head and the n-gram channel move as they did."""
+    (tmp_path / "plain").mkdir(), (tmp_path / "rated").mkdir()
+    plain = _one_step(tmp_path / "plain", 1.0)
+    rated = _one_step(tmp_path / "rated", 4.0)
+    factors = {"word_attention": 1 / 4, "encoder_0": 1 / 16, "embedding": 1 / 64}
+    info = json.loads((tmp_path / "rated" / "init.json").read_text())
+    assert info["layer_rates"] == factors
+    for name, factor in {**factors, "logit": 1.0, "ngram_logit": 1.0}.items():
+        pairs = zip(plain[name], rated[name], strict=True)
+        for (start, end), (rated_start, rated_end) in pairs:
+            np.testing.assert_array_equal(start, rated_start)  # the same model
+            moved, rated_moved = end - start, rated_end - rated_start
+            assert np.abs(moved).max() > 0, name
+            np.testing.assert_allclose(rated_moved, factor * moved, rtol=2e-3, atol=1e-7)
+
+
+def test_rates_follow_depth_in_a_han_and_side_by_side_layers_share_one():
+    han = hatt.models.build("han", num_classes=2, vocabulary_size=50)
+    rates = transfer.discriminative_rates(han, ["word_embedding", "word_encoder"], 2.6)
+    assert rates == pytest.approx({"word_encoder": 1 / 2.6, "word_embedding": 1 / 2.6**2})
+    cnn = hatt.models.build("cnn", num_classes=2, vocabulary_size=50)
+    rates = transfer.discriminative_rates(cnn, ["embedding", "conv_3", "conv_4", "conv_5"], 2.0)
+    assert rates == {"conv_3": 0.5, "conv_4": 0.5, "conv_5": 0.5, "embedding": 0.25}
+    assert transfer.discriminative_rates(cnn, ["embedding"], 1.0) == {}
+
+
+def test_discriminative_decay_is_checked_before_any_data():
+    with pytest.raises(ValueError, match="Expected init .* with discriminative_decay"):
+        hatt.training.TrainConfig(model="rnn", discriminative_decay=2.6)
+    for bad in (0.5, 0, "fast", True):
+        with pytest.raises(ValueError, match="Expected discriminative_decay to be a"):
+            hatt.training.TrainConfig(model="rnn", init="m", discriminative_decay=bad)
+    config = hatt.training.TrainConfig(model="han", lm_epochs=1, discriminative_decay=2.6)
+    assert config.discriminative_decay == 2.6
