@@ -53,6 +53,13 @@ and above NB-LR (87.10 %)?
 Measured: 88.85 % (deep part alone 87.72 %, mix weight 0.58): above both, by 1.69 and
 1.75 points.
 
+At 1,000 labels (draw 0), the questions written before the runs: ``han_unsup_lm_disc``
+(the language model, the first epoch frozen, then ULMFiT's discriminative rates: the
+word encoder at the rate / 2.6, the embedding / 2.6²) against ``han_unsup_lm_frozen``
+run again under the mix in force (``--force``; as run under the old rule: 85.35 %, its
+channel alone, its deep part alone 86.14 %): is the model, and is its deep part alone,
+above it? And is it above ``han_unsup`` (87.35 %)? One draw: under 0.4 points says
+nothing either way.
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]  (methods: HATT_METHODS)
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
       python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
@@ -95,6 +102,11 @@ HATT_METHODS = {
         "han, word2vec and a language model (2 epochs) on the draw + unsup, its encoder "
         "frozen for the first epoch",
         ["lm_epochs=2", "init_frozen_epochs=1"],
+    ),
+    "han_unsup_lm_disc": (
+        "han, word2vec and a language model (2 epochs) on the draw + unsup, its encoder "
+        "frozen for the first epoch, then at discriminative rates (/ 2.6 a layer)",
+        ["lm_epochs=2", "init_frozen_epochs=1", "discriminative_decay=2.6"],
     ),
     "han_unsup_lm4": (
         "han, word2vec and a language model (4 epochs) on the draw + unsup",
