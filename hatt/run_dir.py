@@ -23,6 +23,7 @@ UNLABELED = "unlabeled.json"  # the unlabeled documents read: kept, skipped, exc
 # losses; its checkpoint, keyed by what it depends on (a stopped run resumes from it)
 LANGUAGE_MODEL = "language_model.json"
 LANGUAGE_MODEL_CHECKPOINT = "language_model.npz"
+SENTENCE_MODEL_CHECKPOINT = "sentence_model.npz"  # the HAN's sentence stage's (sentence_model)
 INIT = "init.json"  # what was copied from the trained model of --init
 VALIDATION_PROBABILITIES = "validation_probabilities.npz"
 # the deep part's validation logits after every epoch (the mix's cross-fitting)

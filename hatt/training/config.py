@@ -345,6 +345,9 @@ class TrainConfig:
     lm_window: int = 100  # words a row at most (a HAN row is a sentence)
     lm_negatives: int = 256  # words drawn a batch for the sampled softmax
     lm_batch_size: int = 128  # rows a batch
+    # HAN, after the language model: its sentence encoder (and word attention) pretrained to
+    # predict the neighbouring sentences' words (hatt.training.sentence_model); 0: none
+    lm_sentence_epochs: int = 0
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
     # discriminative rates (ULMFiT): each layer copied (or pretrained) trains at the rate of

@@ -95,6 +95,7 @@ def check_settings(config):
             raise ValueError(
                 f"Expected {name} to be an integer >= {minimum}. Received: {name}={value!r}"
             )
+    _check_sentence_epochs(config)
     if config.lm_epochs:
         _check_family(config.model)
     if config.lm_epochs and config.strategy != "default":
@@ -106,6 +107,27 @@ def check_settings(config):
         raise ValueError(
             "Expected a corpus read as text with lm_epochs (the language model reads the "
             f"documents in memory). Received: prepared={config.prepared!r}; drop --prepared."
+        )
+
+
+def _check_sentence_epochs(config):
+    """``lm_sentence_epochs`` (:mod:`hatt.training.sentence_model`): the HAN, after the LM."""
+    epochs = config.lm_sentence_epochs
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(
+            f"Expected lm_sentence_epochs to be an integer >= 0. Received: "
+            f"lm_sentence_epochs={epochs!r}"
+        )
+    if epochs and config.model != "han":
+        raise ValueError(
+            "Expected model='han' with lm_sentence_epochs (it pretrains the HAN's sentence "
+            f"encoder). Received: model={config.model!r}"
+        )
+    if epochs and not config.lm_epochs:
+        raise ValueError(
+            "Expected lm_epochs > 0 with lm_sentence_epochs: the sentence encoder learns from "
+            "sentences read by the word encoder pretrained as a language model first. "
+            f"Received: lm_sentence_epochs={epochs}, lm_epochs={config.lm_epochs!r}"
         )
 
 
@@ -138,28 +160,35 @@ def windows_of(ids, window):
     return out
 
 
-def batches(windows, batch_size, seed, epoch=None):
-    """Padded ``[B, L]`` int32 batches of ``windows``, each of similar lengths.
+def batch_groups(lengths, batch_size, seed, epoch=None):
+    """Which rows make each batch: a list of index arrays, rows of similar ``lengths``.
 
-    With ``epoch`` the order is shuffled by ``(seed, epoch)`` (windows shuffled,
+    With ``epoch`` the order is shuffled by ``(seed, epoch)`` (rows shuffled,
     sorted by length in pools of 50 batches, the batches shuffled again), so an
     epoch is the same whether or not the run was resumed; without, the order
     is the given one.
     """
-    order = np.arange(len(windows))
+    lengths = np.asarray(lengths, np.int64)
+    order = np.arange(len(lengths))
     rng = None if epoch is None else np.random.default_rng([seed, epoch])
     if rng is not None:
         rng.shuffle(order)
         pool = 50 * batch_size
-        lengths = np.fromiter((len(w) for w in windows), np.int64, len(windows))
         for start in range(0, len(order), pool):
             chunk = order[start : start + pool]
             order[start : start + pool] = chunk[np.argsort(lengths[chunk], kind="stable")]
     groups = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     if rng is not None:
         rng.shuffle(groups)
+    return groups
+
+
+def batches(windows, batch_size, seed, epoch=None):
+    """Padded ``[B, L]`` int32 batches of ``windows``, each of similar lengths, in the
+    order of :func:`batch_groups`."""
+    lengths = np.fromiter((len(w) for w in windows), np.int64, len(windows))
     out = []
-    for group in groups:
+    for group in batch_groups(lengths, batch_size, seed, epoch):
         width = max(len(windows[i]) for i in group)
         batch = np.zeros((len(group), width), np.int32)
         for row, i in enumerate(group):
@@ -320,7 +349,7 @@ class BidirectionalLanguageModel(keras.Model):
 # === Pretraining, resumable =============================================================
 
 
-def _key(config, parts, vocabulary_size):
+def checkpoint_key(config, parts, vocabulary_size):
     """What the pretraining depends on: another corpus or setting never reuses a checkpoint."""
     digest = hashlib.sha256()
     settings = {
@@ -345,7 +374,7 @@ def _variables(lm):
     return list(lm.variables) + list(lm.optimizer.variables)
 
 
-def _restore(lm, path, key, epochs):
+def restore_checkpoint(lm, path, key, epochs):
     """The finished epochs' records from ``path`` (and its weights into ``lm``); ``[]``
     when there is none for ``key`` or it went past ``epochs``."""
     if not path.is_file():
@@ -370,7 +399,9 @@ def _restore(lm, path, key, epochs):
     return records
 
 
-def _save(lm, path, key, records):
+def save_checkpoint(lm, path, key, records):
+    """Write ``lm``'s weights and optimizer state, ``key`` and the finished epochs'
+    ``records`` to ``path`` (through a partial file: never half written)."""
     partial = path.with_name(path.name + ".partial.npz")
     arrays = {f"v{i}": keras.ops.convert_to_numpy(v) for i, v in enumerate(_variables(lm))}
     np.savez(
@@ -435,8 +466,8 @@ def pretrain(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = run_dir / run_files.LANGUAGE_MODEL_CHECKPOINT
-    key = _key(config, parts, vocabulary_size)
-    records = _restore(lm, checkpoint, key, config.lm_epochs)
+    key = checkpoint_key(config, parts, vocabulary_size)
+    records = restore_checkpoint(lm, checkpoint, key, config.lm_epochs)
     resumed_after = len(records)
     info = {
         "objective": "bidirectional language model, sampled softmax",
@@ -461,7 +492,7 @@ def pretrain(
     validation = batches(held_out, config.lm_batch_size, config.seed)  # the same every epoch
     for epoch in range(resumed_after, config.lm_epochs):
         records.append(_train_epoch(lm, windows, validation, config, epoch, verbose))
-        _save(lm, checkpoint, key, records)
+        save_checkpoint(lm, checkpoint, key, records)
     info["epochs"] = records
     info["seconds"] = round(time.perf_counter() - start_time, 1)
     (run_dir / run_files.LANGUAGE_MODEL).write_text(json.dumps(info, indent=2) + "\n")

@@ -33,12 +33,12 @@ from hatt.training import (
     crossfit,
     distribute,
     interrupt,
-    language_model,
     mix,
     ngram,
     resume,
     self_training,
     semi,
+    sentence_model,
     transfer,
     word_vectors,
 )
@@ -250,12 +250,13 @@ def encoded_unlabeled(run, corpus):
 
 def pretrain_language_model(run, model, corpus, *, verbose="auto"):
     """Step 5 (``lm_epochs``): the word encoder trained as a language model on the training
-    split and the unlabeled documents (:mod:`hatt.training.language_model`), after the
-    word vectors and ``init`` it starts from; resumes from its own checkpoint."""
+    split and the unlabeled documents (:mod:`hatt.training.language_model`; with
+    ``lm_sentence_epochs``, the HAN's sentence encoder next, :mod:`~.sentence_model`),
+    after the word vectors and ``init`` it starts from; resumes from its checkpoints."""
     if run.state or not run.config.lm_epochs:
         return  # a resumed run restores its trained encoder
-    with run.strategy.scope():
-        language_model.pretrain(
+    with run.strategy.scope():  # the word encoder, then (lm_sentence_epochs) the sentences
+        sentence_model.pretrain_encoders(
             model,
             run.config,
             corpus.in_memory_split("train")[0],
