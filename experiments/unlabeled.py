@@ -60,6 +60,9 @@ run again under the mix in force (``--force``; as run under the old rule: 85.35 
 channel alone, its deep part alone 86.14 %): is the model, and is its deep part alone,
 above it? And is it above ``han_unsup`` (87.35 %)? One draw: under 0.4 points says
 nothing either way.
+And ``han_unsup_lm_sent`` (the same, with the sentence encoder and the word attention
+pretrained for one epoch to predict the neighbouring sentences' words, then frozen and
+slowed with the word level): is it, and its deep part alone, above ``han_unsup_lm_disc``?
 Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]  (methods: HATT_METHODS)
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
       python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
@@ -107,6 +110,16 @@ HATT_METHODS = {
         "han, word2vec and a language model (2 epochs) on the draw + unsup, its encoder "
         "frozen for the first epoch, then at discriminative rates (/ 2.6 a layer)",
         ["lm_epochs=2", "init_frozen_epochs=1", "discriminative_decay=2.6"],
+    ),
+    "han_unsup_lm_sent": (
+        "han, word2vec, a language model (2 epochs) and its sentence encoder (1 epoch) on the "
+        "draw + unsup, both frozen for the first epoch, then at discriminative rates",
+        [
+            "lm_epochs=2",
+            "lm_sentence_epochs=1",
+            "init_frozen_epochs=1",
+            "discriminative_decay=2.6",
+        ],
     ),
     "han_unsup_lm4": (
         "han, word2vec and a language model (4 epochs) on the draw + unsup",
