@@ -26,7 +26,7 @@ class LayerRates:
     """Mixin: each variable's learning rate times its layer's factor (discriminative rates).
 
     ``layer_rates`` maps a layer's name to a factor; a variable belongs to the
-    layer its path starts with (``"word_encoder/forward_word_encoder_gru/..."``), and
+    layer its path names (``"word_encoder/forward_word_encoder_gru/..."``), and
     variables of layers not named keep the optimizer's rate. The factor multiplies
     the rate (a schedule's value at the step included) in ``update_step``, so every
     update rule takes it exactly: Adam's step, SGD's, the lazy rows'. It can be set
@@ -43,12 +43,16 @@ class LayerRates:
         super().__init__(*args, **kwargs)
         self.layer_rates = check_layer_rates(layer_rates)
 
+    def rate_of_path(self, path):
+        """The factor of the variable at ``path``: its first scope that names a layer
+        of ``layer_rates`` (a model built inside another scope included), else 1."""
+        return next((self.layer_rates[p] for p in path.split("/") if p in self.layer_rates), 1.0)
+
     def layer_rate(self, variable):
         """The factor of ``variable`` (an optimizer's variable or its backend value)."""
         if not self.layer_rates:
             return 1.0
-        path = self._trainable_variables[self._get_variable_index(variable)].path
-        return self.layer_rates.get(path.split("/", 1)[0], 1.0)
+        return self.rate_of_path(self._trainable_variables[self._get_variable_index(variable)].path)
 
     def rated(self, learning_rate, variable):
         """``learning_rate`` times ``variable``'s factor: each ``update_step`` starts here."""

@@ -339,6 +339,13 @@ def fine_tuning(model, config, run_dir, early_stopping=None):
                 f"for discriminative_decay={decay}. Received: {type(model.optimizer).__name__}"
             )
         model.optimizer.layer_rates = rates
+        for name, factor in rates.items():  # each layer's variables find their factor
+            for variable in model.get_layer(name).trainable_weights:
+                if model.optimizer.rate_of_path(variable.path) != factor:
+                    raise RuntimeError(
+                        f"Layer {name!r}'s variable {variable.path!r} does not get its rate "
+                        f"{factor}: its path does not name the layer"
+                    )
     if not frozen:
         return []
     names = [n for names in started.values() for n in names]

@@ -214,15 +214,39 @@ def _tiny(family, **values):
 
 @pytest.mark.slow
 def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
+    """Both stages (the word encoder, then the sentence encoder: lm_sentence_epochs), the
+    four pretrained layers frozen for the first epoch, then at discriminative rates."""
     corpus = _planted_corpus()
-    unlabeled = [f"The plot was a delight and the acting dull, scene {i}." for i in range(40)]
-    clf = _tiny("han", max_sentences=4, max_words=12, word_units=4, sentence_units=4, epochs=1)
+    unlabeled = [f"The plot was a delight. The acting was dull, scene {i}." for i in range(40)]
+    clf = _tiny(
+        "han",
+        max_sentences=4,
+        max_words=12,
+        word_units=4,
+        sentence_units=4,
+        epochs=2,
+        patience=2,
+        lm_sentence_epochs=1,
+        init_frozen_epochs=1,
+        discriminative_decay=2.0,
+    )
     run_dir = tmp_path / "run"
     clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
+    info = json.loads((run_dir / "language_model.json").read_text())
+    layers = ["word_embedding", "word_encoder", "word_attention", "sentence_encoder"]
+    assert info["layers"] == info["frozen_layers"] == layers
+    assert info["layer_rates"] == {
+        "sentence_encoder": 0.5,
+        "word_attention": 0.25,
+        "word_encoder": 0.125,
+        "word_embedding": 0.0625,
+    }
+    assert info["unlabeled_rows"] >= 80  # two sentences a document
+    assert info["sentence"]["documents"] >= 40 and len(info["sentence"]["epochs"]) == 1
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["language_model"]["layers"] == ["word_embedding", "word_encoder"]
-    assert metrics["language_model"]["unlabeled_rows"] >= 40
+    assert metrics["language_model"]["sentence"] == info["sentence"]
     assert (run_dir / "language_model.npz").is_file()
+    assert (run_dir / "sentence_model.npz").is_file()
     assert json.loads((run_dir / "unlabeled.json").read_text())["kept"] == 40
     texts = corpus.test.texts[:4]
     clf.save(tmp_path / "han.keras")

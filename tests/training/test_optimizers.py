@@ -240,3 +240,18 @@ def test_layer_rates_travel_with_the_optimizer_and_bad_ones_are_refused():
             LazyAdam(layer_rates=bad)
     # without discriminative rates, "adam" stays Keras' own
     assert type(create_optimizer(training.TrainConfig(model="han"), 10)) is keras.optimizers.Adam
+
+
+def test_a_layer_built_inside_another_scope_still_gets_its_rate():
+    rng = np.random.default_rng(4)
+    start = rng.normal(size=(2,)).astype("float32")
+    grads = [rng.normal(size=(2,)).astype("float32") for _ in range(2)]
+    with keras.name_scope("outer"):
+        (low, _, head) = _layer_variables(start)
+    assert low.path == "outer/low/kernel"
+    optimizer = training.DiscriminativeAdam(0.05, layer_rates={"low": 0.5})
+    for g in grads:
+        optimizer.apply([g, g], [low, head])
+    np.testing.assert_allclose(low.numpy(), adam_reference(start, grads, 0.025), rtol=1e-5)
+    np.testing.assert_allclose(head.numpy(), adam_reference(start, grads, 0.05), rtol=1e-5)
+    assert optimizer.rate_of_path("lower/kernel") == 1.0  # a name, not a prefix, matches
