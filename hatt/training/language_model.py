@@ -249,6 +249,27 @@ def sampled_softmax_loss(predicted, targets, weights, table, bias, log_q, negati
     return ops.sum(losses), ops.sum(weights)
 
 
+def add_tied_output(model, embedding, log_q, seed, prefix):
+    """Give ``model`` the output side of a tied sampled softmax over ``embedding``'s rows:
+    ``forward_projection`` and ``backward_projection`` (a direction's state to the
+    embedding's width), ``output_bias`` (a bias per word), ``log_q`` (the negatives'
+    log-probabilities, fixed) and ``seed_generator`` (their draws), named ``PREFIX_...``.
+    The word-level language model and the HAN's sentence stage both score this way."""
+    dim = embedding.output_dim
+    model.forward_projection = keras.layers.Dense(dim, name=f"{prefix}_forward_projection")
+    model.backward_projection = keras.layers.Dense(dim, name=f"{prefix}_backward_projection")
+    model.output_bias = model.add_weight(
+        shape=(embedding.input_dim,), initializer="zeros", name=f"{prefix}_output_bias"
+    )
+    model.log_q = model.add_weight(
+        shape=(embedding.input_dim,),
+        initializer=keras.initializers.Constant(np.asarray(log_q, np.float32)),
+        trainable=False,
+        name=f"{prefix}_log_q",
+    )
+    model.seed_generator = keras.random.SeedGenerator(seed)
+
+
 class BidirectionalLanguageModel(keras.Model):
     """A bidirectional language model over a classifier's embedding and word encoder.
 
@@ -281,22 +302,10 @@ class BidirectionalLanguageModel(keras.Model):
         super().__init__(**kw)
         self.embedding, self.encoder = embedding, encoder
         self.negatives = int(negatives)
-        dim = embedding.output_dim
-        self.forward_projection = keras.layers.Dense(dim, name="lm_forward_projection")
-        self.backward_projection = keras.layers.Dense(dim, name="lm_backward_projection")
+        add_tied_output(self, embedding, log_q, seed, "lm")
         self.input_dropout = keras.layers.Dropout(dropout, name="lm_input_dropout")
         self.state_dropout = keras.layers.Dropout(dropout, name="lm_state_dropout")
         self.encoder_mask = EncoderMask(name="lm_encoder_mask")
-        self.output_bias = self.add_weight(
-            shape=(embedding.input_dim,), initializer="zeros", name="lm_output_bias"
-        )
-        self.log_q = self.add_weight(
-            shape=(embedding.input_dim,),
-            initializer=keras.initializers.Constant(np.asarray(log_q, np.float32)),
-            trainable=False,
-            name="lm_log_q",
-        )
-        self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, inputs, training=False):
         ids = ops.cast(inputs, "int32")

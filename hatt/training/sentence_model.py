@@ -144,19 +144,7 @@ class NeighbourSentenceModel(keras.Model):
         super().__init__(**kwargs)
         self.encoder, self.embedding = encoder, embedding
         self.negatives = int(negatives)
-        dim = embedding.output_dim
-        self.forward_projection = keras.layers.Dense(dim, name="sentence_forward_projection")
-        self.backward_projection = keras.layers.Dense(dim, name="sentence_backward_projection")
-        self.output_bias = self.add_weight(
-            shape=(embedding.input_dim,), initializer="zeros", name="sentence_output_bias"
-        )
-        self.log_q = self.add_weight(
-            shape=(embedding.input_dim,),
-            initializer=keras.initializers.Constant(np.asarray(log_q, np.float32)),
-            trainable=False,
-            name="sentence_log_q",
-        )
-        self.seed_generator = keras.random.SeedGenerator(seed)
+        lm_lib.add_tied_output(self, embedding, log_q, seed, "sentence")
 
     def call(self, inputs, training=False):
         model_inputs, ids = inputs
