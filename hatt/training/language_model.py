@@ -249,28 +249,52 @@ def sampled_softmax_loss(predicted, targets, weights, table, bias, log_q, negati
     return ops.sum(losses), ops.sum(weights)
 
 
-def add_tied_output(model, embedding, log_q, seed, prefix):
-    """Give ``model`` the output side of a tied sampled softmax over ``embedding``'s rows:
-    ``forward_projection`` and ``backward_projection`` (a direction's state to the
-    embedding's width), ``output_bias`` (a bias per word), ``log_q`` (the negatives'
-    log-probabilities, fixed) and ``seed_generator`` (their draws), named ``PREFIX_...``.
-    The word-level language model and the HAN's sentence stage both score this way."""
-    dim = embedding.output_dim
-    model.forward_projection = keras.layers.Dense(dim, name=f"{prefix}_forward_projection")
-    model.backward_projection = keras.layers.Dense(dim, name=f"{prefix}_backward_projection")
-    model.output_bias = model.add_weight(
-        shape=(embedding.input_dim,), initializer="zeros", name=f"{prefix}_output_bias"
-    )
-    model.log_q = model.add_weight(
-        shape=(embedding.input_dim,),
-        initializer=keras.initializers.Constant(np.asarray(log_q, np.float32)),
-        trainable=False,
-        name=f"{prefix}_log_q",
-    )
-    model.seed_generator = keras.random.SeedGenerator(seed)
+class TiedOutput:
+    """Mixin for a ``keras.Model``: the output side of a tied sampled softmax.
+
+    :meth:`add_tied_output` gives the model ``forward_projection`` and
+    ``backward_projection`` (a direction's state to the embedding's width),
+    ``output_bias`` (a bias per word), ``log_q`` (the negatives' log-probabilities,
+    fixed) and ``seed_generator``; :meth:`draw` draws a batch's negatives,
+    :meth:`score` sums a direction's loss (:func:`sampled_softmax_loss` against the
+    embedding rows), and the loss is the scored targets' mean. The word-level language
+    model and the HAN's sentence stage both score this way.
+    """
+
+    def add_tied_output(self, embedding, log_q, negatives, seed, prefix):
+        self.output_table, self.negatives = embedding, int(negatives)
+        dim = embedding.output_dim
+        self.forward_projection = keras.layers.Dense(dim, name=f"{prefix}_forward_projection")
+        self.backward_projection = keras.layers.Dense(dim, name=f"{prefix}_backward_projection")
+        self.output_bias = self.add_weight(
+            shape=(embedding.input_dim,), initializer="zeros", name=f"{prefix}_output_bias"
+        )
+        self.log_q = self.add_weight(
+            shape=(embedding.input_dim,),
+            initializer=keras.initializers.Constant(np.asarray(log_q, np.float32)),
+            trainable=False,
+            name=f"{prefix}_log_q",
+        )
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def draw(self):
+        """This batch's ``[negatives]`` word ids, drawn from ``exp(log_q)``."""
+        return keras.random.categorical(
+            self.log_q[None, :], self.negatives, seed=self.seed_generator
+        )[0]
+
+    def score(self, predicted, targets, weights, drawn):
+        """``(loss_sum, count)`` of ``targets`` ``[B, T]`` given ``predicted`` ``[B, T, D]``."""
+        table = self.output_table.embeddings
+        return sampled_softmax_loss(
+            predicted, targets, weights, table, self.output_bias, self.log_q, drawn
+        )
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return y_pred[0] / ops.maximum(y_pred[1], 1.0)
 
 
-class BidirectionalLanguageModel(keras.Model):
+class BidirectionalLanguageModel(TiedOutput, keras.Model):
     """A bidirectional language model over a classifier's embedding and word encoder.
 
     The forward half of ``encoder``'s output at word ``t`` predicts word ``t + 1``,
@@ -301,8 +325,7 @@ class BidirectionalLanguageModel(keras.Model):
     def __init__(self, embedding, encoder, log_q, negatives=256, dropout=0.0, seed=1337, **kw):
         super().__init__(**kw)
         self.embedding, self.encoder = embedding, encoder
-        self.negatives = int(negatives)
-        add_tied_output(self, embedding, log_q, seed, "lm")
+        self.add_tied_output(embedding, log_q, negatives, seed, "lm")
         self.input_dropout = keras.layers.Dropout(dropout, name="lm_input_dropout")
         self.state_dropout = keras.layers.Dropout(dropout, name="lm_state_dropout")
         self.encoder_mask = EncoderMask(name="lm_encoder_mask")
@@ -320,9 +343,7 @@ class BidirectionalLanguageModel(keras.Model):
         scored = ops.logical_and(present, ops.greater(ids, OOV))
         scored = ops.cast(scored, states.dtype)
         present = ops.cast(present, states.dtype)
-        drawn = keras.random.categorical(
-            self.log_q[None, :], self.negatives, seed=self.seed_generator
-        )[0]
+        drawn = self.draw()
         parts = (
             # forward state at t (a word) predicts the word at t + 1
             (
@@ -339,20 +360,9 @@ class BidirectionalLanguageModel(keras.Model):
         )
         total = count = 0.0
         for predicted, targets, weights in parts:
-            loss, n = sampled_softmax_loss(
-                predicted,
-                targets,
-                weights,
-                self.embedding.embeddings,
-                self.output_bias,
-                self.log_q,
-                drawn,
-            )
+            loss, n = self.score(predicted, targets, weights, drawn)
             total, count = total + loss, count + n
         return ops.stack([total, count])
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return y_pred[0] / ops.maximum(y_pred[1], 1.0)
 
 
 # === Pretraining, resumable =============================================================

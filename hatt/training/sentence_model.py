@@ -113,7 +113,7 @@ def _as_dataset(batch_list, groups):
 # === The model ==========================================================================
 
 
-class NeighbourSentenceModel(keras.Model):
+class NeighbourSentenceModel(lm_lib.TiedOutput, keras.Model):
     """The HAN's sentence level trained to predict its neighbouring sentences' words.
 
     The forward half of the sentence encoder's state at sentence ``t`` predicts each
@@ -143,8 +143,7 @@ class NeighbourSentenceModel(keras.Model):
     def __init__(self, encoder, embedding, log_q, negatives=256, seed=1337, **kwargs):
         super().__init__(**kwargs)
         self.encoder, self.embedding = encoder, embedding
-        self.negatives = int(negatives)
-        lm_lib.add_tied_output(self, embedding, log_q, seed, "sentence")
+        self.add_tied_output(embedding, log_q, negatives, seed, "sentence")
 
     def call(self, inputs, training=False):
         model_inputs, ids = inputs
@@ -152,9 +151,7 @@ class NeighbourSentenceModel(keras.Model):
         ids = ops.cast(ids, "int32")
         present = ops.cast(present, states.dtype)
         half = ops.shape(states)[-1] // 2
-        drawn = keras.random.categorical(
-            self.log_q[None, :], self.negatives, seed=self.seed_generator
-        )[0]
+        drawn = self.draw()
         parts = (
             # the forward state at sentence t predicts the words of sentence t + 1
             (self.forward_projection(states[:, :-1, :half]), ids[:, 1:], present[:, :-1]),
@@ -173,20 +170,14 @@ class NeighbourSentenceModel(keras.Model):
             # a word is scored when its state reads a sentence and it is a known word
             scored = ops.cast(ops.greater(targets, lm_lib.OOV), predicted.dtype)
             weights = reads[:, :, None] * scored
-            loss, n = lm_lib.sampled_softmax_loss(
+            loss, n = self.score(
                 predicted,
                 ops.reshape(targets, (-1, width)),
                 ops.reshape(weights, (-1, width)),
-                self.embedding.embeddings,
-                self.output_bias,
-                self.log_q,
                 drawn,
             )
             total, count = total + loss, count + n
         return ops.stack([total, count])
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        return y_pred[0] / ops.maximum(y_pred[1], 1.0)
 
 
 # === Pretraining, resumable =============================================================
