@@ -252,7 +252,8 @@ def sampled_softmax_loss(predicted, targets, weights, table, bias, log_q, negati
 class TiedOutput:
     """Mixin for a ``keras.Model``: the output side of a tied sampled softmax.
 
-    :meth:`add_tied_output` gives the model ``forward_projection`` and
+    The model holds its word ``Embedding`` as ``embedding`` (the output table).
+    :meth:`add_tied_output` gives it ``forward_projection`` and
     ``backward_projection`` (a direction's state to the embedding's width),
     ``output_bias`` (a bias per word), ``log_q`` (the negatives' log-probabilities,
     fixed) and ``seed_generator``; :meth:`draw` draws a batch's negatives,
@@ -262,7 +263,7 @@ class TiedOutput:
     """
 
     def add_tied_output(self, embedding, log_q, negatives, seed, prefix):
-        self.output_table, self.negatives = embedding, int(negatives)
+        self.negatives = int(negatives)
         dim = embedding.output_dim
         self.forward_projection = keras.layers.Dense(dim, name=f"{prefix}_forward_projection")
         self.backward_projection = keras.layers.Dense(dim, name=f"{prefix}_backward_projection")
@@ -285,7 +286,7 @@ class TiedOutput:
 
     def score(self, predicted, targets, weights, drawn):
         """``(loss_sum, count)`` of ``targets`` ``[B, T]`` given ``predicted`` ``[B, T, D]``."""
-        table = self.output_table.embeddings
+        table = self.embedding.embeddings  # the model's own word embedding (tied)
         return sampled_softmax_loss(
             predicted, targets, weights, table, self.output_bias, self.log_q, drawn
         )

@@ -298,6 +298,24 @@ def discriminative_rates(model, names, decay):
     }
 
 
+def _set_layer_rates(model, rates):
+    """Give ``model``'s optimizer ``rates`` and check that each rated layer's variables
+    find their factor (a path that does not name its layer would train at full rate)."""
+    if not isinstance(model.optimizer, LayerRates):
+        raise ValueError(
+            "Expected an optimizer with layer rates (hatt.training.optimizers.LayerRates) "
+            f"for discriminative rates. Received: {type(model.optimizer).__name__}"
+        )
+    model.optimizer.layer_rates = rates
+    for name, factor in rates.items():
+        for variable in model.get_layer(name).trainable_weights:
+            if model.optimizer.rate_of_path(variable.path) != factor:
+                raise RuntimeError(
+                    f"Layer {name!r}'s variable {variable.path!r} does not get its rate "
+                    f"{factor}: its path does not name the layer"
+                )
+
+
 def fine_tuning(model, config, run_dir, early_stopping=None):
     """How the layers started elsewhere train: frozen first, then slower the lower they are.
 
@@ -333,19 +351,7 @@ def fine_tuning(model, config, run_dir, early_stopping=None):
             info["layer_rates"] = {n: rates[n] for n in names if n in rates}
         path.write_text(json.dumps(info, indent=2) + "\n")
     if rates:
-        if not isinstance(model.optimizer, LayerRates):
-            raise ValueError(
-                "Expected an optimizer with layer rates (hatt.training.optimizers.LayerRates) "
-                f"for discriminative_decay={decay}. Received: {type(model.optimizer).__name__}"
-            )
-        model.optimizer.layer_rates = rates
-        for name, factor in rates.items():  # each layer's variables find their factor
-            for variable in model.get_layer(name).trainable_weights:
-                if model.optimizer.rate_of_path(variable.path) != factor:
-                    raise RuntimeError(
-                        f"Layer {name!r}'s variable {variable.path!r} does not get its rate "
-                        f"{factor}: its path does not name the layer"
-                    )
+        _set_layer_rates(model, rates)
     if not frozen:
         return []
     names = [n for names in started.values() for n in names]

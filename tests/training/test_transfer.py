@@ -375,3 +375,12 @@ def test_discriminative_decay_is_checked_before_any_data():
             hatt.training.TrainConfig(model="rnn", init="m", discriminative_decay=bad)
     config = hatt.training.TrainConfig(model="han", lm_epochs=1, discriminative_decay=2.6)
     assert config.discriminative_decay == 2.6
+
+
+def test_rates_on_an_optimizer_without_layer_rates_are_a_clear_error(tmp_path):
+    model, _ = _new_model(planted(30, 5).texts, 2)
+    model.compile(optimizer="adam", loss="binary_crossentropy")  # Keras' own Adam
+    (tmp_path / "init.json").write_text(json.dumps({"copied": ["encoder_0", "logit"]}))
+    config = types.SimpleNamespace(init_frozen_epochs=0, discriminative_decay=2.0)
+    with pytest.raises(ValueError, match="Expected an optimizer with layer rates"):
+        transfer.fine_tuning(model, config, tmp_path)
