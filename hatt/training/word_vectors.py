@@ -225,6 +225,9 @@ def cached_word2vec(
 ):
     """:func:`train_word2vec` on the training ``ids`` (and ``unlabeled_ids``), cached.
 
+    Says which of the two it does: trains (minutes on a large corpus) or reads the
+    vectors a run with the same inputs left in ``cache_path``.
+
     Returns:
         ``(vectors, found, info)``; ``info`` says whether the cache was used and
         how many unlabeled documents and tokens went in.
@@ -240,7 +243,12 @@ def cached_word2vec(
     if cache_path is not None and cache_path.is_file():
         with np.load(cache_path) as saved:
             if str(saved["key"]) == key:
+                print(f"Word vectors: read from {cache_path} (the same texts and settings)")
                 return saved["vectors"], saved["found"], {**info, "cached": True}
+    extra = (
+        "" if unlabeled_ids is None else f" and {info['unlabeled_documents']} unlabeled documents"
+    )
+    print(f"Training word2vec ({dim} dimensions) on the training split{extra}")
     sentences = [s for part in parts for s in sentences_of(part)]
     vectors, found = train_word2vec(sentences, vocabulary_size, dim, seed=seed, epochs=epochs)
     if cache_path is not None:
@@ -287,12 +295,6 @@ def init_word_vectors(model, config, ids, vocabulary, *, unlabeled_ids=None, cac
     start = keras.ops.convert_to_numpy(layer.embeddings)
     dim = start.shape[1]
     if source == WORD2VEC:
-        extra = (
-            ""
-            if unlabeled_ids is None
-            else f" and {int(unlabeled_ids.nrows())} unlabeled documents"
-        )
-        print(f"Training word2vec ({dim} dimensions) on the training split{extra}")
         vectors, found, trained = cached_word2vec(
             ids,
             len(vocabulary),

@@ -35,13 +35,15 @@ def test_unlabeled_text_changes_the_vectors():
     assert alone["unlabeled_documents"] == 0
 
 
-def test_the_cache_is_reused_and_refused_for_other_inputs(tmp_path, monkeypatch):
+def test_the_cache_is_reused_and_refused_for_other_inputs(tmp_path, monkeypatch, capsys):
     cache = tmp_path / word_vectors.CACHE_FILE
     kwargs = dict(seed=1, epochs=1, cache_path=cache)
     vectors, found, info = word_vectors.cached_word2vec(
         TRAIN, len(WORDS), 4, unlabeled_ids=UNLABELED, **kwargs
     )
     assert cache.is_file() and info["cached"] is False
+    said = capsys.readouterr().out
+    assert "Training word2vec (4 dimensions) on the training split and 40 unlabeled" in said
 
     def refuse(*args, **kwargs):
         raise AssertionError("word2vec retrained although the cache matches")
@@ -51,6 +53,8 @@ def test_the_cache_is_reused_and_refused_for_other_inputs(tmp_path, monkeypatch)
         TRAIN, len(WORDS), 4, unlabeled_ids=UNLABELED, **kwargs
     )
     assert info["cached"] is True
+    said = capsys.readouterr().out  # says it read them, not that it trains
+    assert f"Word vectors: read from {cache}" in said and "Training" not in said
     np.testing.assert_array_equal(again, vectors)
     np.testing.assert_array_equal(found_again, found)
     with pytest.raises(AssertionError, match="retrained"):  # other text: the cache is stale
