@@ -21,6 +21,7 @@ def lc(tmp_path, monkeypatch):
         "nb_lr": ("NB-LR", small, results / "baseline_nb_lr.json"),
     }
     monkeypatch.setattr(module, "METHODS", methods)
+    monkeypatch.setattr(module, "PLOTTED", tuple(methods))
     return module
 
 
@@ -65,6 +66,20 @@ def test_a_full_run_is_recorded_with_its_pretraining_and_tabled_at_25000(lc, tmp
     assert "| 1000 | 0, 1 | 86.00 % ± 1.41 |  | 85.00 % ± 1.41 |" in table
     assert "| 25000 | all | 92.96 % | 93.00 % (91.00) |  |" in table
     assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def test_the_figure_draws_the_plotted_methods_and_the_table_keeps_every_one(
+    lc, tmp_path, monkeypatch
+):
+    lc.METHODS["han_unsup_lm_disc"] = ("HAN + LM, rates", lc.UNLABELED, tmp_path / "x.json")
+    monkeypatch.setattr(lc, "PLOTTED", ("han", "han_unsup_lm", "nb_lr"))
+    cell = {"test_accuracy": (0.9, 0.0), "deep_test_accuracy": None, "draws": [0], "commands": []}
+    summary = {1000: {m: cell for m in ("han", "han_unsup_lm", "han_unsup_lm_disc", "nb_lr")}}
+    drawn = []
+    monkeypatch.setattr(lc.sc, "plot", lambda by_task, figure: drawn.append(by_task))
+    lc.write_reports(summary, tmp_path / "out", tmp_path / "curve.png")
+    assert sorted(drawn[0]["polarity"][1000]) == ["HAN", "HAN + LM", "nb_lr"]
+    assert "HAN + LM, rates" in (tmp_path / "out" / "learning_curve.md").read_text()
 
 
 def _run(tmp_path, name, seed, accuracy, deep):
