@@ -40,6 +40,9 @@ HAN's sentence encoder and word attention pretrained for one epoch to predict th
 neighbouring sentences' words, all frozen for the first epoch; at 1,000 labels it left
 the deep part level): with 25,000 labels to fine-tune it, is it, and its deep part
 alone, above ``han_unsup_lm_frozen``? Under 0.2 points says nothing.
+And for the stack (``experiments/stack_runs.py``), written before the VAT run ended: with
+``han_unsup_lm_vat`` added to today's members (``han_unsup_lm``, ``rnn_unsup``, ``cnn``,
+NB-LR: 93.08 %), a member trained on another objective, is the stack above 93.08 %?
 
 Only the draws every method run at a size has are used there, so the methods stand on
 the same documents (a blank cell: not run at that size); every figure is on the FULL test split (25,000 reviews).
