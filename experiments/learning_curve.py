@@ -37,8 +37,8 @@ Under 0.2 points says nothing either way. Does VAT bring the deep part to the go
 92.5 %?
 Measured: ``han_unsup_lm_disc`` 92.87 % (deep part 91.00 %): -0.21 and -0.16 points, no
 help. ``han_unsup_lm_vat`` 92.92 % (deep part 91.48 %): the model -0.16 (nothing either
-way), the deep part +0.32, the only change at 25,000 labels so far that lifts it past
-the 0.2 of noise, yet 1.0 point short of 92.5 %; its best epoch was the last (8 of 8;
+way), the deep part +0.32, the first change at 25,000 labels to lift it past the 0.2
+of noise (the sentence stage, below, was the second), yet 1.0 point short of 92.5 %; its best epoch was the last (8 of 8;
 validation 91.72 % for the deep part against 90.88 % without VAT) at 62.2 min of fit,
 4.2 times the 14.9 of the same run without it.
 And, written before its run, for ``han_unsup_lm_sent_only`` (the same start, then the
