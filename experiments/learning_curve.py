@@ -84,46 +84,39 @@ FIGURE = ROOT / "docs" / "learning_curve.png"
 SEEDS = RESULTS / "seeds"  # run_all.py --seed S: SEEDS/S/han.json, ...
 FULL_SIZE = 25000
 DEFAULT_SEED = 1337  # the seed of every table's rows; other seeds: "over seeds"
+
+
+def _with_unlabeled(label, full):
+    """A method trained with the unsup split: its draws are experiments/unlabeled.py's,
+    its 25,000-label row ``full-FULL.json`` (written by :func:`record_full`)."""
+    return (label, UNLABELED, UNLABELED / f"full-{full}.json")
+
+
 # method → (label, where its draws are, its whole-training-split result file)
 METHODS = {
     "han": ("HAN", SMALL, RESULTS / "han.json"),
-    "han_unsup": ("HAN + 50k unlabeled", UNLABELED, UNLABELED / "full-han_unsup.json"),
-    "han_unsup_rest": (
-        "HAN + 50k unlabeled + rest of train",
-        UNLABELED,
-        UNLABELED / "full-han_unsup.json",  # at 25,000 labels there is no rest of train
+    "han_unsup": _with_unlabeled("HAN + 50k unlabeled", "han_unsup"),
+    # at 25,000 labels there is no rest of train: the han_unsup row
+    "han_unsup_rest": _with_unlabeled("HAN + 50k unlabeled + rest of train", "han_unsup"),
+    "han_unsup_lm": _with_unlabeled("HAN + 50k unlabeled, LM-pretrained", "han_unsup_lm"),
+    "han_unsup_lm_frozen": _with_unlabeled(
+        "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch", "han_unsup_lm_frozen"
     ),
-    "han_unsup_lm": (
-        "HAN + 50k unlabeled, LM-pretrained",
-        UNLABELED,
-        UNLABELED / "full-han_unsup_lm.json",
-    ),
-    "han_unsup_lm_frozen": (
-        "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch",
-        UNLABELED,
-        UNLABELED / "full-han_unsup_lm_frozen.json",
-    ),
-    "han_unsup_lm_disc": (
+    "han_unsup_lm_disc": _with_unlabeled(
         "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch, discriminative rates",
-        UNLABELED,
-        UNLABELED / "full-han_unsup_lm_disc.json",
+        "han_unsup_lm_disc",
     ),
-    "han_unsup_lm_sent_only": (
+    "han_unsup_lm_sent_only": _with_unlabeled(
         "HAN + 50k unlabeled, LM- and sentence-pretrained, frozen for the first epoch",
-        UNLABELED,
-        UNLABELED / "full-han_unsup_lm_sent_only.json",
+        "han_unsup_lm_sent_only",
     ),
-    "han_unsup_lm_vat": (
-        "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch, VAT",
-        UNLABELED,
-        UNLABELED / "full-han_unsup_lm_vat.json",
+    "han_unsup_lm_vat": _with_unlabeled(
+        "HAN + 50k unlabeled, LM-pretrained, frozen for the first epoch, VAT", "han_unsup_lm_vat"
     ),
     "rnn": ("BiGRU", SMALL, RESULTS / "rnn.json"),
-    "rnn_unsup": ("BiGRU + 50k unlabeled", UNLABELED, UNLABELED / "full-rnn_unsup.json"),
-    "rnn_unsup_pseudo4k": (
-        "BiGRU + 50k unlabeled + 4,000 pseudo labels",
-        UNLABELED,
-        UNLABELED / "full-rnn_unsup_pseudo4k.json",
+    "rnn_unsup": _with_unlabeled("BiGRU + 50k unlabeled", "rnn_unsup"),
+    "rnn_unsup_pseudo4k": _with_unlabeled(
+        "BiGRU + 50k unlabeled + 4,000 pseudo labels", "rnn_unsup_pseudo4k"
     ),
     "nb_lr": ("NB-LR", SMALL, RESULTS / "baseline_nb_lr.json"),
     "tfidf_lr": ("TF-IDF + LR", SMALL, RESULTS / "baseline_tfidf_lr.json"),
