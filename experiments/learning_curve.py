@@ -84,6 +84,10 @@ And, written before its fit: with ``han_unsup_lm_pseudo`` as a sixth member of t
 (``stacked_vat``'s five: 93.13 %), is the stack above the student alone (93.41 %)?
 Measured: 93.37 % (``stacked_pseudo.md``): -0.04, no; the regression gives the student's
 deep part 0.42 and its channel 0.63, VAT's deep part 0.28, the teacher's 0.08.
+Question written before seeds 2 and 3 of ``han_unsup_lm_pseudo`` (each student taught
+by ``han_unsup_lm_frozen``'s run of its seed, copied into its ``teacher/``): over seeds
+1337, 2 and 3, is its mean above its teachers' (93.03 % ± 0.06), and its deep part's
+above theirs (91.05 % ± 0.17)? Under about 0.2 points says nothing either way.
 
 Only the draws every method run at a size has are used there, so the methods stand on
 the same documents (a blank cell: not run at that size); every figure is on the FULL test split (25,000 reviews).
