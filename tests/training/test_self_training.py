@@ -3,6 +3,7 @@ chosen on validation): the threshold and balancing math, and a tiny end-to-end r
 teacher, its cached pseudo labels and the test documents kept out."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -156,6 +157,20 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     assert summary["kept"] <= 3 and summary["limit"] == 3
     assert json.loads((run_dir / "metrics.json").read_text())["train_size"] == 80 + summary["kept"]
     (run_dir / "metrics.json").unlink()
+
+    # a finished run copied in as teacher/ teaches a new run without training again
+    # (docs/training.md: how a model trained before becomes the teacher)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(run_dir / "teacher", fresh / "teacher")
+    stamp = (fresh / "teacher" / "metrics.json").stat().st_mtime_ns
+    hatt.TextClassifier("cnn", **settings).fit(
+        corpus, run_dir=fresh, verbose=0, unlabeled=unlabeled
+    )
+    assert (fresh / "teacher" / "metrics.json").stat().st_mtime_ns == stamp
+    teacher = json.loads((fresh / "teacher" / "metrics.json").read_text())
+    taught = json.loads((fresh / "metrics.json").read_text())["self_training"]["teacher"]
+    assert taught["test_accuracy"] == teacher["test_accuracy"]
+
     with pytest.raises(resume.RunError, match="teacher .* other settings .*filters"):
         hatt.TextClassifier("cnn", **{**settings, "filters": 6}).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
