@@ -77,8 +77,8 @@ the two, here the only one that moves the deep part.
 ``han_unsup_lm_pseudo`` 93.41 % (deep part 92.10 %, channel 91.80 %; validation 92.92 %,
 deep part 92.72 %; its best epoch the last of 8; the teacher kept 12,500 of the 45,566
 unsup reviews it was at least 0.7 sure of, 6,250 a class; 26.1 min of fit, after the
-teacher's labelling (168 s), word2vec and a 2-epoch language model on the student's
-texts (527 + 490 s)): the model +0.33 and the deep part +0.94 on its teacher, the best
+teacher's labelling (168 s), word2vec (514 s) and a 2-epoch language model (1,111 s)
+on the student's texts): the model +0.33 and the deep part +0.94 on its teacher, the best
 single model and deep part here, still 0.59 and 0.40 points short of the goals.
 And, written before its fit: with ``han_unsup_lm_pseudo`` as a sixth member of the stack
 (``stacked_vat``'s five: 93.13 %), is the stack above the student alone (93.41 %)?
