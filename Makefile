@@ -38,11 +38,14 @@ train: install
 # single-threaded Python (tracing, building), so two cores finish it in about
 # half the time (8.6 against 19.3 minutes here; 35 minutes by late 2026, 28.5
 # since fit's step and the tokenizer are traced once; see the 30 slowest tests
-# that each run prints, where CI time is to be won back).
+# that each run prints, where CI time is to be won back). Whole files go to a
+# worker (--dist loadfile), so a module's fixtures are made once: pytest 9.2
+# keeps a test's id where pytest-xdist 3.8's loadgroup no longer changes it, and
+# loadgroup had been sending single tests, each worker making the fixtures again.
 test: test-tf test-torch
 
 test-tf: install
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=30
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=30
 
 $(VENV)/.torch: | $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)"

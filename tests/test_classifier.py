@@ -22,9 +22,6 @@ from hatt.training import loop
 from tests._fresh_process import run_json_script
 from tests.conftest import planted
 
-# One xdist worker runs this module: its module fixture fits the classifier most tests use, once.
-pytestmark = pytest.mark.xdist_group("classifier")
-
 CLASSES = np.array(["neg", "pos"])  # the planted corpus's labels 0 / 1, as names
 # The tiny settings of tests/conftest.py's families, as TextClassifier settings.
 TINY = {

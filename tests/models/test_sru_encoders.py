@@ -122,8 +122,7 @@ def _train_run(family, run_dir):
     return SimpleNamespace(config=config, corpus=corpus, metrics=metrics, run_dir=run_dir)
 
 
-# A family's tests of its trained run on one xdist worker, so that run is trained once.
-RUN_FAMILIES = [pytest.param(f, marks=pytest.mark.xdist_group(f"sru-{f}")) for f in ("rnn", "han")]
+RUN_FAMILIES = ["rnn", "han"]
 
 
 @pytest.fixture(scope="module")

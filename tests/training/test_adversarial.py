@@ -16,9 +16,6 @@ from hatt.data import Imdb
 from hatt.training import adversarial
 from tests.conftest import planted
 
-# One xdist worker runs this module: its fixture trains the runs every test reads, once.
-pytestmark = pytest.mark.xdist_group("adversarial")
-
 TINY_RNN = {
     "max_tokens": 200,
     "min_count": 1,

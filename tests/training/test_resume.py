@@ -22,9 +22,6 @@ from hatt import cli, training
 from hatt.training import loop, resume
 from tests._planted import write_planted_imdb
 
-# One xdist worker runs this module: its module fixture trains the reference run, once.
-pytestmark = pytest.mark.xdist_group("resume")
-
 MODEL_ARGS = ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]
 
 

@@ -13,9 +13,6 @@ from hatt.training import resume, transfer
 from tests._fresh_process import run_json_script
 from tests.conftest import planted
 
-# One xdist worker runs this module: its fixtures train the source and an unfrozen run once.
-pytestmark = pytest.mark.xdist_group("transfer")
-
 TINY = {
     "max_tokens": 120,
     "min_count": 1,
