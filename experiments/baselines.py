@@ -35,7 +35,7 @@ smallest, value); the model is then refit, timed, on the training split alone
 (not train + validation: the neural models get the same 22,500 reviews) and
 evaluated once on the test split. Vocabulary, IDF and ``r`` come from the
 training split only. Each split's figures are
-:func:`hatt.training.metrics.classification_metrics` (accuracy, macro-F1,
+:func:`hatt.training.run.metrics.classification_metrics` (accuracy, macro-F1,
 per-class figures, confusion matrix; for the ratings the MAE in stars).
 
 Run:  python experiments/baselines.py [--labels binary|rating] [--data PATH]
@@ -69,8 +69,8 @@ from sklearn.pipeline import Pipeline
 import hatt
 from hatt.data import Split, load_imdb
 from hatt.data.imdb import ENV_VAR
-from hatt.training import nblr
-from hatt.training.metrics import classification_metrics, flat_metrics, format_metrics
+from hatt.training.channel import nblr
+from hatt.training.run.metrics import classification_metrics, flat_metrics, format_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
@@ -208,7 +208,7 @@ def create_dataset(
 class NBScaler(TransformerMixin, BaseEstimator):
     """Binarize counts and scale each feature by its NB log-count ratio ``r``.
 
-    ``r`` is the n-gram channel's own (:func:`hatt.training.nblr.log_count_ratios`),
+    ``r`` is the n-gram channel's own (:func:`hatt.training.channel.nblr.log_count_ratios`),
     in float64.
     """
 
@@ -427,7 +427,7 @@ def evaluate(model, split, class_names=BINARY_CLASSES):
     Returns:
         dict: ``accuracy``, ``loss``, ``probabilities`` (binary: ``[N]``,
         P(class 1); else ``[N, C]`` in ``class_names``' order) and ``metrics``
-        (:func:`hatt.training.metrics.classification_metrics`).
+        (:func:`hatt.training.run.metrics.classification_metrics`).
     """
     num_classes = len(class_names)
     columns = model.predict_proba(split.texts)

@@ -39,8 +39,9 @@ import keras
 import numpy as np
 
 import hatt
-from hatt.training import assemble_config, create_vectorizer, nblr
-from hatt.training import ngram as channel
+from hatt.training import assemble_config, create_vectorizer
+from hatt.training.channel import nblr
+from hatt.training.channel import ngram as channel
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
@@ -105,7 +106,7 @@ def nb_logistic(counts, labels, c, alpha, beta=1.0, reduction="sum"):
     ``reduction`` is the layer's (``"sqrt"`` divides a review's features by the
     square root of their count).
 
-    β = 1 is :func:`hatt.training.nblr.fit_nb_logistic` itself. Below 1, the
+    β = 1 is :func:`hatt.training.channel.nblr.fit_nb_logistic` itself. Below 1, the
     logistic regression's coefficients ``w`` (on the NB-scaled features) become
     ``(1 - β) · mean|w| + β · w`` (Wang & Manning 2012's NBSVM interpolation), so
     β = 0 weighs every n-gram by its NB ratio alone.

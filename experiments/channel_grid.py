@@ -32,7 +32,7 @@ channel and 35.40 % at ``alpha`` 0.5, ``C`` 10.
 On the polarity task at 500 and 1,000 labels (CNN runs, draws 1-5, this script) no
 setting of ``alpha`` in {0.5, 1, 2} and ``C`` in {3, 10, 30, 100} beat the presets' mean
 by more than 0.21 points. Candidate:
-``hatt.training.scale.MULTICLASS_NGRAM`` (``alpha`` 0.5, ``C`` in {3, 10, 30}, chosen on
+``hatt.training.settings.scale.MULTICLASS_NGRAM`` (``alpha`` 0.5, ``C`` in {3, 10, 30}, chosen on
 validation) above two classes, the presets' settings kept for two. It changes only
 the ratings runs, so it is judged on those of draws 6 and 7 (CNN and HAN at 1,000
 labels, 4 runs; ``--draws 6 7 --tasks rating``) with mix_tuning's criterion: it is
@@ -60,14 +60,14 @@ regression, no NB ratios) was explored on the CNN runs of draws 1, 2, 3, 10 and 
 IDF, fill the norm), 37.05 % with unigrams and bigrams (``order`` 2, as the baseline),
 36.42 / 37.00 % with ``min_df`` 2. Candidate: ``tfidf`` =
 ``{"order": 2, "idf": true, "reduction": "l2", "init": "lr", "C": [0.5, 1, 2, 4, 8, 16]}``
-above two classes, replacing ``hatt.training.scale.MULTICLASS_NGRAM``'s NB-LR settings.
+above two classes, replacing ``hatt.training.settings.scale.MULTICLASS_NGRAM``'s NB-LR settings.
 Judged on draws 12-15's ratings runs (CNN and HAN at 1,000 labels, 8 runs, made with
 the settings in force before; ``--draws 12 13 14 15 --tasks rating``) under the rule in
 force, with mix_tuning's criterion: it is kept only if its mean tuning accuracy over
 those runs is higher than the ``run`` variant's by more than 0.01 points.
 
 **Judged (``tfidf.md``): kept.** 36.27 % against 36.00 % over the 8 runs (higher on 6);
-``hatt.training.scale.MULTICLASS_NGRAM`` is this channel.
+``hatt.training.settings.scale.MULTICLASS_NGRAM`` is this channel.
 
 **The seventh question, fixed before draws 16-19's runs were looked at**: the kept
 channel's ``C``, chosen among six on 100 validation reviews, is noisy: on draw 15 both
@@ -180,8 +180,8 @@ class RunChannel:
         import keras
 
         import hatt  # noqa: F401  (registers the layers)
-        from hatt.training.config import TrainConfig
-        from hatt.training.corpus import Corpus
+        from hatt.training.run.datasets import Corpus
+        from hatt.training.settings.config import TrainConfig
 
         self.run_dir = Path(run_dir)
         values = json.loads((self.run_dir / "config.json").read_text())
@@ -198,7 +198,7 @@ class RunChannel:
     def channel(self, overrides):
         """The run's channel layer with the layer settings of ``overrides``
         (:data:`LAYER_SETTINGS`), and its counts of each split."""
-        from hatt.training import ngram
+        from hatt.training.channel import ngram
 
         changes = {LAYER_SETTINGS[k]: v for k, v in overrides.items() if k in LAYER_SETTINGS}
         layer = self.layer
@@ -215,7 +215,7 @@ class RunChannel:
     def logits(self, overrides):
         """The channel's validation (training-split fit) and test (the refit with
         ``ngram.refit``) logits with their intercepts, and the fit's description."""
-        from hatt.training import ngram
+        from hatt.training.channel import ngram
 
         layer, splits = self.channel(overrides)
         settings = dataclasses.replace(self.config.ngram, **overrides)
@@ -234,7 +234,7 @@ class RunChannel:
 def score(run_dir, channel, rule=mix_rule.TODAY):
     """The mix of ``rule`` (mix_rule's) on the run's saved deep logits and ``channel``'s
     logits (mix_tuning's scores), and the channel alone, on the tuning reviews."""
-    from hatt.training.nblr import logit_accuracy
+    from hatt.training.channel.nblr import logit_accuracy
 
     y = mix_rule.load_split(run_dir, "test")[2]
     scores = mix_tuning.tuning_scores(run_dir, channel)[rule]

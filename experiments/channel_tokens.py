@@ -12,7 +12,7 @@ validation split (the test split is read only with ``--test``):
   Mesnil et al.'s (lower-cased; ``. " , ( ) ! ? ; :`` split off as tokens of their
   own, everything else kept inside words).
 
-The fit is hatt's own (:func:`hatt.training.nblr.fit_nb_logistic`, α = 1).
+The fit is hatt's own (:func:`hatt.training.channel.nblr.fit_nb_logistic`, α = 1).
 With ``--test``, each row also fits on all 25,000 labelled reviews (train +
 validation, as Mesnil et al. and ``ngram.refit`` do) and scores the test split:
 the final figure of a recipe, once C is chosen on CV.
@@ -144,8 +144,8 @@ def exact_counts(train, other):
 
 def test_accuracy(counts, test_counts, labels, imdb, c):
     """The fit on ``counts`` (train + validation) at ``C=c``, scored on the test split."""
-    from hatt.training import nblr
-    from hatt.training import ngram as channel
+    from hatt.training.channel import nblr
+    from hatt.training.channel import ngram as channel
 
     weights, intercept = nblr.fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", C=c, alpha=1.0

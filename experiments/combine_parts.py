@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training.nblr import logit_accuracy as accuracy
-from hatt.training.nblr import logit_log_loss as log_loss
+from hatt.training.channel.nblr import logit_accuracy as accuracy
+from hatt.training.channel.nblr import logit_log_loss as log_loss
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"

@@ -6,7 +6,7 @@ reason printed):
 
 1. On a balanced, seeded sample of IMDB test reviews (1,000 by default), the
    ERASER deletion test (DeYoung et al. 2020) for each explanation method the
-   model has (``hatt.attribution.METHODS``: attention, gradient × input,
+   model has (``hatt.export.attribution.METHODS``: attention, gradient × input,
    Integrated Gradients, the n-gram channel's share) and for random tokens:
    comprehensiveness (the drop of the predicted class's probability when a
    review's top k % tokens are removed) and sufficiency (the drop when only
@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from hatt import export
-from hatt.attribution import DEFAULT_STEPS, METHODS
 from hatt.data import load_imdb
+from hatt.export.attribution import DEFAULT_STEPS, METHODS
 from hatt.inspect import balanced_sample, deletion_test
 from hatt.inspect.deletion import DEFAULT_KS, RANDOM
 from hatt.inspect.uniform import uniform_attention_check

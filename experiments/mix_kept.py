@@ -1,10 +1,10 @@
 """What a finished run would have scored had its mix kept the deep part.
 
-Issue 36's few-label runs: the mix (:func:`hatt.training.mix.choose_mix`) fits
+Issue 36's few-label runs: the mix (:func:`hatt.training.channel.mix.choose_mix`) fits
 ``a·deep + b·channel + c`` on the validation split, then keeps the deep part only when a
 5-fold check on those reviews shows it lowers the log loss by at least one standard
 error (``KEEP_MARGIN_SE``). At 50-100 validation reviews that check rarely passes. This
-script refits the mix with the deep part (:func:`hatt.training.mix.fit_mix`, the run's
+script refits the mix with the deep part (:func:`hatt.training.channel.mix.fit_mix`, the run's
 own validation logits, ``validation_probabilities.npz``) and applies it to the run's
 test logits (``test_probabilities.npz``): the test accuracy the model would have had,
 beside the run's own, its deep part's and its channel's. It trains nothing.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training import mix as mix_lib
+from hatt.training.channel import mix as mix_lib
 
 
 def accuracy(logits, labels):

@@ -1,6 +1,6 @@
 """Which rule should keep the deep part in the mix at small validation splits? Nested CV.
 
-The mix (:func:`hatt.training.mix.choose_mix`) fits ``a·deep + b·channel + c`` on the
+The mix (:func:`hatt.training.channel.mix.choose_mix`) fits ``a·deep + b·channel + c`` on the
 validation split; a 5-fold check on it says whether the deep part lowers the held-out
 log loss, and a rule keeps the deep part or not from it: a margin of ``KEEP_MARGIN_SE``
 standard errors (1.0 until issue 36; now ``-inf``, keep it whenever the fit weighs it,
@@ -35,28 +35,28 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training import mix as mix_lib
-from hatt.training.nblr import logit_accuracy, logit_losses, predicted_classes
+from hatt.training.channel import mix as mix_lib
+from hatt.training.channel.nblr import logit_accuracy, logit_losses, predicted_classes
 
 # Margins in standard errors.
 RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE": 1.0, "2 SE": 2.0}
 CHANNEL = "channel"  # never keep the deep part
 # Kept whenever weighed, the mix's penalty anchored at the channel as fit (b = 1, its own
-# intercept) instead of at 0 (hatt.training.mix.fit_mix's anchor): issue 36's second rule.
+# intercept) instead of at 0 (hatt.training.channel.mix.fit_mix's anchor): issue 36's second rule.
 ANCHORED = "anchored"
 # Issue 36's third question: the anchored mix fit on the deep part's cross-fitted
 # validation logits (each fold's at the epoch the other folds chose;
-# hatt.training.crossfit), kept whenever weighed, or only where the held-out check on
+# hatt.training.channel.crossfit), kept whenever weighed, or only where the held-out check on
 # those logits passes by one standard error. Runs without the cross-fitted logits
 # (before they were recorded) have neither rule.
 CROSSFIT = "crossfit"
 CROSSFIT_1SE = "crossfit 1 SE"
 # Issue 36's fifth question: above two classes the anchored mix with its biases held at
-# the channel's own intercept (times the channel's weight; hatt.training.mix.fit_mix's
+# the channel's own intercept (times the channel's weight; hatt.training.channel.mix.fit_mix's
 # hold_bias): only the two weights are fit on validation. Two classes: the anchored mix.
 BIASES_HELD = "anchored, biases held"
 # hatt's own rule: kept whenever weighed (KEEP_MARGIN_SE = -inf), the fit anchored at the
-# channel as fit (hatt.training.mix.choose_mix), chosen on draw 3 (mix_tuning.py); above
+# channel as fit (hatt.training.channel.mix.choose_mix), chosen on draw 3 (mix_tuning.py); above
 # two classes with its biases held, chosen on draws 8 and 9.
 TODAY = BIASES_HELD
 

@@ -19,7 +19,7 @@ and trains each method as a user types it with the tuning table given as the run
 so the run's ``test_probabilities.npz`` holds the deep part's and the channel's
 logits of the tuning reviews. Every rule of ``mix_rule.RULES`` (and the channel alone)
 then decides on the run's whole validation split, exactly as
-:func:`hatt.training.mix.choose_mix` would with its margin, and its mix is scored on
+:func:`hatt.training.channel.mix.choose_mix` would with its margin, and its mix is scored on
 the tuning reviews. IMDB's test split is not read.
 
 **The criterion, fixed before any run was made**: the rule with the highest tuning
@@ -41,7 +41,7 @@ text at 1,000, ratings at 1,000 (CNN, HAN)), with the criterion above: it replac
 validation logits flatter them (their epoch was chosen on those reviews: 3-7 points
 above their tuning accuracy over draws 1-3, ``all_draws.md``). Fitting the mix on the
 deep part's *cross-fitted* validation logits (each of 5 folds' at the epoch the other
-folds would have chosen; recorded by every run since ``hatt.training.crossfit``) may
+folds would have chosen; recorded by every run since ``hatt.training.channel.crossfit``) may
 remove that. Candidates: ``mix_rule.CROSSFIT`` (the anchored fit on the cross-fitted
 logits, kept whenever weighed) and ``mix_rule.CROSSFIT_1SE`` (kept only where the
 held-out check on those logits passes by one standard error), both applied to the
@@ -65,7 +65,7 @@ labels, 4 runs, run with the multi-class channel; ``--judge-draws 8 9 --rules an
 "anchored, biases held"``), with the criterion above: it replaces ``anchored`` above two
 classes only if its mean tuning accuracy over those runs is higher by more than 0.01
 points. **Judged (``biases_held.md``): kept**, 36.80 % against 36.30 % (the mean tuning
-log loss rose from 1.7530 to 1.7736); ``hatt.training.mix.choose_mix`` holds the biases
+log loss rose from 1.7530 to 1.7736); ``hatt.training.channel.mix.choose_mix`` holds the biases
 above two classes and ``mix_rule.TODAY`` is this rule.
 
 Run:  python experiments/mix_tuning.py --data aclImdb [--task polarity] [--sizes 500 1000]
@@ -241,7 +241,7 @@ def tuning_scores(run_dir, channel=None):
     """Per rule, decided on the run's validation split: accuracy and log loss on its tuning
     reviews (the run's ``--test`` table). ``channel``: other channel logits
     (``{"validation", "test"}``, with their intercept) in place of the run's own."""
-    from hatt.training.nblr import logit_accuracy, logit_log_loss
+    from hatt.training.channel.nblr import logit_accuracy, logit_log_loss
 
     def split(name):
         deep, own, y = mix_rule.load_split(run_dir, name)

@@ -22,7 +22,7 @@ baselines. Its files live one folder down, ``experiments/results/rating/``
 and ``RESULTS.md`` gets a second table (accuracy, macro-F1, MAE in stars,
 minutes) from them, with the mean ensembles (no stacked one). The binary task's
 files and table are as before. Every run writes the figures of
-:func:`hatt.training.metrics.classification_metrics`; the tables read the flat
+:func:`hatt.training.run.metrics.classification_metrics`; the tables read the flat
 keys ``test_accuracy``, ``test_macro_f1``, ``test_mae``, ``test_mae_median``,
 ``validation_accuracy``, ``epochs``, ``train_seconds`` (the table's minutes add
 ``word_vectors.seconds``, the word2vec training, where there is one), ``parameters``,
@@ -216,11 +216,11 @@ def ensemble(members, splits=("validation", "test")):
     """Mean of the members' probabilities, aligned on review ids; None if any is missing.
 
     Binary members save P(class 1) ``[N]``, members of more classes ``[N, C]``;
-    the mean's figures are :func:`hatt.training.metrics.classification_metrics`
+    the mean's figures are :func:`hatt.training.run.metrics.classification_metrics`
     (the most probable class; for the ratings the MAE in stars too). ``splits``:
     the splits scored (``("test",)`` for members whose validation splits differ).
     """
-    from hatt.training.metrics import classification_metrics, flat_metrics
+    from hatt.training.run.metrics import classification_metrics, flat_metrics
 
     figures = {}
     for split in splits:

@@ -8,7 +8,7 @@ the NB ratios, on the NB-LR baseline itself (``experiments/baselines.py``'s feat
 classifier), the model of hatt's channel for two classes: if smoothing by unlabeled
 text does not help the baseline, it will not help the channel.
 
-NB-LR's ratios (Wang & Manning 2012, :func:`hatt.training.nblr.log_count_ratios`) smooth
+NB-LR's ratios (Wang & Manning 2012, :func:`hatt.training.channel.nblr.log_count_ratios`) smooth
 every n-gram's document counts alike, ``p = alpha + Σ_pos f̂`` (``q`` likewise). With
 unlabeled text the smoothing can be a prior centred on each n-gram's background rate, as
 a Dirichlet prior smooths a language model with a collection's:

@@ -1,39 +1,50 @@
 """hatt: attention-based document classifiers for Keras 3.
 
-Importing ``hatt`` registers every hatt layer and model with Keras'
-serialization registry, so ``keras.saving.load_model("model.keras")`` works
-without ``custom_objects`` once ``import hatt`` has run.
+The object a user holds is :class:`hatt.TextClassifier` (``fit`` on raw texts,
+``predict``, ``explain``, ``save``); :func:`hatt.load` reloads a saved one.
+``hatt.sklearn.HattClassifier`` is its scikit-learn face (imported on its own:
+``from hatt.sklearn import HattClassifier``).
 
-The object a user holds is :class:`hatt.TextClassifier` (``fit`` on raw
-texts, ``predict``, ``explain``, ``save``); :func:`hatt.load` reloads a saved
-one. ``hatt.sklearn.HattClassifier`` is its scikit-learn face (imported on its
-own: ``from hatt.sklearn import HattClassifier``).
+This face is lazy: the public names and subpackages below are imported when first
+used, so ``import hatt`` costs little and ``hatt --help`` imports no TensorFlow.
+Importing ``hatt`` (outside a help request) registers every hatt layer and model
+with Keras' serialization registry, so ``keras.saving.load_model("model.keras")``
+works without ``custom_objects`` once ``import hatt`` has run. No module inside the
+package imports this face: they import the module that owns a name.
 """
 
-__version__ = "0.3.0"
+import contextlib
+import importlib
 
-import contextlib  # noqa: E402
-import importlib  # noqa: E402
+from hatt import _startup
+from hatt._version import __version__
 
-from hatt import _startup  # noqa: E402
+# Public name -> the module that owns it; resolved on first use (PEP 562).
+_NAMES = {
+    "TextClassifier": "hatt.classifier",
+    "load": "hatt.classifier",
+}
+_SUBPACKAGES = ("data", "export", "inspect", "layers", "models", "training")
 
 _LIGHT, _QUIET = _startup.plan()  # the `hatt` command's --help: no TensorFlow at all
 
 if not _LIGHT:
-    # Importing the subpackages registers their serializable classes with Keras.
-    # (hatt.export registers TextModel, the end-to-end text → prediction model.)
+    # The layers and models register their serializable classes with Keras here.
     with _startup.quiet_native_logs() if _QUIET else contextlib.nullcontext():
-        from hatt import data, export, inspect, layers, models
-        from hatt.classifier import TextClassifier, load
+        from hatt import layers, models
 
 
 def __getattr__(name):
-    """``hatt --help`` imported nothing heavy: a subpackage loads when first used."""
-    if name in ("data", "export", "inspect", "layers", "models"):
+    """A public name or subpackage, imported on first use."""
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"hatt.{name}")
-    if name in ("TextClassifier", "load"):
-        return getattr(importlib.import_module("hatt.classifier"), name)
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module 'hatt' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES) | set(_SUBPACKAGES))
 
 
 __all__ = [
@@ -45,4 +56,5 @@ __all__ = [
     "layers",
     "load",
     "models",
+    "training",
 ]

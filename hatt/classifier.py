@@ -17,7 +17,7 @@ train FAMILY`` uses) or a family with settings, then ``fit`` on raw texts and la
   loaded by :func:`hatt.export.load`), so ``predict`` / ``explain`` / ``save`` /
   ``export`` run the same code as ``hatt predict``, ``hatt inspect`` and the
   SavedModel;
-- ``evaluate`` is :func:`hatt.training.metrics.classification_metrics` (the
+- ``evaluate`` is :func:`hatt.training.run.metrics.classification_metrics` (the
   figures of ``metrics.json``).
 
 **Test split.** ``fit(texts, labels)`` trains on the documents it is given, less
@@ -50,8 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
-import hatt.inspect
 from hatt import export, models
+from hatt import inspect as hatt_inspect
 from hatt import run_dir as run_files
 from hatt.data.corpus import TextCorpus
 from hatt.data.documents import (
@@ -64,9 +64,9 @@ from hatt.data.documents import (
 )
 from hatt.data.unlabeled import IN_MEMORY as UNLABELED_IN_MEMORY
 from hatt.models._checks import unknown_keys_error
-from hatt.training import config as config_lib
-from hatt.training import loop
-from hatt.training import metrics as metrics_lib
+from hatt.training.run import loop
+from hatt.training.run import metrics as metrics_lib
+from hatt.training.settings import config as config_lib
 
 # TrainConfig fields that name where the documents come from: fit takes the documents.
 SOURCE_FIELDS = ("data", "labels", "text_column", "label_column", "test_data", "prepared")
@@ -242,7 +242,7 @@ class TextClassifier:
         Its family is the trained model's; ``fit`` copies the trained model's
         layers into the new model before training (the encoders and attentions,
         the word vectors of the words both vocabularies know, the head when the
-        classes are the same: :mod:`hatt.training.transfer`; ``init.json`` in the
+        classes are the same: :mod:`hatt.training.starts.transfer`; ``init.json`` in the
         run directory says what), for a small corpus of a related task. The
         settings must build the same layers (the same preset and builder
         arguments as the trained model) for them to be copied.
@@ -557,7 +557,7 @@ class TextClassifier:
         """The figures of ``metrics.json`` on labelled documents.
 
         Returns:
-            :func:`hatt.training.metrics.classification_metrics`: ``examples``,
+            :func:`hatt.training.run.metrics.classification_metrics`: ``examples``,
             ``accuracy``, ``macro_f1``, ``per_class``, ``confusion_matrix``
             (and ``mae`` / ``mae_median`` for numeric classes).
         """
@@ -589,7 +589,7 @@ class TextClassifier:
         """
         texts = check_texts(texts, "texts")
         indices = None if labels is None else self.label_indices(labels)
-        explained = hatt.inspect.explain(
+        explained = hatt_inspect.explain(
             self.predictor,
             texts,
             labels=None if indices is None else indices.tolist(),

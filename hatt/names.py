@@ -1,7 +1,7 @@
 """Names and limits the command line offers before any model code loads (no Keras, no TF).
 
-The modules that own them (:mod:`hatt.models.registry`, :mod:`hatt.training.distribute`,
-:mod:`hatt.attribution`, :mod:`hatt.inspect.html`, :mod:`hatt.presets`) take them from
+The modules that own them (:mod:`hatt.models.registry`, :mod:`hatt.training.run.distribute`,
+:mod:`hatt.export.attribution`, :mod:`hatt.inspect.html`, :mod:`hatt.presets`) take them from
 here, so ``hatt --help`` lists the same choices without importing TensorFlow.
 """
 

@@ -1,6 +1,6 @@
 """The files of a run directory (``hatt train --run-dir``), named once.
 
-Training (:mod:`hatt.training.loop`, :mod:`hatt.training.resume`), the
+Training (:mod:`hatt.training.run.loop`, :mod:`hatt.training.run.resume`), the
 exporter (:mod:`hatt.export`) and :class:`hatt.TextClassifier` read and write
 these names; none of them types a run directory's file name itself.
 """
@@ -19,7 +19,7 @@ WORD_VECTORS = "word_vectors.json"  # where the initial word vectors came from
 # same corpus and settings reads them instead of training word2vec again
 WORD_VECTOR_CACHE = "word_vectors.npz"
 UNLABELED = "unlabeled.json"  # the unlabeled documents read: kept, skipped, excluded
-# language-model pretraining (hatt.training.language_model): what it read, each epoch's
+# language-model pretraining (hatt.training.starts.language_model): what it read, each epoch's
 # losses; its checkpoint, keyed by what it depends on (a stopped run resumes from it)
 LANGUAGE_MODEL = "language_model.json"
 LANGUAGE_MODEL_CHECKPOINT = "language_model.npz"

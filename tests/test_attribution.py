@@ -1,4 +1,4 @@
-"""hatt.attribution and TextModel.explain: signed scores against NumPy references.
+"""hatt.export.attribution and TextModel.explain: signed scores against NumPy references.
 
 Integrated gradients against exact attributions (a quadratic function, and a CNN
 whose weights make it linear along the path), completeness, the n-gram channel's
@@ -15,8 +15,9 @@ import pytest
 import tensorflow as tf
 
 import hatt
-from hatt import attribution, export
+from hatt import export
 from hatt.data import Vectorizer, pack_sentences
+from hatt.export import attribution
 from tests._planted import planted_classes, planted_corpus
 from tests.inspect._backwards import backwards_cnn
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.training import loop
+from hatt.training.run import loop
 from tests._fresh_process import run_json_script
 from tests.conftest import planted
 

@@ -151,7 +151,7 @@ def test_terminal_escapes_in_model_text_are_shown_escaped_not_acted_on(capsys):
 
 def test_the_training_summary_shows_macro_f1_for_two_classes_and_names_the_median():
     """Issue 34, items 5 and 6."""
-    from hatt.training.loop import _class_lines
+    from hatt.training.run.loop import _class_lines
 
     binary = {"num_classes": 2, "class_names": ["neg", "pos"], "test_macro_f1": 0.4762}
     assert "test macro-F1        0.4762   (2 classes: neg, pos)" in _class_lines(binary)[0]

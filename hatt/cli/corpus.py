@@ -80,7 +80,7 @@ def cmd_prepare(args):
         seed=args.seed,
         limit=args.limit,
     )
-    imdb = training.corpus.load_texts(config)
+    imdb = training.run.datasets.load_texts(config)
     settings = {k: getattr(config, k) for k in training.PREPARED_FIELDS}
     settings["seed"] = config.seed
     manifest = prepared_lib.prepare(

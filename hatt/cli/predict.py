@@ -69,7 +69,7 @@ def _reviews(args):
     """``[(text_id, text)]``: TEXT arguments (ids 0, 1, ...), a file's lines (their
     0-based numbers), or a table's text column (ids ``line17``: where the record starts,
     so a review with line breaks stays one review)."""
-    from hatt.data.read_log import ReadLog
+    from hatt.data.readers.read_log import ReadLog
     from hatt.data.readers.table import read_table, table_format
 
     if not args.file:
@@ -162,7 +162,7 @@ def add_predict_command(sub):
 def cmd_evaluate(args):
     from pathlib import Path
 
-    from hatt.training.metrics import format_metrics
+    from hatt.training.run.metrics import format_metrics
 
     if args.classes is not None:
         raise ValueError(
@@ -367,7 +367,7 @@ def add_inspect_command(sub):
         "--steps",
         type=int,
         metavar="N",
-        help="integrated gradients' steps (default: the model's, hatt.attribution.DEFAULT_STEPS)",
+        help="integrated gradients' steps (default: the model's, hatt.export.attribution.DEFAULT_STEPS)",
     )
     inspect.add_argument(
         "--json",

@@ -74,7 +74,7 @@ def _verbosity():
 
 def _interrupted_line(run_dir, epochs, argv, args):
     """Where a Ctrl-C stopped `hatt train`, and the command that resumes the run."""
-    from hatt.training.resume import read_state
+    from hatt.training.run.resume import read_state
 
     try:
         state = read_state(run_dir)

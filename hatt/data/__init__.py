@@ -5,9 +5,7 @@ This package (with :mod:`hatt.export`) is where hatt uses TensorFlow directly.
 """
 
 from hatt.data.corpus import DataNotFoundError, Split, TextCorpus
-from hatt.data.files import TextFile, read_texts
 from hatt.data.imdb import Imdb, load_imdb
-from hatt.data.load import load_corpus, read_documents
 from hatt.data.pipeline import (
     encode,
     make_dataset,
@@ -15,6 +13,8 @@ from hatt.data.pipeline import (
     padding_share,
     unpack_sentences,
 )
+from hatt.data.readers.files import TextFile, read_texts
+from hatt.data.readers.load import load_corpus, read_documents
 from hatt.data.stats import format_statistics, statistics
 from hatt.data.text import tokenize
 from hatt.data.vectorize import OOV_ID, PAD_ID, Vectorizer

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
-from hatt.data.read_log import ReadLog
+from hatt.data.readers.read_log import ReadLog
 
 IN_MEMORY = "in-memory documents"  # the corpus's source, as metrics.json records it
 

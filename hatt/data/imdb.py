@@ -49,9 +49,9 @@ from hatt.data.corpus import (
     assemble,
     check_options,
 )
-from hatt.data.read_log import ReadLog
 from hatt.data.readers.archive import extract_archive
 from hatt.data.readers.folder import class_folders, document_files, read_documents
+from hatt.data.readers.read_log import ReadLog
 from hatt.data.readers.tfds import read_tfds
 
 ENV_VAR = "HATT_IMDB"

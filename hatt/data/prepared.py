@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from hatt._version import __version__
 from hatt.data import pipeline
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
-from hatt.data.files import read_json_object
+from hatt.data.readers.files import read_json_object
 from hatt.data.vectorize import Vectorizer
 from hatt.lock import hold
 from hatt.progress import Progress
@@ -153,8 +154,6 @@ def prepare(
     Returns:
         The manifest (also written to ``out_dir/prepared.json``).
     """
-    import hatt
-
     if not isinstance(shard_size, int) or isinstance(shard_size, bool) or shard_size < 1:
         raise ValueError(f"Expected shard_size to be a positive int. Received: {shard_size!r}")
     out_dir = Path(out_dir)
@@ -186,7 +185,7 @@ def prepare(
             "class_names": class_names,
             "settings": dict(settings or {}),
             "splits": splits,
-            "hatt_version": hatt.__version__,
+            "hatt_version": __version__,
         }
         temporary = out_dir / f".{MANIFEST}.tmp"
         temporary.write_text(json.dumps(manifest, indent=2) + "\n")

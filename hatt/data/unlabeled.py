@@ -27,9 +27,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from hatt.data.files import NotTextError, decode_text
-from hatt.data.read_log import NOT_TEXT, ReadLog, _repair
 from hatt.data.readers.archive import _hidden, is_archive
+from hatt.data.readers.files import NotTextError, decode_text
+from hatt.data.readers.read_log import NOT_TEXT, ReadLog, _repair
 from hatt.data.readers.table import _csv_records, _jsonl_records, _table_text, table_format
 from hatt.data.text import fingerprints
 

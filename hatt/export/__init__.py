@@ -24,7 +24,7 @@ Public API
   :class:`ExportError` (a ``ValueError``) with the path in the message.
 - :class:`Predictor`: ``.family``, ``.score_kind``, ``.source``, ``.kind``
   (``"saved_model"`` or ``"keras"``), ``.methods`` (the explanation methods
-  it has, in :data:`hatt.attribution.METHODS` order; ``()`` for an export
+  it has, in :data:`hatt.export.attribution.METHODS` order; ``()`` for an export
   without the ``explain`` signature), ``__call__(texts, batch_size=None) ->
   dict`` of NumPy arrays (``serving_default``'s keys below),
   ``explain(texts, batch_size=None) -> dict`` (``explain``'s keys; an export
@@ -43,7 +43,7 @@ Public API
   memory (``Predictor.from_text_model(text_model)`` wraps it like a loaded
   export), with ``explain(texts, steps=None, target=None)`` and
   ``explain_from_ids(ragged, steps=None, target=None)`` (THE text →
-  explanations path; the math is :mod:`hatt.attribution`);
+  explanations path; the math is :mod:`hatt.export.attribution`);
   :func:`load_run` ``(run_dir) -> TextModel``; :func:`normalise` (scores →
   weights summing to 1 over a mask).
 - Lower level: :func:`save_saved_model` ``(text_model, path)``,
@@ -98,7 +98,7 @@ records which (``score_kind``: ``"attention"`` or ``"saliency"``) in
 with ``hatt export RUN_DIR``) explains each
 review for its predicted class ``c`` (the argmax of ``probabilities``) by
 every method the model has (``methods`` in the export's JSON, in the order of
-:data:`hatt.attribution.METHODS`), at ``explain_steps`` integrated-gradients
+:data:`hatt.export.attribution.METHODS`), at ``explain_steps`` integrated-gradients
 steps. Signed scores are raw (not normalised) contributions to ``z_c``, the
 logit of class ``c`` (two classes: ``z_1 = z``, ``z_0 = -z`` for the one
 sigmoid logit ``z``), so ``+`` argues for the prediction and ``-`` against

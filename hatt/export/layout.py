@@ -6,7 +6,7 @@ Shared by the writer (:mod:`hatt.export.writer`) and the loader (:mod:`hatt.expo
 import json
 from pathlib import Path
 
-from hatt.data.files import read_json_object
+from hatt.data.readers.files import read_json_object
 
 
 class ExportError(ValueError):

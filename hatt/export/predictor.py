@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from hatt import attribution
+from hatt.export import attribution
 from hatt.export.facts import model_warnings
 from hatt.export.layout import ExportError
 from hatt.export.text_model import BINARY_CLASS_NAMES
@@ -157,7 +157,7 @@ class Predictor:
 
         Each review is explained for its predicted class, at the export's
         steps (``metadata["explain_steps"]``; a Keras model:
-        :data:`hatt.attribution.DEFAULT_STEPS`).
+        :data:`hatt.export.attribution.DEFAULT_STEPS`).
 
         Args:
             texts: list of raw reviews.
@@ -169,7 +169,7 @@ class Predictor:
             (see the module docstring), ``tokens`` and ``label`` as ``str``.
             An export written before the ``total`` view gets ``total``,
             ``logit_baseline`` (and the HAN's ``sentence_total``) from its
-            parts (:func:`hatt.attribution.with_total`).
+            parts (:func:`hatt.export.attribution.with_total`).
 
         Raises:
             ExportError: a SavedModel exported before the ``explain``

@@ -5,9 +5,10 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from hatt import attribution, models
+from hatt import models
 from hatt.data.corpus import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
+from hatt.export import attribution
 from hatt.models.wiring import plain_recurrences
 
 
@@ -100,7 +101,7 @@ class TextModel(keras.Model):
 
     @property
     def methods(self):
-        """The explanation methods this model has, in :data:`hatt.attribution.METHODS` order.
+        """The explanation methods this model has, in :data:`hatt.export.attribution.METHODS` order.
 
         ``"attention"`` when its words are pooled by ``ContextAttention``
         (``score_kind == "attention"``), ``"ngram"`` when it has the n-gram
@@ -235,12 +236,12 @@ class TextModel(keras.Model):
         SavedModel's ``explain`` signature read it). Each review is explained
         for its predicted class ``c`` (the argmax of ``probabilities``);
         signed scores argue for (+) or against (-) it. See
-        :mod:`hatt.attribution` for the methods.
+        :mod:`hatt.export.attribution` for the methods.
 
         Args:
             texts: list of str or 1-D ``tf.string`` tensor of raw reviews.
             steps: Positive int, integrated gradients' quadrature nodes.
-                Defaults to :data:`hatt.attribution.DEFAULT_STEPS`.
+                Defaults to :data:`hatt.export.attribution.DEFAULT_STEPS`.
             target: ``None`` (each review's predicted class), or an int
                 class index to explain every review for.
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-import hatt
-from hatt import attribution
 from hatt import run_dir as run_files
+from hatt._version import __version__
+from hatt.export import attribution
 from hatt.export.facts import attention_facts, run_facts
 from hatt.export.layout import (
     EXPORT_FILE,
@@ -52,7 +52,7 @@ def save_saved_model(text_model, path):
     ``predict`` only :attr:`TextModel.prediction_keys`
     (:meth:`TextModel.classify`: no explanation is computed); ``explain``
     :attr:`TextModel.explain_keys` (:meth:`TextModel.explain` at
-    :data:`hatt.attribution.DEFAULT_STEPS`).
+    :data:`hatt.export.attribution.DEFAULT_STEPS`).
 
     Uses ``keras.export.ExportArchive``: the endpoints' traces capture the
     weights, and only the vectorizer (its lookup tables, no weights) is
@@ -216,7 +216,7 @@ def _export_facts(text_model, metadata):
         # the newest version's only)
         "attention": attention_facts(text_model.classifier.get_config()),
         "input": "text: tf.string [None], raw review text",
-        "hatt_version": hatt.__version__,
+        "hatt_version": __version__,
         "keras_version": keras.__version__,
         "tensorflow_version": tf.__version__,
         **(metadata or {}),

@@ -1,6 +1,6 @@
 """Do the scores point at what the prediction rests on? ERASER's deletion test, per method.
 
-For each review and each explanation method (:data:`hatt.attribution.METHODS`
+For each review and each explanation method (:data:`hatt.export.attribution.METHODS`
 the model has) plus random, rank the review's tokens, take the top k % and
 run the model again twice (DeYoung et al., 2020):
 
@@ -43,7 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt import export
-from hatt.attribution import SIGNED_METHODS
+from hatt.export.attribution import SIGNED_METHODS
 from hatt.progress import Progress
 
 DEFAULT_KS = (5, 10, 20)
@@ -210,7 +210,7 @@ def deletion_test(
             with `vectorizer`. (A SavedModel raises a clear error: its
             signature takes raw text, not edited ids.)
         texts: List of raw reviews.
-        methods: Methods to rank by (names of `hatt.attribution.METHODS`
+        methods: Methods to rank by (names of `hatt.export.attribution.METHODS`
             the model has); `None`: all of `predictor.methods`. Random is
             always measured.
         ks: Percentages of each review's tokens in its top (of the tokens

@@ -25,8 +25,8 @@ import weakref
 import numpy as np
 
 from hatt import export
-from hatt.attribution import METHODS
 from hatt.export import facts
+from hatt.export.attribution import METHODS
 from hatt.inspect.align import align, token_array
 from hatt.inspect.explanation import ALL, METHOD_LABELS, Explanation, is_signed, method_label
 from hatt.progress import Progress
@@ -353,7 +353,7 @@ def explain(
             `predictor.methods`); a name the model does not have raises a
             `ValueError` listing its methods.
         steps: Integrated gradients' steps (`None`: the model's: a
-            SavedModel's export steps, else `hatt.attribution.DEFAULT_STEPS`).
+            SavedModel's export steps, else `hatt.export.attribution.DEFAULT_STEPS`).
             Other steps need a Keras model (a run directory, a `.keras`
             file, a model in memory): a SavedModel's are fixed.
 

@@ -29,7 +29,7 @@ from html import escape as html_escape
 
 import numpy as np
 
-from hatt.attribution import METHODS
+from hatt.export.attribution import METHODS
 from hatt.inspect import html as renderer
 
 # Re-exported: the names of hatt.inspect.methods, where they live.

@@ -43,9 +43,9 @@ of `hatt serve`.
 import html
 from pathlib import Path
 
-import hatt
 from hatt import names
-from hatt.attribution import METHODS
+from hatt._version import __version__
+from hatt.export.attribution import METHODS
 from hatt.inspect.methods import ALL, is_signed, method_label
 
 _BASE_CSS = """
@@ -416,7 +416,7 @@ def _page(explanations, title, first, navigation, method=None):
         '<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{CSS}\n{_switch_css(methods)}</style></head><body>\n"
         f"<h1>{esc(title)}</h1>\n"
-        f'<p class="meta">{_summary(explanations)} · hatt {esc(hatt.__version__)}</p>\n'
+        f'<p class="meta">{_summary(explanations)} · hatt {esc(__version__)}</p>\n'
         f"{warnings_html(page_warnings(explanations))}\n"
         f"{inputs}\n{labels}\n"
         f'<div class="switched">\n{_legend(explanations, methods)}\n{navigation}\n{body}\n'

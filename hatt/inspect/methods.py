@@ -5,7 +5,7 @@ renderer needs no Explanation import and the Explanation can draw itself with
 the HTML renderer without an import circle.
 """
 
-from hatt.attribution import SIGNED_METHODS
+from hatt.export.attribution import SIGNED_METHODS
 
 ALL = "all"  # the renderers' "every method, side by side"
 METHOD_LABELS = {

@@ -63,7 +63,7 @@ class ServedModel:
 
     @property
     def methods(self):
-        """The explanation methods ``:explain`` offers (:data:`hatt.attribution.METHODS`
+        """The explanation methods ``:explain`` offers (:data:`hatt.export.attribution.METHODS`
         the model has; an older export without an ``explain`` signature only its
         ``score_kind``)."""
         return tuple(self.predictor.methods) or (self.score_kind,)

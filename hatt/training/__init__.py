@@ -1,20 +1,54 @@
-"""Training: configuration and presets, the corpus, the n-gram channel's fit, the loop.
+"""Training: settings, the run, the n-gram channel, starting points, and the methods around them.
 
-By concern:
+The wings, each a folder with one concern:
 
-- :mod:`~hatt.training.config`: :class:`TrainConfig` (with its ``ngram``
-  section), presets (``hatt/presets/``), ``--set`` overrides, assembly.
-- :mod:`~hatt.training.corpus`: :class:`Corpus`, from raw text or prepared shards.
-- :mod:`~hatt.training.optimizers`: Adam, or the cyclical LR and momentum.
-- :mod:`~hatt.training.distribute`: ``tf.distribute`` strategies, and every
-  Keras / TensorFlow private-API workaround in one place.
-- :mod:`~hatt.training.ngram`: the n-gram channel's NB / NB-LR fit and mix.
-- :mod:`~hatt.training.resume`: the per-epoch backup and resuming.
-- :mod:`~hatt.training.loop`: :func:`train`, a page of named steps.
+- :mod:`hatt.training.settings`: :class:`TrainConfig` and its sections, presets
+  (``hatt/presets/``), ``--set`` overrides, checks, the keys of older files.
+- :mod:`hatt.training.run`: the loop (:func:`train`'s plain run), its datasets
+  (:class:`Corpus`), metrics, resume, interrupt, optimizers and ``tf.distribute``.
+- :mod:`hatt.training.channel`: the n-gram channel: NB ratios, n-gram features,
+  cross-fitting and the mix with the deep part.
+- :mod:`hatt.training.starts`: starting points: word vectors, the language model,
+  the sentence stage, transfer from a trained model (``--init``).
+
+Beside them, the methods that wrap or extend a run: :mod:`hatt.training.self_training`
+(a teacher labels unlabeled documents, a student trains on them) and
+:mod:`hatt.training.adversarial` (AT / VAT, a train-step hook).
+
+Everything a user or an experiment needs is named here; the modules' other names are
+internal.
 """
 
-from hatt.training import config, corpus, distribute, loop, mix, ngram, optimizers, resume
-from hatt.training.config import (
+from hatt.training.channel.mix import mix_ngram_channel
+from hatt.training.channel.ngram import (
+    fit_ngram_channel,
+    init_ngram_channel,
+    nb_log_ratios,
+)
+from hatt.training.run.datasets import (
+    Corpus,
+    create_datasets,
+    create_vectorizer,
+    sentence_groups,
+    steps_per_epoch,
+)
+from hatt.training.run.distribute import STRATEGIES, create_strategy, worker_run_dir
+from hatt.training.run.loop import (
+    METRIC_KEYS,
+    create_model,
+    read_history,
+    set_seed,
+    summary,
+    train,
+)
+from hatt.training.run.optimizers import (
+    CyclicalSGD,
+    DiscriminativeAdam,
+    LazyAdam,
+    TriangularSchedule,
+    create_optimizer,
+)
+from hatt.training.settings.config import (
     FLAT_FAMILIES,
     NGRAM_FITS,
     NGRAM_INITS,
@@ -28,35 +62,6 @@ from hatt.training.config import (
     parse_overrides,
     prepared_settings,
     translate_legacy,
-)
-from hatt.training.corpus import (
-    Corpus,
-    create_datasets,
-    create_vectorizer,
-    sentence_groups,
-    steps_per_epoch,
-)
-from hatt.training.distribute import STRATEGIES, create_strategy, worker_run_dir
-from hatt.training.loop import (
-    METRIC_KEYS,
-    create_model,
-    read_history,
-    set_seed,
-    summary,
-    train,
-)
-from hatt.training.mix import mix_ngram_channel
-from hatt.training.ngram import (
-    fit_ngram_channel,
-    init_ngram_channel,
-    nb_log_ratios,
-)
-from hatt.training.optimizers import (
-    CyclicalSGD,
-    DiscriminativeAdam,
-    LazyAdam,
-    TriangularSchedule,
-    create_optimizer,
 )
 
 __all__ = [
@@ -74,29 +79,21 @@ __all__ = [
     "TrainConfig",
     "TriangularSchedule",
     "assemble_config",
-    "config",
-    "corpus",
     "create_datasets",
     "create_model",
     "create_optimizer",
     "LazyAdam",
     "create_strategy",
     "create_vectorizer",
-    "distribute",
     "fit_ngram_channel",
     "init_ngram_channel",
     "load_preset",
-    "loop",
     "merge_config",
-    "mix",
     "mix_ngram_channel",
     "nb_log_ratios",
-    "ngram",
-    "optimizers",
     "parse_overrides",
     "prepared_settings",
     "read_history",
-    "resume",
     "sentence_groups",
     "set_seed",
     "steps_per_epoch",

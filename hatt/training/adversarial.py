@@ -72,7 +72,7 @@ def word_embedding(model, method="at"):
         ValueError: the model has no word embedding (the one-hot CNN reads
             words through its region table).
     """
-    from hatt.training import word_vectors  # THE finder of a model's word embedding
+    from hatt.training.starts import word_vectors  # THE finder of a model's word embedding
 
     try:
         return word_vectors.embedding_layer(model)
@@ -142,7 +142,7 @@ def with_unlabeled(train, unlabeled):
 def with_unlabeled_stream(corpus, train, ids, run, steps):
     """``train`` with a batch of the unlabeled documents ``ids`` a step (:func:`with_unlabeled`).
 
-    Their endless stream (:meth:`hatt.training.corpus.Corpus.unlabeled_batches`) is read
+    Their endless stream (:meth:`hatt.training.run.datasets.Corpus.unlabeled_batches`) is read
     from the batch of the run's first step (``run.initial_epoch · steps``), so a resumed
     run reads what an uninterrupted one would. ``train`` as it is when the documents
     fill no batch (said).

@@ -8,7 +8,7 @@ A run with ``pseudo_labels`` is two runs of the same settings:
    come from that small ensemble, not from the deep part alone; word2vec, if on,
    also learns from the unlabeled documents);
 2. its probabilities on every unlabeled document (those equal to a validation or
-   test text never reach it: :func:`hatt.training.corpus.read_unlabeled`);
+   test text never reach it: :func:`hatt.training.run.datasets.read_unlabeled`);
 3. the **threshold** of confidence: given, or chosen on the validation split as
    the lowest of :data:`THRESHOLDS` at which the teacher's validation documents
    that confident are right at least :data:`TARGET_PRECISION` of the time (the
@@ -28,7 +28,7 @@ run interrupted in the student resumes there without training the teacher again,
 run with another threshold or limit reuses them (a teacher of other settings is refused).
 
     >>> config = assemble_config("rnn", unlabeled="unsup.txt", pseudo_labels=True)
-    >>> metrics = hatt.training.loop.train(config, "runs/rnn-self")  # calls train() here
+    >>> metrics = hatt.training.run.loop.train(config, "runs/rnn-self")  # calls train() here
 """
 
 import dataclasses
@@ -126,7 +126,7 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
     Args:
         config: the run's settings (``pseudo_labels=true``, ``unlabeled`` set).
         run_dir: the student's run directory (the teacher's inside it).
-        run: the function that trains one run, :func:`hatt.training.loop.train`
+        run: the function that trains one run, :func:`hatt.training.run.loop.train`
             (passed in: that module calls this one).
         texts, unlabeled, restart: as ``loop.train``'s; ``kwargs``: the rest of
             its arguments, given to both runs.
@@ -136,11 +136,12 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
 
     Raises:
         ValueError: no unlabeled documents.
-        hatt.training.resume.RunError: ``run_dir`` holds a finished run or a
+        hatt.training.run.resume.RunError: ``run_dir`` holds a finished run or a
             backup of other settings (checked before the teacher trains).
     """
-    from hatt.training import corpus as corpus_lib
-    from hatt.training import resume, semi
+    from hatt.training.run import datasets as corpus_lib
+    from hatt.training.run import resume
+    from hatt.training.settings import semi
 
     semi.check_pseudo_labeled(config)
     run_dir = Path(run_dir)
@@ -174,7 +175,7 @@ def _splits(texts):
 
 def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
     """Step 1: the teacher's metrics, trained now unless its run finished before."""
-    from hatt.training import semi
+    from hatt.training.settings import semi
 
     changes = {"pseudo_labels": False, "pseudo_label_threshold": None, "pseudo_label_limit": None}
     if semi.uses_unlabeled(config) == ["pseudo_labels"]:  # nothing else learns from them
@@ -194,7 +195,7 @@ def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
 
 def _check_teacher(teacher_dir, teacher_config):
     """A finished teacher is reused only when it was trained with the settings asked now."""
-    from hatt.training import resume
+    from hatt.training.run import resume
 
     saved = json.loads((teacher_dir / run_files.CONFIG).read_text())
     saved, wanted = teacher_config.saved_form(saved), teacher_config.to_dict()
@@ -314,6 +315,6 @@ def _student_corpus(texts, documents, pseudo):
 
 
 def _write_json(path, value):
-    from hatt.training import resume
+    from hatt.training.run import resume
 
     resume.write_json_atomic(path, value)

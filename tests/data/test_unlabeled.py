@@ -144,6 +144,6 @@ def test_a_source_larger_than_the_budget_is_read_as_a_stream_up_to_it(tmp_path, 
 
 
 def test_the_unlabeled_budget_is_a_share_of_memory():
-    from hatt.training import limits
+    from hatt.training.settings import limits
 
     assert limits.unlabeled_chars(24 * 2**30) == 6 * 2**30

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from hatt.data import Split
-from hatt.training import METRIC_KEYS, nblr
-from hatt.training.metrics import classification_metrics
+from hatt.training import METRIC_KEYS
+from hatt.training.channel import nblr
+from hatt.training.run.metrics import classification_metrics
 from tests._scripts import load_experiment
 
 REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}

@@ -80,7 +80,7 @@ def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
 def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
     import scipy.sparse as sp
 
-    from hatt.training import nblr
+    from hatt.training.channel import nblr
 
     rng = np.random.default_rng(0)
     labels = np.array([0, 1] * 20)
@@ -115,7 +115,7 @@ def test_betas_are_rows_of_the_table(tmp_path, channel_cv):
 def test_reductions_are_compared_and_each_scores_the_fit_hatt_makes_with_it(tmp_path, channel_cv):
     import scipy.sparse as sp
 
-    from hatt.training import nblr
+    from hatt.training.channel import nblr
 
     rng = np.random.default_rng(0)
     counts = sp.lil_matrix(rng.integers(0, 2, size=(60, 40)).astype(np.float32))

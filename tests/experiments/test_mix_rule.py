@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from hatt.training.nblr import logit_losses
+from hatt.training.channel.nblr import logit_losses
 from tests._scripts import load_experiment
 
 
@@ -65,7 +65,7 @@ def test_main_writes_the_choice_and_a_table(tmp_path, mix_rule):
 
 
 def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, mix_rule):
-    from hatt.training import mix as mix_lib
+    from hatt.training.channel import mix as mix_lib
 
     run = write_run(tmp_path / "run", deep_signal=1.0, seed=4, n=60)
     deep, channel, y = mix_rule.load_split(run, "validation")
@@ -80,7 +80,7 @@ def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, m
 
 
 def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
-    from hatt.training import mix as mix_lib
+    from hatt.training.channel import mix as mix_lib
 
     rng = np.random.default_rng(3)
     y = rng.integers(0, 2, 200)
@@ -102,7 +102,7 @@ def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
 
 
 def test_the_biases_held_rule_fits_two_weights_above_two_classes_only(mix_rule):
-    from hatt.training import mix as mix_lib
+    from hatt.training.channel import mix as mix_lib
 
     rng = np.random.default_rng(4)
     y = rng.integers(0, 2, 150)

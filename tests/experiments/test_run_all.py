@@ -181,7 +181,7 @@ STARS = ["1", "5", "9"]
 
 def write_rating_member(tmp_path, name, probabilities, labels, ids, flat=True, **extra):
     """A ratings results file: [N, 3] probabilities saved, figures flat or only under "test"."""
-    from hatt.training.metrics import classification_metrics, flat_metrics
+    from hatt.training.run.metrics import classification_metrics, flat_metrics
 
     folder = tmp_path / "results" / "rating"
     folder.mkdir(exist_ok=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hatt.training.nblr import log_count_ratios
+from hatt.training.channel.nblr import log_count_ratios
 from tests._planted import planted_texts, write_planted_imdb
 from tests._scripts import load_experiment
 

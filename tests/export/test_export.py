@@ -491,7 +491,7 @@ def test_export_metadata_names_family_and_score_kind(exported, tiny):
         kind = "saliency" if family == "cnn" else "attention"
         for record in (facts, inside):
             assert (record["family"], record["score_kind"], record["version"]) == (family, kind, 1)
-            assert record["explain_steps"] == hatt.attribution.DEFAULT_STEPS
+            assert record["explain_steps"] == hatt.export.attribution.DEFAULT_STEPS
             assert record["methods"] == METHODS[family]
         assert facts["source_run"] == str(tiny[family].run_dir.resolve())
         assert facts["metrics"] == {"epochs": EPOCHS}  # from the run's metrics.json

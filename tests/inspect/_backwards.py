@@ -3,7 +3,7 @@
 `backwards_cnn` makes the model: the tiny CNN of the `tiny` fixture, its channel
 set to Naive Bayes log-count ratios (it reads "superb" as positive, as the deep
 part does), and the mix `deep·z_deep + channel·z_channel` folded in as
-`hatt.training.ngram` folds it. The model predicts through its channel, so the
+`hatt.training.channel.ngram` folds it. The model predicts through its channel, so the
 deep part's own scores colour "superb" against 'positive' while the total does
 not. `write_backwards_run` saves it as a run directory whose `metrics.json`
 records that mix (as `hatt train` records a separate fit) and a warning of its
@@ -16,7 +16,7 @@ import shutil
 import keras
 
 from hatt.data import Vectorizer
-from hatt.training.ngram import nb_log_ratios
+from hatt.training.channel.ngram import nb_log_ratios
 
 DEEP, CHANNEL = -0.05, 2.3
 # What the run's record says (the input of the warnings, not a measurement).

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import hatt
 from hatt import export
-from hatt.attribution import METHODS
+from hatt.export.attribution import METHODS
 from hatt.inspect import balanced_sample, explain, explanations_from_result
 from tests.inspect._fake import BIAS, LEXICON, OTHER, FakePredictor, explain_result
 

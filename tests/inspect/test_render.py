@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.attribution import METHODS
+from hatt.export.attribution import METHODS
 from hatt.inspect import (
     explain,
     png_size,

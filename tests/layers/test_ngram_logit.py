@@ -433,7 +433,7 @@ def test_layer_features_are_the_layers_values():
     """The fit's features (`nblr.layer_features` on counts) weigh to the layer's logits."""
     import tensorflow as tf
 
-    from hatt.training.ngram import channel_features, ngram_counts
+    from hatt.training.channel.ngram import channel_features, ngram_counts
 
     layer, weights, idf = layer_with_idf(3, "l2", units=3)
     ids = [[3, 4, 3, 4, 5], [3, 3], [], [9, 8, 7, 6, 5, 4, 11, 1]]

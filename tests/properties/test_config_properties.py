@@ -11,8 +11,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hatt.training import config as config_lib
-from hatt.training.config import NgramSettings, TrainConfig, assemble_config
+from hatt.training.settings import config as config_lib
+from hatt.training.settings.config import NgramSettings, TrainConfig, assemble_config
 
 FIELDS = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in ("model", "prepared")]
 NGRAM_KEYS = [f.name for f in dataclasses.fields(NgramSettings)]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hatt import export
 from hatt.data import DataNotFoundError, Vectorizer, load_imdb
-from hatt.data.files import NotTextError, read_texts
+from hatt.data.readers.files import NotTextError, read_texts
 
 random_bytes = st.binary(min_size=0, max_size=2048)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hatt import serve
-from hatt.attribution import METHODS as ATTRIBUTION_METHODS
+from hatt.export.attribution import METHODS as ATTRIBUTION_METHODS
 from hatt.inspect import explain
 from tests.serve.conftest import BOOM
 

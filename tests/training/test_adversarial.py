@@ -237,7 +237,7 @@ def test_vat_learns_from_the_unlabeled_documents_of_a_run(runs):
 def test_vat_settings_and_saved_runs_read_back_as_they_trained():
     with pytest.raises(ValueError, match="adversarial_unlabeled to be a bool"):
         hatt.training.TrainConfig(adversarial="vat", adversarial_unlabeled="yes")
-    assert hatt.training.semi.uses_unlabeled(
+    assert hatt.training.settings.semi.uses_unlabeled(
         hatt.training.TrainConfig(adversarial="vat", unlabeled="u.txt")
     ) == ["vat"]
     saved = hatt.training.TrainConfig(
@@ -256,7 +256,7 @@ def test_fit_with_adversarial_training_writes_its_run(runs, method):
     run_dir, metrics = runs[method]
     assert metrics["epochs"] == TINY_RNN["epochs"] and np.isfinite(metrics["test_loss"])
     assert 0 <= metrics["test_accuracy"] <= 1
-    history = hatt.training.loop.read_history(run_dir)
+    history = hatt.training.run.loop.read_history(run_dir)
     assert len(history) == TINY_RNN["epochs"]
     assert all(np.isfinite(float(row["loss"])) for row in history)
     config = json.loads((run_dir / "config.json").read_text())
@@ -302,6 +302,6 @@ def test_a_model_without_a_word_embedding_is_refused_before_any_data(tmp_path):
     with pytest.raises(
         ValueError, match="Expected a model with a word embedding .* for adversarial='at'"
     ):
-        hatt.training.loop.check_buildable(config)
+        hatt.training.run.loop.check_buildable(config)
     with pytest.raises(ValueError, match="one-hot CNN"):
         adversarial.enable(hatt.models.build("cnn", vocabulary_size=9, words="one_hot"), settings())

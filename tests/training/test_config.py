@@ -1,4 +1,4 @@
-"""hatt.training.config: the ngram section, legacy translation, presets, strict --set, checks."""
+"""hatt.training.settings.config: the ngram section, legacy translation, presets, strict --set, checks."""
 
 import json
 import re
@@ -6,8 +6,8 @@ import re
 import pytest
 
 from hatt import training
-from hatt.training import config as config_lib
-from hatt.training import loop
+from hatt.training.run import loop
+from hatt.training.settings import config as config_lib
 
 # A config.json written before the ngram section existed (as in a run directory of
 # `hatt train cnn --config experiments/configs/cnn.json`).
@@ -244,7 +244,7 @@ def test_silent_wrong_settings_are_refused_at_the_door(overrides, message):
 
 
 def test_the_batch_memory_bound_never_refuses_a_preset_and_suggests_a_power_of_two():
-    from hatt.training.limits import check_batch_memory
+    from hatt.training.settings.limits import check_batch_memory
 
     for name in training.PRESETS:
         config = training.assemble_config(training.load_preset(name)["model"], preset=name)

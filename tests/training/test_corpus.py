@@ -1,4 +1,4 @@
-"""hatt.training.corpus and the checks train() runs before it writes anything."""
+"""hatt.training.run.datasets and the checks train() runs before it writes anything."""
 
 from pathlib import Path
 
@@ -8,7 +8,7 @@ import pytest
 import hatt
 from hatt import cli, training
 from hatt.data import Imdb
-from hatt.training import corpus as corpus_lib
+from hatt.training.run import datasets as corpus_lib
 from tests._planted import planted_split
 
 

@@ -1,4 +1,4 @@
-"""Cross-fitted validation logits (hatt.training.crossfit) and their record in a run."""
+"""Cross-fitted validation logits (hatt.training.channel.crossfit) and their record in a run."""
 
 import json
 
@@ -8,8 +8,9 @@ from sklearn.model_selection import StratifiedKFold
 
 from hatt import training
 from hatt.data import Imdb
-from hatt.training import crossfit, resume
-from hatt.training.nblr import logit_accuracy, logit_losses
+from hatt.training.channel import crossfit
+from hatt.training.channel.nblr import logit_accuracy, logit_losses
+from hatt.training.run import resume
 from tests._planted import planted_split
 
 

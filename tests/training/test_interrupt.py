@@ -1,4 +1,4 @@
-"""Ctrl-C during fit stops at a batch end and leaves finished epochs only (hatt.training.interrupt)."""
+"""Ctrl-C during fit stops at a batch end and leaves finished epochs only (hatt.training.run.interrupt)."""
 
 import os
 import signal
@@ -9,7 +9,7 @@ import pytest
 
 from hatt import training
 from hatt.data import Imdb
-from hatt.training import interrupt, resume
+from hatt.training.run import interrupt, resume
 from tests._planted import planted_split
 from tests.training.test_resume import _config
 

@@ -13,7 +13,7 @@ import hatt
 from hatt import models
 from hatt.data import Imdb
 from hatt.training import TrainConfig
-from hatt.training import language_model as lm_lib
+from hatt.training.starts import language_model as lm_lib
 from tests.conftest import planted
 
 VOCABULARY = 14  # ids 2..13 are words; 0 padding, 1 OOV
@@ -193,7 +193,7 @@ def test_bad_language_model_settings_are_clear_errors(values, match):
 
 def test_unlabeled_text_with_only_the_language_model_is_a_valid_run():
     config = _config(unlabeled="unsup.txt")
-    assert "language_model" in hatt.training.semi.uses_unlabeled(config)
+    assert "language_model" in hatt.training.settings.semi.uses_unlabeled(config)
     with pytest.raises(ValueError, match="lm_epochs > 0"):
         _config(unlabeled="unsup.txt", lm_epochs=0)
 

@@ -308,9 +308,9 @@ class _Counted:
 )
 def test_an_unbalanced_run_is_warned_with_the_flag_that_fixes_it(class_weight, says):
     corpus = _Counted(("no", "yes"), [600, 60])
-    found = hatt.training.loop.run_warnings({}, corpus, class_weight)
+    found = hatt.training.run.loop.run_warnings({}, corpus, class_weight)
     assert len(found) == 1
     assert found[0].startswith("Unbalanced classes: the largest class ('no': 600 documents)")
     assert "10.0x as many as the smallest ('yes': 60)" in found[0]
     assert says in found[0] and "class_weight=" not in found[0]
-    assert hatt.training.loop.run_warnings({}, _Counted(("no", "yes"), [60, 50]), None) == []
+    assert hatt.training.run.loop.run_warnings({}, _Counted(("no", "yes"), [60, 50]), None) == []

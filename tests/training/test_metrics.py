@@ -1,4 +1,4 @@
-"""hatt.training.metrics against scikit-learn / NumPy references and hand-made cases."""
+"""hatt.training.run.metrics against scikit-learn / NumPy references and hand-made cases."""
 
 import json
 import warnings
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from hatt.training.metrics import (
+from hatt.training.run.metrics import (
     classification_metrics,
     dense_confusion,
     flat_metrics,

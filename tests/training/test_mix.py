@@ -1,4 +1,4 @@
-"""The separate fit's mix (hatt.training.mix): non-negative weights, one per part, and the
+"""The separate fit's mix (hatt.training.channel.mix): non-negative weights, one per part, and the
 deep part kept only when it adds to the channel on held-out reviews (issue 30)."""
 
 import numpy as np
@@ -7,8 +7,8 @@ from scipy.optimize import approx_fprime
 from scipy.special import softmax
 from sklearn.linear_model import LogisticRegression
 
-from hatt.training import mix as mix_lib
-from hatt.training.mix import choose_mix, fit_mix, held_out_check
+from hatt.training.channel import mix as mix_lib
+from hatt.training.channel.mix import choose_mix, fit_mix, held_out_check
 
 
 def _parts(seed, deep_sign, n=400, deep_strength=0.8):

@@ -1,4 +1,4 @@
-"""hatt.training.ngram: counts, NB-weighted LR, and the separate fit with its mix."""
+"""hatt.training.channel.ngram: counts, NB-weighted LR, and the separate fit with its mix."""
 
 import json
 
@@ -13,9 +13,9 @@ import hatt
 from hatt import models, training
 from hatt.data import Imdb
 from hatt.layers import NgramLogit
-from hatt.training import mix as mix_lib
-from hatt.training import nblr
-from hatt.training import ngram as ngram_lib
+from hatt.training.channel import mix as mix_lib
+from hatt.training.channel import nblr
+from hatt.training.channel import ngram as ngram_lib
 from tests._fresh_process import run_json_script
 from tests._planted import planted_split
 

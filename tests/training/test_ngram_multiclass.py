@@ -1,4 +1,4 @@
-"""hatt.training.ngram above two classes: one-vs-rest NB(-LR) channel and the multinomial mix.
+"""hatt.training.channel.ngram above two classes: one-vs-rest NB(-LR) channel and the multinomial mix.
 
 Also pins the binary path to the formulas it had before classes were added
 (frozen copies below), so the IMDB figures cannot move.
@@ -18,9 +18,9 @@ from hatt import training
 from hatt.data import Imdb, Split, TextCorpus
 from hatt.layers import NgramLogit
 from hatt.models import head
-from hatt.training import mix as mix_lib
-from hatt.training import nblr
-from hatt.training import ngram as ngram_lib
+from hatt.training.channel import mix as mix_lib
+from hatt.training.channel import nblr
+from hatt.training.channel import ngram as ngram_lib
 from tests._planted import planted_split
 
 V, BUCKETS = 14, 97

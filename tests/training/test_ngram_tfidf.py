@@ -14,9 +14,9 @@ from sklearn.linear_model import LogisticRegression
 import hatt
 from hatt import training
 from hatt.data import TextCorpus
-from hatt.training import nblr
-from hatt.training import ngram as ngram_lib
-from hatt.training.config import DEFAULT_C, NgramSettings
+from hatt.training.channel import nblr
+from hatt.training.channel import ngram as ngram_lib
+from hatt.training.settings.config import DEFAULT_C, NgramSettings
 from tests.training.test_ngram_multiclass import logits_of, planted_classes
 
 

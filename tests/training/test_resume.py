@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from hatt import cli, training
-from hatt.training import loop, resume
+from hatt.training.run import loop, resume
 from tests._planted import write_planted_imdb
 
 MODEL_ARGS = ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]

@@ -1,4 +1,4 @@
-"""Presets scaled to the training split, and class_weight="auto" (hatt.training.scale)."""
+"""Presets scaled to the training split, and class_weight="auto" (hatt.training.settings.scale)."""
 
 import dataclasses
 import json
@@ -8,8 +8,8 @@ import pytest
 
 from hatt.cli import build_parser
 from hatt.training import TrainConfig, assemble_config, load_preset
-from hatt.training.config import PRESETS
-from hatt.training.scale import (
+from hatt.training.settings.config import PRESETS
+from hatt.training.settings.scale import (
     BUCKETS_MARGIN,
     CHANNEL_KEYS,
     CLASS_WEIGHT_RATIO,
@@ -168,7 +168,7 @@ def test_a_run_saved_before_the_multiclass_keys_resumes(tmp_path, counts, alpha)
     a changed command."""
     import tensorflow as tf
 
-    from hatt.training import loop, resume
+    from hatt.training.run import loop, resume
 
     asked = assemble_config("han")
     assert set(LATER_KEYS) <= set(asked.scale)
@@ -208,7 +208,7 @@ def test_a_run_saved_before_the_tfidf_channel(tmp_path, counts, resumes):
     into a model of other shapes."""
     import tensorflow as tf
 
-    from hatt.training import loop, resume
+    from hatt.training.run import loop, resume
 
     asked = assemble_config("cnn")
     assert set(CHANNEL_KEYS) <= set(asked.scale)

@@ -10,7 +10,8 @@ import pytest
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import resume, self_training
+from hatt.training import self_training
+from hatt.training.run import resume
 from tests.conftest import planted
 
 TINY = {

@@ -14,9 +14,9 @@ from keras import ops
 
 from hatt import models
 from hatt.training import TrainConfig
-from hatt.training import language_model as lm_lib
-from hatt.training import sentence_model as sm
-from hatt.training.corpus import sentence_groups
+from hatt.training.run.datasets import sentence_groups
+from hatt.training.starts import language_model as lm_lib
+from hatt.training.starts import sentence_model as sm
 from tests.training.test_language_model import _reference_loss
 
 VOCABULARY = 14  # ids 2..13 are words; 0 padding, 1 OOV

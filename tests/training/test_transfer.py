@@ -9,7 +9,8 @@ import pytest
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import resume, transfer
+from hatt.training.run import resume
+from hatt.training.starts import transfer
 from tests._fresh_process import run_json_script
 from tests.conftest import planted
 
@@ -121,7 +122,7 @@ def test_the_run_reads_every_word_of_the_trained_model_and_its_own(trained, tmp_
 
 
 def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch):
-    from hatt.training import corpus as corpus_lib
+    from hatt.training.run import datasets as corpus_lib
 
     def no_data(*args, **kwargs):
         raise AssertionError("the corpus was read before --init was checked")

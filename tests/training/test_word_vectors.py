@@ -1,4 +1,4 @@
-"""hatt.training.word_vectors: an embedding started from word2vec or a vectors file."""
+"""hatt.training.starts.word_vectors: an embedding started from word2vec or a vectors file."""
 
 import json
 
@@ -10,7 +10,7 @@ import tensorflow as tf
 import hatt
 from hatt import models, training
 from hatt.data import Imdb
-from hatt.training import word_vectors
+from hatt.training.starts import word_vectors
 from tests._planted import planted_split
 
 WORDS = ["", "[UNK]", "good", "great", "bad", "awful", "film"]

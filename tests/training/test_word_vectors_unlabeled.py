@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from hatt import models, training
-from hatt.training import word_vectors
+from hatt.training.starts import word_vectors
 
 WORDS = ["", "[UNK]", "good", "great", "bad", "awful", "film"]
 TRAIN = tf.ragged.constant([[2, 6, 3], [4, 6, 1]] * 20)

@@ -6,5 +6,5 @@
 - :mod:`~hatt.data.readers.archive`: ``.tar.gz`` / ``.zip`` extracted once into the cache;
 - :mod:`~hatt.data.readers.tfds`: ``tfds:NAME``.
 
-:mod:`hatt.data.load` picks the reader; :mod:`hatt.data.imdb` builds on them.
+:mod:`hatt.data.readers.load` picks the reader; :mod:`hatt.data.imdb` builds on them.
 """

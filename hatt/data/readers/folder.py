@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 
 from hatt.data.corpus import DataNotFoundError, RawCorpus, Split
-from hatt.data.files import NotTextError, decode_text
-from hatt.data.read_log import EMPTY_TEXT, NOT_TEXT, OUTSIDE
 from hatt.data.readers.archive import _hidden, extract_archive
+from hatt.data.readers.files import NotTextError, decode_text
+from hatt.data.readers.read_log import EMPTY_TEXT, NOT_TEXT, OUTSIDE
 from hatt.data.readers.table import read_table, table_format
 from hatt.progress import Progress
 

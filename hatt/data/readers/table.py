@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from hatt.data.corpus import Split, label_name
-from hatt.data.files import decode_text
-from hatt.data.read_log import EMPTY_LABEL, EMPTY_TEXT, SHORT_ROW, _repair
+from hatt.data.readers.files import decode_text
+from hatt.data.readers.read_log import EMPTY_LABEL, EMPTY_TEXT, SHORT_ROW, _repair
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from hatt.data.corpus import RawCorpus, Split, label_name
-from hatt.data.read_log import EMPTY_TEXT, _repair
+from hatt.data.readers.read_log import EMPTY_TEXT, _repair
 
 TFDS_PREFIX = "tfds:"
 TFDS_HOST = "storage.googleapis.com"  # tensorflow-datasets' bucket: the offline probe

@@ -2,7 +2,7 @@
 
 :func:`train` is what ``hatt train`` runs, as a page of named steps, each a
 function of its own: check the configuration and the run directory (nothing is
-written yet), open the corpus (:class:`hatt.training.corpus.Corpus`: vocabulary
+written yet), open the corpus (:class:`hatt.training.run.datasets.Corpus`: vocabulary
 fitted on the training split only), create the run directory, build and compile
 the model, start the n-gram channel (joint fit), fit with Keras (progress bars,
 early stopping on the validation split, best epoch restored, a backup every
@@ -22,30 +22,21 @@ from pathlib import Path
 import keras
 import numpy as np
 
-import hatt
 from hatt import lock as run_lock
 from hatt import models
 from hatt import run_dir as run_files
+from hatt._version import __version__
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
-from hatt.training import (
-    adversarial,
-    crossfit,
-    distribute,
-    interrupt,
-    mix,
-    ngram,
-    resume,
-    self_training,
-    semi,
-    sentence_model,
-    transfer,
-    word_vectors,
-)
-from hatt.training import metrics as metrics_lib
-from hatt.training.corpus import Corpus, packed, sentence_groups
-from hatt.training.limits import check_batch_memory
-from hatt.training.optimizers import create_optimizer
+from hatt.training import adversarial, self_training
+from hatt.training.channel import crossfit, mix, ngram
+from hatt.training.run import distribute, interrupt, resume
+from hatt.training.run import metrics as metrics_lib
+from hatt.training.run.datasets import Corpus, packed, sentence_groups
+from hatt.training.run.optimizers import create_optimizer
+from hatt.training.settings import semi
+from hatt.training.settings.limits import check_batch_memory
+from hatt.training.starts import sentence_model, transfer, word_vectors
 
 # Keys every results file has (neural runs and the baselines alike), so the
 # results table and the ensemble can read any of them.
@@ -250,7 +241,7 @@ def encoded_unlabeled(run, corpus):
 
 def pretrain_language_model(run, model, corpus, *, verbose="auto"):
     """Step 5 (``lm_epochs``): the word encoder trained as a language model on the training
-    split and the unlabeled documents (:mod:`hatt.training.language_model`; with
+    split and the unlabeled documents (:mod:`hatt.training.starts.language_model`; with
     ``lm_sentence_epochs``, the HAN's sentence encoder next, :mod:`~.sentence_model`),
     after the word vectors and ``init`` it starts from; resumes from its checkpoints."""
     if run.state or not run.config.lm_epochs:
@@ -268,7 +259,7 @@ def pretrain_language_model(run, model, corpus, *, verbose="auto"):
 
 
 def start_from_model(run, model, corpus):
-    """Step 5 (``init``): copy a trained model's weights in (:mod:`hatt.training.transfer`)."""
+    """Step 5 (``init``): copy a trained model's weights in (:mod:`hatt.training.starts.transfer`)."""
     if run.state or run.config.init is None:
         return  # a resumed run restores its own weights
     source = run.init_source or transfer.load_source(run.config.init, run.config.model)
@@ -420,7 +411,7 @@ def classification_scores(corpus, probabilities):
 
     Returns:
         ``{"validation": ..., "test": ...}`` of
-        :func:`hatt.training.metrics.classification_metrics`, and the test
+        :func:`hatt.training.run.metrics.classification_metrics`, and the test
         split's ``test_macro_f1`` (and ``test_mae``) at the top level.
     """
     scores = {
@@ -473,7 +464,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
         "parameters": int(model.count_params()),
         "seed": config.seed,
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
-        "hatt_version": hatt.__version__,
+        "hatt_version": __version__,
         "train_size": corpus.sizes["train"],
         "validation_size": corpus.sizes["validation"],
         "test_size": corpus.sizes["test"],
@@ -526,7 +517,7 @@ def train(
     directory is created only once the corpus is ready: a run that fails
     before training leaves nothing behind. A run directory with a backup of
     an interrupted run of the same settings resumes from its last finished
-    epoch (see :mod:`hatt.training.resume`).
+    epoch (see :mod:`hatt.training.run.resume`).
 
     Args:
         config: a :class:`hatt.training.TrainConfig`.
@@ -551,9 +542,9 @@ def train(
         ValueError: a setting, the corpus (e.g. a split without every class)
             or the run directory does not fit.
         hatt.lock.DirectoryInUse: another live process trains into ``run_dir``.
-        hatt.training.resume.RunError: ``run_dir`` holds a finished run, a
+        hatt.training.run.resume.RunError: ``run_dir`` holds a finished run, a
             backup of other settings or a corrupted backup.
-        hatt.training.resume.NaNLossError: the loss became NaN (``status.json``
+        hatt.training.run.resume.NaNLossError: the loss became NaN (``status.json``
             says where).
     """
     if config.pseudo_labels and not self_training.is_student(texts):  # a teacher, then this

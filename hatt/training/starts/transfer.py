@@ -23,7 +23,7 @@ directory. A resumed run restores its own weights instead.
 
 Gradual unfreezing (``init_frozen_epochs=N``, ULMFiT's idea in one step): for
 the first ``N`` epochs the copied layers below the head (and those pretrained as a
-language model, :mod:`hatt.training.language_model`) are frozen and only the
+language model, :mod:`hatt.training.starts.language_model`) are frozen and only the
 rest trains (the head, copied or fresh: what ULMFiT unfreezes first; the n-gram
 channel; any layer the trained model did not have); from epoch ``N + 1`` every
 layer trains. :func:`fine_tuning` gives the
@@ -33,7 +33,7 @@ callback (:class:`GradualUnfreezing`) and adds ``frozen_epochs`` and
 Discriminative rates (``discriminative_decay=d``, ULMFiT's 2.6): the started
 layer nearest the head trains at the run's rate divided by ``d``, each one
 below it ``d`` times slower again (:func:`discriminative_rates`; the
-optimizer's ``layer_rates``, :class:`hatt.training.optimizers.LayerRates`);
+optimizer's ``layer_rates``, :class:`hatt.training.run.optimizers.LayerRates`);
 ``init.json`` / ``language_model.json`` say each layer's factor
 (``"layer_rates"``). :func:`fine_tuning` sets up both.
 
@@ -48,8 +48,8 @@ import keras
 import numpy as np
 
 from hatt import run_dir as run_files
-from hatt.data.files import read_json_object
-from hatt.training.optimizers import LayerRates
+from hatt.data.readers.files import read_json_object
+from hatt.training.run.optimizers import LayerRates
 
 NEVER = ("ngram_logit",)  # fit on the new corpus
 BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
@@ -303,7 +303,7 @@ def _set_layer_rates(model, rates):
     find their factor (a path that does not name its layer would train at full rate)."""
     if not isinstance(model.optimizer, LayerRates):
         raise ValueError(
-            "Expected an optimizer with layer rates (hatt.training.optimizers.LayerRates) "
+            "Expected an optimizer with layer rates (hatt.training.run.optimizers.LayerRates) "
             f"for discriminative rates. Received: {type(model.optimizer).__name__}"
         )
     model.optimizer.layer_rates = rates

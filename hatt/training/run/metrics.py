@@ -63,7 +63,7 @@ def classification_metrics(labels, probabilities, class_names):
 
     Example:
 
-    >>> from hatt.training.metrics import classification_metrics
+    >>> from hatt.training.run.metrics import classification_metrics
     >>> m = classification_metrics([0, 2, 1], [[.8, .1, .1], [.1, .2, .7], [.5, .3, .2]],
     ...                            ["1", "2", "3"])
     >>> round(m["accuracy"], 4), round(m["mae"], 4)
@@ -110,7 +110,7 @@ def flat_metrics(metrics, prefix):
 
     Example:
 
-    >>> from hatt.training.metrics import classification_metrics, flat_metrics
+    >>> from hatt.training.run.metrics import classification_metrics, flat_metrics
     >>> sorted(flat_metrics(classification_metrics([0], [0.2], ["neg", "pos"]), "test"))
     ['test_accuracy', 'test_macro_f1']
     """
@@ -322,7 +322,7 @@ def format_metrics(metrics):
 
     Example:
 
-    >>> from hatt.training.metrics import classification_metrics, format_metrics
+    >>> from hatt.training.run.metrics import classification_metrics, format_metrics
     >>> text = format_metrics(classification_metrics([0, 1], [0.2, 0.9], ["neg", "pos"]))
     >>> text.splitlines()[0]
     'accuracy 100.00 % · macro-F1 1.0000 · 2 examples'

@@ -1,7 +1,7 @@
 """Configurations written before the ``ngram`` section existed, translated.
 
 ``model_kwargs.ngram_buckets``, top-level ``ngram_init`` and their siblings were
-the n-gram channel's keys before :class:`hatt.training.config.NgramSettings`
+the n-gram channel's keys before :class:`hatt.training.settings.config.NgramSettings`
 gathered them into one section; :func:`translate_legacy` moves them there, so
 old config files and run directories still load. Settings that were removed
 because nothing implemented them (``REMOVED_FIELDS``) are dropped from a saved

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 
 from hatt import run_dir as run_files
-from hatt.data.files import read_json_object
+from hatt.data.readers.files import read_json_object
 
 BACKUP_DIR = "backup"
 STATE_FILE = run_files.STATE

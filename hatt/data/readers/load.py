@@ -38,9 +38,9 @@ from hatt.data.corpus import (
     check_options,
     check_size,
 )
-from hatt.data.read_log import ReadLog
 from hatt.data.readers.archive import extract_archive, is_archive
 from hatt.data.readers.folder import read_folder, read_test
+from hatt.data.readers.read_log import ReadLog
 from hatt.data.readers.table import read_table, table_format
 from hatt.data.readers.tfds import TFDS_PREFIX, read_tfds
 

@@ -1,7 +1,7 @@
 """Weighing the deep part against the n-gram channel (``ngram.fit="separate"``).
 
 The deep part has been trained with the channel at zero; :func:`mix_ngram_channel`
-fits the channel (:mod:`hatt.training.ngram`), then one mix on the validation
+fits the channel (:mod:`hatt.training.channel.ngram`), then one mix on the validation
 split, written into the model's weights:
 
     mixed logits = a · deep logits + b · channel logits + c,   a, b >= 0
@@ -58,14 +58,14 @@ import dataclasses
 import keras
 import numpy as np
 
-from hatt.training.crossfit import crossfit_logits
-from hatt.training.nblr import (
+from hatt.training.channel.crossfit import crossfit_logits
+from hatt.training.channel.nblr import (
     check_labels,
     logit_accuracy,
     logit_log_loss,
     logit_losses,
 )
-from hatt.training.ngram import (
+from hatt.training.channel.ngram import (
     channel_counts,
     channel_features,
     fit_ngram_channel,
@@ -112,12 +112,12 @@ def mix_ngram_channel(
         validation_by_epoch: optional ``(logits of every epoch, monitor)``: the
             deep part's validation logits after each epoch trained and the
             monitor its epoch was chosen by, for the cross-fitted logits
-            (:func:`hatt.training.crossfit.crossfit_logits`), recorded and
+            (:func:`hatt.training.channel.crossfit.crossfit_logits`), recorded and
             saved beside the others (``crossfit_deep_logits``).
 
     Returns:
         ``(info, logits)``: a dict with the channel's start (as
-        :func:`hatt.training.ngram.fit_ngram_channel`), the mix (with its
+        :func:`hatt.training.channel.ngram.fit_ngram_channel`), the mix (with its
         held-out check), ``warnings``, and the accuracy and log loss (the
         argmax above two classes) of the deep part, the channel and both on
         validation (and test); and per split ``{"deep_logits",

@@ -9,12 +9,14 @@ validation / test datasets, and in-order prediction datasets.
 """
 
 import numpy as np
-
-import hatt
-from hatt.data import prepared as prepared_lib
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
-from hatt.training import distribute, limits, transfer
-from hatt.training.config import FLAT_FAMILIES, VOCABULARY_FIELDS
+
+from hatt import data
+from hatt.data import prepared as prepared_lib
+from hatt.training.run import distribute
+from hatt.training.settings import limits
+from hatt.training.settings.config import FLAT_FAMILIES, VOCABULARY_FIELDS
+from hatt.training.starts import transfer
 
 # === Dataset options shared by both sources ==========================================
 
@@ -26,7 +28,7 @@ def packed(config):
 
 def sentence_groups(config):
     """Widths of the packed sentence groups (the configured ones, or hatt.data's default)."""
-    groups = config.sentence_groups or hatt.data.pipeline.default_sentence_groups(config.max_words)
+    groups = config.sentence_groups or data.pipeline.default_sentence_groups(config.max_words)
     return tuple(int(g) for g in groups)
 
 
@@ -36,7 +38,7 @@ def create_vectorizer(config, vocabulary=None):
     max_tokens = config.max_tokens
     if vocabulary is not None:
         max_tokens = max(max_tokens, len(vocabulary) + 2)  # + padding and OOV
-    return hatt.data.Vectorizer(
+    return data.Vectorizer(
         max_tokens=max_tokens,
         min_count=config.min_count,
         output_mode="flat" if config.model in FLAT_FAMILIES else "nested",
@@ -61,15 +63,15 @@ def _split_dataset(config, vectorizer, name, ids, labels, *, epochs, initial_epo
     """The dataset of one encoded split: train shuffled by ``(seed, epoch)``, others in buckets.
 
     With several replicas, validation and test keep every review, in order, in
-    batches of :func:`hatt.training.distribute.evaluation_batch_size`.
+    batches of :func:`hatt.training.run.distribute.evaluation_batch_size`.
     """
     options = {**_dataset_options(config, vectorizer), "num_buckets": config.num_buckets}
     if name != "train" and replicas > 1:
         batch_size = distribute.evaluation_batch_size(config.batch_size, len(labels), replicas)
-        return hatt.data.make_dataset(
+        return data.make_dataset(
             None, labels, ids=ids, bucketing=False, **{**options, "batch_size": batch_size}
         )
-    return hatt.data.make_dataset(
+    return data.make_dataset(
         None,
         labels,
         ids=ids,
@@ -105,7 +107,7 @@ def create_datasets(config, texts, vectorizer, *, epochs=None, initial_epoch=0, 
     out = {}
     for name in SPLITS:
         split = getattr(texts, name)
-        ids = hatt.data.encode(split.texts, vectorizer, progress=True)
+        ids = data.encode(split.texts, vectorizer, progress=True)
         out[name] = (
             ids,
             _split_dataset(
@@ -124,9 +126,9 @@ def create_datasets(config, texts, vectorizer, *, epochs=None, initial_epoch=0, 
 
 def steps_per_epoch(config, ids, replicas=1):
     """Training batches per epoch (bucketing leaves one partial batch per bucket at most)."""
-    lengths = hatt.data.pipeline.document_lengths(ids)
-    boundaries = hatt.data.pipeline.bucket_boundaries(lengths, config.num_buckets)
-    return hatt.data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
+    lengths = data.pipeline.document_lengths(ids)
+    boundaries = data.pipeline.bucket_boundaries(lengths, config.num_buckets)
+    return data.pipeline.count_batches(lengths, boundaries, config.batch_size, replicas)
 
 
 # === Checks ==========================================================================
@@ -196,8 +198,8 @@ def check_prepared(config, manifest):
 
 
 def load_texts(config):
-    """The raw-text splits `config` asks for (:data:`hatt.training.config.DATA_FIELDS`)."""
-    return hatt.data.load_corpus(
+    """The raw-text splits `config` asks for (:data:`hatt.training.settings.config.DATA_FIELDS`)."""
+    return data.load_corpus(
         config.data,
         labels=config.labels,
         text_column=config.text_column,
@@ -280,7 +282,7 @@ class Corpus:
         self.sizes = dict(sizes)
         self.source = source
         self.ids = ids or dict.fromkeys(SPLITS)
-        self._splits = splits  # raw text: {name: hatt.data.Split}
+        self._splits = splits  # raw text: {name: data.Split}
         self._manifest = manifest  # prepared: the manifest
         self._labels_and_ids = {}
         self.class_names = tuple(class_names)
@@ -306,9 +308,9 @@ class Corpus:
             unlabeled: unlabeled documents given in memory (a list of str), for
                 ``config.unlabeled="(in memory)"``.
             source_words: the vocabulary of the trained model ``--init`` starts
-                from (:func:`hatt.training.transfer.source_words`): it comes
+                from (:func:`hatt.training.starts.transfer.source_words`): it comes
                 first in the run's vocabulary, the corpus's other words after it
-                (:func:`hatt.training.transfer.joint_vocabulary`); not used with
+                (:func:`hatt.training.starts.transfer.joint_vocabulary`); not used with
                 ``config.prepared``, whose shards hold their ids.
 
         Raises:
@@ -352,7 +354,7 @@ class Corpus:
             )
         print("Tokenizing train / validation / test")
         corpus.ids = {
-            name: hatt.data.encode(split.texts, corpus.vectorizer, progress=True)
+            name: data.encode(split.texts, corpus.vectorizer, progress=True)
             for name, split in splits.items()
         }
         return corpus
@@ -459,10 +461,8 @@ class Corpus:
         if self.in_memory:
             return steps_per_epoch(self.config, self.ids["train"], replicas)
         lengths = prepared_lib.split_lengths(self._manifest, "train")
-        boundaries = hatt.data.pipeline.bucket_boundaries(lengths, self.config.num_buckets)
-        return hatt.data.pipeline.count_batches(
-            lengths, boundaries, self.config.batch_size, replicas
-        )
+        boundaries = data.pipeline.bucket_boundaries(lengths, self.config.num_buckets)
+        return data.pipeline.count_batches(lengths, boundaries, self.config.batch_size, replicas)
 
     def unlabeled_batches(self, ids, replicas=1):
         """Endless batches of the unlabeled documents ``ids`` (inputs only), for VAT's term.
@@ -477,7 +477,7 @@ class Corpus:
         config = self.config
         if steps_per_epoch(config, ids, replicas) < 1:
             return None
-        return hatt.data.make_dataset(
+        return data.make_dataset(
             None,
             ids=ids,
             shuffle=True,
@@ -502,7 +502,7 @@ class Corpus:
                 bucketing=False,
                 packed=sentence_groups(config) if packed(config) else None,
             ).map(lambda x, y: x)
-        return hatt.data.make_dataset(
+        return data.make_dataset(
             None,
             ids=self.ids[split],
             bucketing=False,

@@ -3,7 +3,7 @@
 The channel (``hatt.layers.NgramLogit``, added by ``hatt.models.build(...,
 ngram=...)``) is set from the tokenized training split only; its settings are
 the ``ngram`` section of :class:`hatt.training.TrainConfig`
-(:class:`hatt.training.config.NgramSettings`). Two starts:
+(:class:`hatt.training.settings.config.NgramSettings`). Two starts:
 
 - ``"nb"``: the Naive Bayes log-count ratios ``r`` of the channel's features
   (Wang & Manning 2012), the weights of a multinomial NB over binarized counts.
@@ -27,10 +27,10 @@ bigram gets the same bucket here as in the model.
 With ``fit="joint"`` the start is assigned before training
 (:func:`init_ngram_channel`) and the channel trains with the deep part; with
 ``fit="separate"`` the deep part trains alone and
-:func:`hatt.training.mix.mix_ngram_channel` sets the channel afterwards and
+:func:`hatt.training.channel.mix.mix_ngram_channel` sets the channel afterwards and
 weighs the two logits on the validation split.
 The generic NB-LR code (ratios, the logistic fit, logit figures) is
-:mod:`hatt.training.nblr`, which ``experiments/baselines.py`` uses too.
+:mod:`hatt.training.channel.nblr`, which ``experiments/baselines.py`` uses too.
 
 **More than two classes** (labels ``0 .. C-1``; the channel has one logit a
 class, ``NgramLogit(units=C)``): one-vs-rest. Class ``k``'s column is fit as
@@ -51,7 +51,7 @@ import time
 
 import numpy as np
 
-from hatt.training.nblr import (
+from hatt.training.channel.nblr import (
     document_idf,
     fit_logistic_channel,
     fit_nb_logistic,
@@ -192,7 +192,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         classes an array, one a class), and a dict describing the start
         (``init``, the channel-alone accuracies, for ``"nblr"`` and ``"lr"``
         the chosen ``C``). A layer with ``idf`` gets the IDF of ``counts``
-        first (:func:`hatt.training.nblr.document_idf`): the weights are fit on
+        first (:func:`hatt.training.channel.nblr.document_idf`): the weights are fit on
         the features it makes.
     """
     settings = config.ngram
@@ -289,7 +289,7 @@ def init_ngram_channel(model, config, ids, labels, validation=None):
         model: a model built with an n-gram channel (else nothing happens).
         config: a :class:`hatt.training.TrainConfig`.
         ids, labels: the encoded training split and its labels (a prepared
-            corpus has no ids in memory: :meth:`hatt.training.config.NgramSettings.needs_counts`
+            corpus has no ids in memory: :meth:`hatt.training.settings.config.NgramSettings.needs_counts`
             is checked before any data is read).
         validation: optional ``(ids, labels)`` of the validation split (see
             :func:`fit_ngram_channel`).

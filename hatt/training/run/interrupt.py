@@ -28,7 +28,7 @@ import keras
 class StopOnInterrupt(keras.callbacks.Callback):
     """Raise ``KeyboardInterrupt`` at a batch or epoch end once SIGINT has come.
 
-    Put it after the callbacks that save an epoch (:class:`hatt.training.resume.RunBackup`).
+    Put it after the callbacks that save an epoch (:class:`hatt.training.run.resume.RunBackup`).
     """
 
     def __init__(self):

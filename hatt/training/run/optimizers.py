@@ -8,7 +8,7 @@ classes keep their registered names (``hatt>TriangularSchedule``,
 Each of hatt's optimizers takes ``layer_rates`` (:class:`LayerRates`): a
 learning-rate factor per layer, for discriminative fine-tuning (ULMFiT: the
 layers started elsewhere train slower the lower they are;
-:func:`hatt.training.transfer.fine_tuning` sets them). Keras 3 has no
+:func:`hatt.training.starts.transfer.fine_tuning` sets them). Keras 3 has no
 per-variable rate, and Adam's step does not change when a gradient is scaled,
 so the factor multiplies the rate inside the optimizer's step.
 """
@@ -311,7 +311,7 @@ def create_optimizer(config, steps_per_epoch):
 
     With ``config.discriminative_decay`` above 1, ``"adam"`` is
     :class:`DiscriminativeAdam`, whose layer factors are set once the layers
-    started elsewhere are known (:func:`hatt.training.transfer.fine_tuning`).
+    started elsewhere are known (:func:`hatt.training.starts.transfer.fine_tuning`).
     """
     if config.optimizer in ("adam", "lazy_adam"):
         optimizer = LazyAdam

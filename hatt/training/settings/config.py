@@ -22,22 +22,22 @@ import typing
 
 from hatt import models
 from hatt import presets as presets_package
-from hatt.data.files import read_json_object
+from hatt.data.readers.files import read_json_object
 from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
-from hatt.training import scale
-from hatt.training.distribute import STRATEGIES
-from hatt.training.legacy import (  # noqa: F401
+from hatt.training.run.distribute import STRATEGIES
+from hatt.training.run.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
+from hatt.training.settings import scale
+from hatt.training.settings.legacy import (  # noqa: F401
     LEGACY_FIELDS,
     LEGACY_MODEL_KWARGS,
     complete_later,
     drop_removed,
     translate_legacy,
 )
-from hatt.training.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
-from hatt.training.scale import SCALED_KEYS
-from hatt.training.semi import check_semi_supervised
-from hatt.training.word_vectors import SCALES as WORD_VECTOR_SCALES
+from hatt.training.settings.scale import SCALED_KEYS
+from hatt.training.settings.semi import check_semi_supervised
+from hatt.training.starts.word_vectors import SCALES as WORD_VECTOR_SCALES
 
 FLAT_FAMILIES = ("cnn", "rnn", "transformer")
 NGRAM_FITS = ("joint", "separate")
@@ -151,7 +151,7 @@ class NgramSettings:
 
     The first seven keys are the layer's (:class:`hatt.models.NgramChannel`, with
     its defaults); the others say how its weights are set, from the training
-    split only (:mod:`hatt.training.ngram`).
+    split only (:mod:`hatt.training.channel.ngram`).
 
     Args:
         buckets, order, reduction, binary, feature_dropout, l2, idf: the
@@ -310,7 +310,7 @@ class TrainConfig:
     validation_split: str = "blocks"
     limit: int | None = None
     # "balanced": weigh classes by 1 / frequency; "auto": balanced when the training
-    # split's largest class is over 1.5x its smallest (hatt.training.scale); "none"/None: 1
+    # split's largest class is over 1.5x its smallest (hatt.training.settings.scale); "none"/None: 1
     class_weight: str | None = "auto"
     max_tokens: int = 30000
     min_count: int = 2
@@ -325,7 +325,7 @@ class TrainConfig:
     sentence_groups: list | None = None
     batch_size: int = 32
     num_buckets: int = 16
-    # the embedding's start (hatt.training.word_vectors): None (random), "word2vec"
+    # the embedding's start (hatt.training.starts.word_vectors): None (random), "word2vec"
     # (trained on the training split), or the path of a text file of vectors
     word_vectors: str | None = None
     word_vectors_epochs: int = 5  # word2vec's passes over the training split
@@ -334,19 +334,19 @@ class TrainConfig:
     # unlabeled documents (hatt.data.unlabeled.read_unlabeled: a folder, a table, a text
     # file of one a line, an archive such as aclImdb_v1_unsup.tar.gz) that word2vec and
     # the vocabulary learn from beside the training split; texts equal to a validation
-    # or test text are dropped. Needs a step that learns from them (hatt.training.semi).
+    # or test text are dropped. Needs a step that learns from them (hatt.training.settings.semi).
     unlabeled: str | None = None
     unlabeled_text_column: str | None = None  # a table's text column (default "text")
     unlabeled_vocabulary: bool = False  # the vocabulary from them too (1,000 IMDB labels: -0.88)
     unlabeled_limit: int | None = None  # keep at most this many (None: up to a memory budget)
-    # language-model pretraining of the word encoder (hatt.training.language_model): a
+    # language-model pretraining of the word encoder (hatt.training.starts.language_model): a
     # bidirectional LM on the training split and the unlabeled documents, before training
     lm_epochs: int = 0  # its epochs; 0: none
     lm_window: int = 100  # words a row at most (a HAN row is a sentence)
     lm_negatives: int = 256  # words drawn a batch for the sampled softmax
     lm_batch_size: int = 128  # rows a batch
     # HAN, after the language model: its sentence encoder (and word attention) pretrained to
-    # predict the neighbouring sentences' words (hatt.training.sentence_model); 0: none
+    # predict the neighbouring sentences' words (hatt.training.starts.sentence_model); 0: none
     lm_sentence_epochs: int = 0
     init: str | None = None  # a trained model of the family to start from (training/transfer)
     init_frozen_epochs: int = 0  # gradual unfreezing: epochs the copied layers stay frozen
@@ -392,7 +392,7 @@ class TrainConfig:
     # --seed S` turns it on.
     deterministic: bool = False
     # Keys that scale with the training split, its size or its classes
-    # (hatt.training.scale.SCALED_KEYS): assemble_config lists those a preset gave and the
+    # (hatt.training.settings.scale.SCALED_KEYS): assemble_config lists those a preset gave and the
     # user did not set. `scaled`: what the run changed ({"train_documents": N, key: [from, to]}).
     scale: list | None = None
     scaled: dict | None = None
@@ -479,14 +479,14 @@ class TrainConfig:
         """A run's saved settings (its backup's or ``config.json``'s dict) in the form of
         this config's :meth:`to_dict`, to compare them: read back as asked
         (:meth:`from_dict`), and for a run saved before some keys came to scale, its
-        ``scale`` completed (:func:`hatt.training.scale.complete_scale`)."""
+        ``scale`` completed (:func:`hatt.training.settings.scale.complete_scale`)."""
         values = TrainConfig.from_dict(saved, saved=True).to_dict()
         return scale.complete_scale(values, self.to_dict(), saved.get("scaled"))
 
     def fit_to_corpus(self, counts):
         """A copy of this config scaled to the training split's ``counts`` per class.
 
-        See :func:`hatt.training.scale.fit_to_corpus`: ``scale``'s keys and
+        See :func:`hatt.training.settings.scale.fit_to_corpus`: ``scale``'s keys and
         ``class_weight="auto"`` are resolved; ``scaled`` records what changed.
         """
         return scale.fit_to_corpus(self, counts)

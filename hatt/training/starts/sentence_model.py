@@ -1,7 +1,7 @@
 """Pretraining the HAN's sentence encoder on the training split and unlabeled text.
 
 ``TrainConfig.lm_sentence_epochs = N > 0`` (the HAN, with ``lm_epochs``): after
-the word encoder is pretrained as a language model (:mod:`hatt.training.language_model`),
+the word encoder is pretrained as a language model (:mod:`hatt.training.starts.language_model`),
 the level above it trains for ``N`` epochs on whole documents to **predict the
 words of the neighbouring sentences**: the forward half of the sentence encoder's
 state at sentence ``t`` scores every word of sentence ``t + 1``, the backward half
@@ -44,8 +44,8 @@ from keras import ops
 
 from hatt import run_dir as run_files
 from hatt.data.pipeline import pack_sentences
-from hatt.training import language_model as lm_lib
-from hatt.training.corpus import packed, sentence_groups
+from hatt.training.run.datasets import packed, sentence_groups
+from hatt.training.starts import language_model as lm_lib
 
 CHECKPOINT = run_files.SENTENCE_MODEL_CHECKPOINT
 LAYERS = ("word_attention", "sentence_encoder")  # what this stage trains
@@ -77,7 +77,7 @@ def documents_of(ids):
 
 def document_batches(documents, batch_size, seed, epoch=None):
     """Dense ``[B, S, W]`` int32 batches of ``documents``, of similar sentence counts,
-    in the order of :func:`hatt.training.language_model.batch_groups`."""
+    in the order of :func:`hatt.training.starts.language_model.batch_groups`."""
     counts = [len(d) for d in documents]
     out = []
     for group in lm_lib.batch_groups(counts, batch_size, seed, epoch):
@@ -120,7 +120,7 @@ class NeighbourSentenceModel(lm_lib.TiedOutput, keras.Model):
     word of sentence ``t + 1``, the backward half each word of sentence ``t - 1``;
     each half goes through a ``Dense`` to the embedding's width and is scored against
     the embedding rows (tied output table) and a per-word bias by
-    :func:`hatt.training.language_model.sampled_softmax_loss`. ``encoder`` is a model
+    :func:`hatt.training.starts.language_model.sampled_softmax_loss`. ``encoder`` is a model
     over the classifier's own layers: training this model trains them in place.
 
     Args:
@@ -265,7 +265,7 @@ def pretrain(model, config, documents, held_out, *, run_dir, verbose="auto"):
 def pretrain_encoders(
     model, config, train_ids, unlabeled_ids=None, validation_ids=None, *, run_dir, verbose="auto"
 ):
-    """The word encoder as a language model (:func:`hatt.training.language_model.pretrain`),
+    """The word encoder as a language model (:func:`hatt.training.starts.language_model.pretrain`),
     then, with ``config.lm_sentence_epochs``, the HAN's sentence level (:func:`pretrain`)
     with the word embedding and encoder kept as the first stage left them.
 

@@ -1,16 +1,16 @@
 """Which steps learn from unlabeled documents, checked before any data is read.
 
 ``unlabeled`` documents are used by word2vec (``word_vectors="word2vec"``,
-:mod:`hatt.training.word_vectors`), by language-model pretraining (``lm_epochs``,
-:mod:`hatt.training.language_model`), by self-training (``pseudo_labels``,
+:mod:`hatt.training.starts.word_vectors`), by language-model pretraining (``lm_epochs``,
+:mod:`hatt.training.starts.language_model`), by self-training (``pseudo_labels``,
 :mod:`hatt.training.self_training`) and by virtual adversarial training
 (``adversarial="vat"`` with ``adversarial_unlabeled``, :mod:`hatt.training.adversarial`:
 its term on batches of them); a run that names unlabeled documents needs one of them.
 ``init_frozen_epochs`` (gradual unfreezing) and ``discriminative_decay``
-(discriminative rates, :mod:`hatt.training.transfer`) need ``init`` or ``lm_epochs``.
+(discriminative rates, :mod:`hatt.training.starts.transfer`) need ``init`` or ``lm_epochs``.
 """
 
-from hatt.training import language_model
+from hatt.training.starts import language_model
 
 ADVERSARIAL = ("none", "at", "vat")
 

@@ -2,8 +2,8 @@
 
 THE home of the Naive Bayes log-count ratios, the NB-LR fit on a sparse
 feature matrix (one-vs-rest above two classes) and the logit figures (accuracy,
-per-review log loss). The n-gram channel (:mod:`hatt.training.ngram`), its mix
-(:mod:`hatt.training.mix`) and the NB-LR baseline (``experiments/baselines.py``)
+per-review log loss). The n-gram channel (:mod:`hatt.training.channel.ngram`), its mix
+(:mod:`hatt.training.channel.mix`) and the NB-LR baseline (``experiments/baselines.py``)
 all call these; none of them copies one.
 """
 

@@ -1,7 +1,7 @@
 """The deep part's validation logits at an epoch chosen without them (cross-fitting).
 
 Early stopping keeps the deep part's epoch with the best validation figure
-(``config.monitor``), and the mix (:mod:`hatt.training.mix`) is then fit on that
+(``config.monitor``), and the mix (:mod:`hatt.training.channel.mix`) is then fit on that
 epoch's validation logits. On a small validation split (50 to 200 reviews) the
 chosen epoch's logits flatter the deep part: it was chosen because it did well on
 those very reviews. On issue 36's tuning runs from scratch at 500-1,000 labels
@@ -37,7 +37,7 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.models import head
-from hatt.training.nblr import logit_losses, predicted_classes
+from hatt.training.channel.nblr import logit_losses, predicted_classes
 
 FOLDS = 5
 # Recorded where the validation split holds at most this many reviews: a small corpus's,
@@ -79,10 +79,10 @@ def recorder(run, model, corpus):
     after every epoch, for the cross-fitted logits.
 
     Args:
-        run: the run (:mod:`hatt.training.loop`'s: its config, run directory,
+        run: the run (:mod:`hatt.training.run.loop`'s: its config, run directory,
             strategy and replicas).
         model: the model being trained (its ``"logit"`` layer is the deep part's).
-        corpus: the run's :class:`hatt.training.corpus.Corpus`.
+        corpus: the run's :class:`hatt.training.run.datasets.Corpus`.
 
     Returns:
         The :class:`EpochLogits` callback, or ``None`` (no separate mix,
@@ -103,7 +103,7 @@ def recorder(run, model, corpus):
 
 def recorded(run):
     """``(logits of every epoch trained, monitor)`` of a run that recorded them, for
-    :func:`hatt.training.mix.mix_ngram_channel`; ``None`` when an epoch is missing."""
+    :func:`hatt.training.channel.mix.mix_ngram_channel`; ``None`` when an epoch is missing."""
     callback = getattr(run, "epoch_logits", None)
     epochs = len(run.backup.records) if getattr(run, "backup", None) else 0
     by_epoch = epochs_run(callback.by_epoch, epochs) if callback else None

@@ -8,7 +8,7 @@ few of them; the summary is printed on standard error and kept in
 import re
 import sys
 
-from hatt.data.files import REPLACEMENT
+from hatt.data.readers.files import REPLACEMENT
 
 # === What reading skipped ===========================================================
 

@@ -49,7 +49,7 @@ from keras import ops
 from hatt import run_dir as run_files
 from hatt.data.text import ragged_boolean_mask
 from hatt.models.wiring import EncoderMask
-from hatt.training import word_vectors
+from hatt.training.starts import word_vectors
 
 # The first bidirectional word encoder of each family that has one.
 ENCODERS = {"rnn": "encoder_0", "han": "word_encoder"}
@@ -111,7 +111,7 @@ def check_settings(config):
 
 
 def _check_sentence_epochs(config):
-    """``lm_sentence_epochs`` (:mod:`hatt.training.sentence_model`): the HAN, after the LM."""
+    """``lm_sentence_epochs`` (:mod:`hatt.training.starts.sentence_model`): the HAN, after the LM."""
     epochs = config.lm_sentence_epochs
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(

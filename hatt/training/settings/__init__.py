@@ -1,0 +1,1 @@
+"""Settings: the training configuration, its presets, checks and the keys of older files."""

@@ -1,0 +1,1 @@
+"""Starting points: word vectors, the language model, the sentence stage and transfer (--init)."""
