@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt import export, models
+from hatt import export, models, training
 from hatt import inspect as hatt_inspect
 from hatt import run_dir as run_files
 from hatt.data.corpus import TextCorpus
@@ -517,7 +517,7 @@ class TextClassifier:
 
     def _train(self, config, run_dir, *, keep, in_memory, command, **train):
         command = command or "hatt.TextClassifier.fit " + shlex.quote(str(run_dir))
-        metrics = loop.train(config, run_dir, command=command, **train)
+        metrics = training.train(config, run_dir, command=command, **train)
         if in_memory:  # its test split was the validation split's stand-in
             metrics = validation_only(metrics)
             _rewrite_metrics(run_dir, metrics)

@@ -84,8 +84,7 @@ def test_hold_releases_and_removes_a_directory_it_created_for_nothing(tmp_path):
 
 
 def test_hatt_train_refuses_a_run_directory_in_use(tmp_path):
-    from hatt.training import TrainConfig
-    from hatt.training.run.loop import train
+    from hatt.training import TrainConfig, train
 
     holder = _start_holder(tmp_path / "run")
     try:

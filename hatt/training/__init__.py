@@ -12,19 +12,22 @@ The wings, each a folder with one concern:
   the sentence stage, transfer from a trained model (``--init``).
 
 Beside them, the methods that wrap or extend a run: :mod:`hatt.training.self_training`
-(a teacher labels unlabeled documents, a student trains on them) and
-:mod:`hatt.training.adversarial` (AT / VAT, a train-step hook).
+(a teacher labels unlabeled documents, a student trains on them: it wraps the run, see
+:func:`train`) and :mod:`hatt.training.adversarial` (AT / VAT, a train-step hook, one of
+the run's :data:`hatt.training.run.hooks.METHODS`).
 
 Everything a user or an experiment needs is named here; the modules' other names are
 internal.
 """
 
+from hatt.training import self_training
 from hatt.training.channel.mix import mix_ngram_channel
 from hatt.training.channel.ngram import (
     fit_ngram_channel,
     init_ngram_channel,
     nb_log_ratios,
 )
+from hatt.training.run import loop
 from hatt.training.run.datasets import (
     Corpus,
     create_datasets,
@@ -39,7 +42,6 @@ from hatt.training.run.loop import (
     read_history,
     set_seed,
     summary,
-    train,
 )
 from hatt.training.run.optimizers import (
     CyclicalSGD,
@@ -102,3 +104,35 @@ __all__ = [
     "translate_legacy",
     "worker_run_dir",
 ]
+
+
+def train(config, run_dir, **kwargs):
+    """Train ``config`` into ``run_dir``: the plain run, or self-training wrapped around it.
+
+    With ``config.pseudo_labels`` the run is wrapped (:func:`hatt.training.self_training.train`:
+    a teacher in ``RUN_DIR/teacher/``, its pseudo labels, then the student, each a plain
+    run); otherwise it is the plain run itself (:func:`hatt.training.run.loop.train`).
+
+    Args:
+        config: a :class:`TrainConfig`.
+        run_dir: the run directory (created).
+        **kwargs: the plain run's keyword arguments (``texts``, ``command``,
+            ``verbose``, ``restart``, ``callbacks``, ``unlabeled``; see
+            :func:`hatt.training.run.loop.train`).
+
+    Returns:
+        The metrics dict also written to ``RUN_DIR/metrics.json`` (the student's, with
+        ``"self_training"`` added, when wrapped).
+
+    Raises:
+        ValueError, hatt.training.run.resume.RunError: as the plain run's (and
+            ``pseudo_labels`` without unlabeled documents, before any data).
+
+    Example:
+
+    >>> config = hatt.training.assemble_config("cnn", epochs=1)
+    >>> metrics = hatt.training.train(config, "runs/cnn-1")
+    """
+    if config.pseudo_labels:  # a teacher, its pseudo labels, then the plain run as the student
+        return self_training.train(config, run_dir, fit=loop.train, **kwargs)
+    return loop.train(config, run_dir, **kwargs)

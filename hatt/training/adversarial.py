@@ -58,6 +58,10 @@ import keras
 import tensorflow as tf
 from keras.src.losses.loss import unscale_loss_for_distribution  # as Keras' own train_step
 
+from hatt.training.run.record import RunHook
+from hatt.training.settings import semi
+from hatt.training.starts import word_vectors  # THE finder of a model's word embedding
+
 METHODS = ("at", "vat")
 # the keys of a training batch's inputs that carry an unlabeled batch (with_unlabeled)
 LABELED, UNLABELED = "labeled", "unlabeled"
@@ -72,8 +76,6 @@ def word_embedding(model, method="at"):
         ValueError: the model has no word embedding (the one-hot CNN reads
             words through its region table).
     """
-    from hatt.training.starts import word_vectors  # THE finder of a model's word embedding
-
     try:
         return word_vectors.embedding_layer(model)
     except ValueError:
@@ -116,6 +118,28 @@ def enable(model, config):
     model.train_function = None  # a step traced before this one is traced again
     model.adversarial_hook = hook  # read by the tests (a plain object: never saved)
     return model
+
+
+class AdversarialHook(RunHook):
+    """``adversarial``: AT / VAT in a run (:class:`hatt.training.run.record.RunHook`).
+
+    Checks that the model has a word embedding before any data, replaces the compiled
+    model's training step (:func:`enable`), and gives VAT's term a batch of the run's
+    unlabeled documents a step (:func:`with_unlabeled_stream`) when it reads them.
+    """
+
+    def check(self, config, model):
+        if config.adversarial != "none":
+            word_embedding(model, config.adversarial)
+
+    def compiled(self, config, model):
+        if config.adversarial != "none":  # AT / VAT change the training step only
+            enable(model, config)
+
+    def train_dataset(self, run, corpus, dataset, steps):
+        if not semi.vat_on_unlabeled(run.config) or corpus.unlabeled is None:
+            return dataset
+        return with_unlabeled_stream(corpus, dataset, run.encoded_unlabeled(corpus), run, steps)
 
 
 # === The training step ==================================================================

@@ -27,8 +27,13 @@ The teacher's run and its probabilities (``teacher_probabilities.npz``) are kept
 run interrupted in the student resumes there without training the teacher again, and a
 run with another threshold or limit reuses them (a teacher of other settings is refused).
 
+Self-training wraps the plain run as scikit-learn's ``SelfTrainingClassifier`` wraps
+an estimator: :func:`train` is given the function that trains one run (``fit``) and
+calls it twice, and that run knows nothing of teachers and students.
+:func:`hatt.training.train` decides to wrap (``pseudo_labels=true``).
+
     >>> config = assemble_config("rnn", unlabeled="unsup.txt", pseudo_labels=True)
-    >>> metrics = hatt.training.run.loop.train(config, "runs/rnn-self")  # calls train() here
+    >>> metrics = hatt.training.train(config, "runs/rnn-self")  # calls train() here
 """
 
 import dataclasses
@@ -40,6 +45,9 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.data.corpus import Split, TextCorpus, count_classes
+from hatt.training.run import datasets as corpus_lib
+from hatt.training.run import resume
+from hatt.training.settings import semi
 
 TEACHER = "teacher"  # the teacher's run directory, inside the student's
 PROBABILITIES = "teacher_probabilities.npz"  # the teacher's on every unlabeled document
@@ -47,13 +55,7 @@ PSEUDO_LABELS = "pseudo_labels.npz"  # the kept ones: document index, label, con
 SUMMARY = "pseudo_labels.json"  # threshold table, counts, the teacher's figures
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 TARGET_PRECISION = 0.95
-STUDENT_MARK = "pseudo_labels"  # in the student corpus's report: this corpus is the student's
 BATCH = 512  # unlabeled documents the teacher labels a call
-
-
-def is_student(texts):
-    """Whether ``texts`` is a student's corpus (already holds the pseudo-labeled documents)."""
-    return texts is not None and STUDENT_MARK in getattr(texts, "report", {})
 
 
 def choose_threshold(probabilities, labels, thresholds=THRESHOLDS, target=TARGET_PRECISION):
@@ -120,14 +122,15 @@ def select(probabilities, threshold, class_shares, limit=None):
     return indices, labels[indices], confidence[indices]
 
 
-def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **kwargs):
-    """Steps 1-5 of the module docstring.
+def train(config, run_dir, *, fit, texts=None, unlabeled=None, restart=False, **kwargs):
+    """Steps 1-5 of the module docstring: ``fit`` trains the teacher, then the student.
 
     Args:
         config: the run's settings (``pseudo_labels=true``, ``unlabeled`` set).
         run_dir: the student's run directory (the teacher's inside it).
-        run: the function that trains one run, :func:`hatt.training.run.loop.train`
-            (passed in: that module calls this one).
+        fit: the function that trains one run, as
+            :func:`hatt.training.run.loop.train` (``fit(config, run_dir, texts=...,
+            unlabeled=..., **kwargs)`` returns the run's metrics); the wrapped run.
         texts, unlabeled, restart: as ``loop.train``'s; ``kwargs``: the rest of
             its arguments, given to both runs.
 
@@ -139,10 +142,6 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
         hatt.training.run.resume.RunError: ``run_dir`` holds a finished run or a
             backup of other settings (checked before the teacher trains).
     """
-    from hatt.training.run import datasets as corpus_lib
-    from hatt.training.run import resume
-    from hatt.training.settings import semi
-
     semi.check_pseudo_labeled(config)
     run_dir = Path(run_dir)
     resume.check_run_dir(  # as loop.check_run will: before the teacher's hours, not after
@@ -154,11 +153,11 @@ def train(config, run_dir, *, run, texts=None, unlabeled=None, restart=False, **
             (run_dir / name).unlink(missing_ok=True)
     if texts is None:
         texts = corpus_lib.load_texts(config)
-    teacher = _teacher(config, run_dir / TEACHER, texts, unlabeled, run, kwargs)
+    teacher = _teacher(config, run_dir / TEACHER, texts, unlabeled, fit, kwargs)
     documents = corpus_lib.read_unlabeled(config, _splits(texts), unlabeled).texts
     pseudo = _pseudo_labels(config, run_dir, teacher, texts, documents)
     student_texts = _student_corpus(texts, documents, pseudo)
-    metrics = run(
+    metrics = fit(
         config, run_dir, texts=student_texts, unlabeled=unlabeled, restart=restart, **kwargs
     )
     metrics["self_training"] = json.loads((run_dir / SUMMARY).read_text())
@@ -173,10 +172,8 @@ def _splits(texts):
     return {"train": texts.train, "validation": texts.validation, "test": texts.test}
 
 
-def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
+def _teacher(config, teacher_dir, texts, unlabeled, fit, kwargs):
     """Step 1: the teacher's metrics, trained now unless its run finished before."""
-    from hatt.training.settings import semi
-
     changes = {"pseudo_labels": False, "pseudo_label_threshold": None, "pseudo_label_limit": None}
     if semi.uses_unlabeled(config) == ["pseudo_labels"]:  # nothing else learns from them
         changes.update(unlabeled=None, unlabeled_text_column=None, unlabeled_limit=None)
@@ -188,15 +185,13 @@ def _teacher(config, teacher_dir, texts, unlabeled, run, kwargs):
         return json.loads(metrics_path.read_text())
     print(f"Self-training, step 1 of 2: the teacher, in {teacher_dir}")
     uses = teacher_config.unlabeled is not None
-    return run(
+    return fit(
         teacher_config, teacher_dir, texts=texts, unlabeled=unlabeled if uses else None, **kwargs
     )
 
 
 def _check_teacher(teacher_dir, teacher_config):
     """A finished teacher is reused only when it was trained with the settings asked now."""
-    from hatt.training.run import resume
-
     saved = json.loads((teacher_dir / run_files.CONFIG).read_text())
     saved, wanted = teacher_config.saved_form(saved), teacher_config.to_dict()
     for key in ("scale", "scaled"):  # what the run changed for its corpus size
@@ -308,13 +303,11 @@ def _student_corpus(texts, documents, pseudo):
         np.concatenate([np.asarray(train.labels, np.int64), np.asarray(labels, np.int64)]),
         [*ids, *(f"unlabeled/{i}" for i in indices)],
     )
-    report = {**texts.report, STUDENT_MARK: len(indices)}
+    report = {**texts.report, "pseudo_labels": len(indices)}  # what its train split adds
     return TextCorpus(
         student_train, texts.validation, texts.test, texts.source, texts.class_names, report
     )
 
 
 def _write_json(path, value):
-    from hatt.training.run import resume
-
     resume.write_json_atomic(path, value)

@@ -79,7 +79,7 @@ def recorder(run, model, corpus):
     after every epoch, for the cross-fitted logits.
 
     Args:
-        run: the run (:mod:`hatt.training.run.loop`'s: its config, run directory,
+        run: the run (:class:`hatt.training.run.record.Run`: its config, run directory,
             strategy and replicas).
         model: the model being trained (its ``"logit"`` layer is the deep part's).
         corpus: the run's :class:`hatt.training.run.datasets.Corpus`.
@@ -104,8 +104,8 @@ def recorder(run, model, corpus):
 def recorded(run):
     """``(logits of every epoch trained, monitor)`` of a run that recorded them, for
     :func:`hatt.training.channel.mix.mix_ngram_channel`; ``None`` when an epoch is missing."""
-    callback = getattr(run, "epoch_logits", None)
-    epochs = len(run.backup.records) if getattr(run, "backup", None) else 0
+    callback = run.epoch_logits
+    epochs = len(run.backup.records) if run.backup else 0
     by_epoch = epochs_run(callback.by_epoch, epochs) if callback else None
     return None if by_epoch is None else (by_epoch, run.config.monitor)
 

@@ -1,15 +1,21 @@
 """Train a model family: check → corpus → model → fit → evaluate → run directory.
 
-:func:`train` is what ``hatt train`` runs, as a page of named steps, each a
-function of its own: check the configuration and the run directory (nothing is
-written yet), open the corpus (:class:`hatt.training.run.datasets.Corpus`: vocabulary
-fitted on the training split only), create the run directory, build and compile
-the model, start the n-gram channel (joint fit), fit with Keras (progress bars,
+:func:`train` is one plain run (``hatt train`` reaches it through
+:func:`hatt.training.train`), as a page of named steps, each a function of its own:
+check the configuration and the run directory (nothing is written yet), open the
+corpus (:class:`hatt.training.run.datasets.Corpus`: vocabulary fitted on the training
+split only), create the run directory, build and compile the model, start the n-gram
+channel (joint fit) and each method, fit with Keras (progress bars,
 early stopping on the validation split, best epoch restored, a backup every
 epoch), fit and mix the channel (separate fit), evaluate **once** on the test
 split, save the in-order probabilities, and write the metrics. The run
 directory gets ``config.json``, ``history.csv``, ``metrics.json``,
 ``model.keras``, ``vectorizer.json`` and TensorBoard logs.
+
+The steps share a :class:`hatt.training.run.record.Run`. The methods that extend a
+run (word vectors, ``--init``, the language model, AT / VAT) are called at fixed
+points through their hooks (:data:`hatt.training.run.hooks.METHODS`); none is named
+here.
 """
 
 import csv
@@ -28,15 +34,15 @@ from hatt import run_dir as run_files
 from hatt._version import __version__
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
-from hatt.training import adversarial, self_training
 from hatt.training.channel import crossfit, mix, ngram
 from hatt.training.run import distribute, interrupt, resume
 from hatt.training.run import metrics as metrics_lib
 from hatt.training.run.datasets import Corpus, packed, sentence_groups
+from hatt.training.run.hooks import METHODS
 from hatt.training.run.optimizers import create_optimizer
-from hatt.training.settings import semi
+from hatt.training.run.record import Run
 from hatt.training.settings.limits import check_batch_memory
-from hatt.training.starts import sentence_model, transfer, word_vectors
+from hatt.training.starts import transfer
 
 # Keys every results file has (neural runs and the baselines alike), so the
 # results table and the ensemble can read any of them.
@@ -82,15 +88,15 @@ def create_model(config, vectorizer, steps_per_epoch, num_classes=2):
     )
     if config.ngram is not None and config.ngram.frozen:
         model.get_layer("ngram_logit").trainable = False
-    if config.word_vectors is not None and not config.word_vectors_trainable:
-        word_vectors.embedding_layer(model).trainable = False
+    for method in METHODS:  # which layers train (word_vectors_trainable=false)
+        method.configure(config, model)
     model.compile(
         optimizer=create_optimizer(config, steps_per_epoch),
         loss=head_lib.loss_for(num_classes),
         metrics=["accuracy"],
     )
-    if config.adversarial != "none":  # AT / VAT change the training step only
-        adversarial.enable(model, config)
+    for method in METHODS:  # the training step (AT / VAT change it)
+        method.compiled(config, model)
     return model
 
 
@@ -106,11 +112,8 @@ def check_buildable(config):
         model = models.build(config.model, **model_arguments(config, TRIAL_VOCABULARY))
     except (TypeError, ValueError) as error:
         raise ValueError(f"The settings do not build a {config.model} model: {error}") from error
-    if config.word_vectors is not None:
-        word_vectors.check_source(config.word_vectors)
-        word_vectors.embedding_layer(model)
-    if config.adversarial != "none":
-        adversarial.word_embedding(model, config.adversarial)
+    for method in METHODS:  # e.g. word vectors' source, AT's word embedding
+        method.check(config, model)
 
 
 def set_seed(config):
@@ -125,28 +128,12 @@ def set_seed(config):
 # === Steps ============================================================================
 
 
-class _Run:
-    """What the steps of one run share: where it writes, its strategy, its resume state."""
+def check_run(config, run_dir, strategy, *, restart=False, **fields):
+    """Step 1: every check that needs no data; nothing is written.
 
-    def __init__(self, config, run_dir, strategy, state):
-        self.config, self.run_dir, self.strategy, self.state = config, run_dir, strategy, state
-        self.replicas = int(strategy.num_replicas_in_sync)
-        self.initial_epoch = int(state["epoch"]) if state else 0
-        # An interrupted run that had finished its epochs (or stopped early) only
-        # evaluates and writes its results.
-        done = state and state.get("training_done")
-        self.fit_epochs = self.initial_epoch if done else config.epochs
-        self.init_source = None  # --init's trained model, loaded before the data
-
-    def write_json(self, name, value):
-        (self.run_dir / name).write_text(json.dumps(value, indent=2) + "\n")
-
-    def local(self, dataset):
-        return distribute.distribute_options(dataset, self.strategy)
-
-
-def check_run(config, run_dir, strategy, *, restart=False):
-    """Step 1: every check that needs no data; nothing is written. Returns the :class:`_Run`."""
+    Returns:
+        The :class:`hatt.training.run.record.Run` (``fields``: its other fields).
+    """
     replicas = int(strategy.num_replicas_in_sync)
     if replicas > 1 and packed(config):
         raise ValueError(
@@ -164,7 +151,7 @@ def check_run(config, run_dir, strategy, *, restart=False):
     )
     if state:
         print(f"Resuming {run_dir} after epoch {state['epoch']} of {config.epochs}")
-    return _Run(config, Path(run_dir), strategy, state)
+    return Run(config, Path(run_dir), strategy, state, **fields)
 
 
 def start_run_dir(run, corpus, *, restart=False):
@@ -188,6 +175,17 @@ def class_weights(config, corpus):
     return {k: float(w) for k, w in enumerate(weights)}
 
 
+def run_datasets(run, corpus, steps):
+    """Step 3a: the run's datasets from its first epoch on, each method's change to the
+    training dataset made (VAT's term reads a batch of unlabeled documents a step)."""
+    datasets = corpus.datasets(
+        epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
+    )
+    for method in METHODS:
+        datasets["train"] = method.train_dataset(run, corpus, datasets["train"], steps)
+    return {name: run.local(dataset) for name, dataset in datasets.items()}
+
+
 def build_model(run, corpus, steps):
     """Step 4: the compiled model, under the run's strategy."""
     with run.strategy.scope():
@@ -207,68 +205,16 @@ def start_channel(run, model, corpus):
         run.write_json(run_files.NGRAM_CHANNEL, info)
 
 
-def start_word_vectors(run, model, corpus):
-    """Step 5 (``word_vectors``): start the embedding from word vectors of the training
-    split and the unlabeled documents (``unlabeled.json`` says what was read).
-
-    A prepared corpus never gets here with word vectors (:func:`check_prepared`).
-    """
-    if run.state or run.config.word_vectors is None:
-        return  # a resumed run restores its trained embedding
-    train_ids, _ = corpus.in_memory_split("train")
-    vocabulary = corpus.vectorizer.get_vocabulary()
-    info = word_vectors.init_word_vectors(
-        model,
-        run.config,
-        train_ids,
-        vocabulary,
-        unlabeled_ids=encoded_unlabeled(run, corpus),
-        cache_path=run.run_dir / word_vectors.CACHE_FILE,
-    )
-    run.write_json(run_files.WORD_VECTORS, info)
+def start_methods(run, model, corpus):
+    """Step 5 (a new run): each method's start (:data:`hatt.training.run.hooks.METHODS`:
+    word vectors, ``init``'s weights, the language model), after the channel's."""
+    if run.state:
+        return  # a resumed run restores its trained weights
+    for method in METHODS:
+        method.before_fit(run, model, corpus)
 
 
-def encoded_unlabeled(run, corpus):
-    """The unlabeled documents as ids of the run's vectorizer, encoded once a run (``None``
-    without any); ``unlabeled.json`` says what was read."""
-    if corpus.unlabeled is None:
-        return None
-    if getattr(run, "unlabeled_ids", None) is None:
-        run.write_json(run_files.UNLABELED, corpus.unlabeled.report)
-        run.unlabeled_ids = word_vectors.encode_unlabeled(corpus.unlabeled.texts, corpus.vectorizer)
-    return run.unlabeled_ids
-
-
-def pretrain_language_model(run, model, corpus, *, verbose="auto"):
-    """Step 5 (``lm_epochs``): the word encoder trained as a language model on the training
-    split and the unlabeled documents (:mod:`hatt.training.starts.language_model`; with
-    ``lm_sentence_epochs``, the HAN's sentence encoder next, :mod:`~.sentence_model`),
-    after the word vectors and ``init`` it starts from; resumes from its checkpoints."""
-    if run.state or not run.config.lm_epochs:
-        return  # a resumed run restores its trained encoder
-    with run.strategy.scope():  # the word encoder, then (lm_sentence_epochs) the sentences
-        sentence_model.pretrain_encoders(
-            model,
-            run.config,
-            corpus.in_memory_split("train")[0],
-            encoded_unlabeled(run, corpus),
-            corpus.in_memory_split("validation")[0],
-            run_dir=run.run_dir,
-            verbose=verbose,
-        )
-
-
-def start_from_model(run, model, corpus):
-    """Step 5 (``init``): copy a trained model's weights in (:mod:`hatt.training.starts.transfer`)."""
-    if run.state or run.config.init is None:
-        return  # a resumed run restores its own weights
-    source = run.init_source or transfer.load_source(run.config.init, run.config.model)
-    info = transfer.init_from_model(model, corpus.vectorizer, corpus.class_names, source)
-    print(transfer.summary(info))
-    run.write_json(run_files.INIT, info)
-
-
-def fit(run, model, datasets, steps, *, verbose="auto"):
+def fit(run, model, datasets, steps):
     """Step 6: Keras ``fit`` with early stopping and the per-epoch backup.
 
     Returns:
@@ -294,7 +240,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
     distribute.build_before_fit(model, datasets["validation"], run.strategy)
     distribute.rank_one_logs_for_multiworker(model, run.strategy)
     # The epoch's validation logits are written before its backup: a resumed run has them.
-    epoch_logits = [run.epoch_logits] if getattr(run, "epoch_logits", None) else []
+    epoch_logits = [run.epoch_logits] if run.epoch_logits else []
     callbacks = [
         stop_on_nan,
         *epoch_logits,
@@ -303,7 +249,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
         timer,
         *unfreezing,
-        *getattr(run, "callbacks", ()),
+        *run.callbacks,
     ]
     # Ctrl-C stops at a batch end (after the backup of a finished epoch), not mid-step
     with interrupt.at_batch_end() as stop_on_interrupt:
@@ -316,7 +262,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
             steps_per_epoch=steps,
             callbacks=[*callbacks, stop_on_interrupt],
             shuffle=False,  # the dataset shuffles itself, seeded by (seed, epoch)
-            verbose=verbose,
+            verbose=run.verbose,
         )
     if stop_on_nan.where:
         _stop_on_nan(run.run_dir, stop_on_nan.where, backup)
@@ -547,47 +493,32 @@ def train(
         hatt.training.run.resume.NaNLossError: the loss became NaN (``status.json``
             says where).
     """
-    if config.pseudo_labels and not self_training.is_student(texts):  # a teacher, then this
-        return self_training.train(
-            config,
-            run_dir,
-            run=train,
-            texts=texts,
-            unlabeled=unlabeled,
-            restart=restart,
-            command=command,
-            verbose=verbose,
-            callbacks=callbacks,
-        )
     strategy = distribute.create_strategy(config.strategy)  # first: precedes any other op
     # one writer a run directory, held to the end (hatt.lock; released by the OS on a crash)
     resume.check_writable(distribute.worker_run_dir(run_dir, strategy))  # why not, first
     with run_lock.hold(distribute.worker_run_dir(run_dir, strategy)):
-        run = check_run(config, run_dir, strategy, restart=restart)
+        run = check_run(
+            config,
+            run_dir,
+            strategy,
+            restart=restart,
+            verbose=verbose,
+            callbacks=list(callbacks or ()),
+        )
         set_seed(config)
-        run.callbacks = list(callbacks or ())
         if config.init is not None:  # a bad --init fails before the data; a resumed run
             run.init_source = transfer.load_source(config.init, config.model)  # needs its words
         corpus = Corpus.open(config, texts, unlabeled, transfer.source_words(run.init_source))
         run.config = config = config.fit_to_corpus(corpus.class_counts("train"))
         start_run_dir(run, corpus, restart=restart)
         steps = corpus.steps_per_epoch(run.replicas)
-        datasets = corpus.datasets(
-            epochs=run.fit_epochs, initial_epoch=run.initial_epoch, replicas=run.replicas
-        )
-        if semi.vat_on_unlabeled(config) and corpus.unlabeled is not None:  # VAT reads them
-            datasets["train"] = adversarial.with_unlabeled_stream(
-                corpus, datasets["train"], encoded_unlabeled(run, corpus), run, steps
-            )
-        datasets = {name: run.local(dataset) for name, dataset in datasets.items()}
+        datasets = run_datasets(run, corpus, steps)
         model = build_model(run, corpus, steps)
         start_channel(run, model, corpus)
-        start_word_vectors(run, model, corpus)
-        start_from_model(run, model, corpus)
-        pretrain_language_model(run, model, corpus, verbose=verbose)
+        start_methods(run, model, corpus)
         run.class_weight = class_weights(config, corpus)
         run.epoch_logits = crossfit.recorder(run, model, corpus)  # step 6a
-        history, train_seconds = fit(run, model, datasets, steps, verbose=verbose)
+        history, train_seconds = fit(run, model, datasets, steps)
         channel_logits = mix_channel(run, model, corpus)
         scores = evaluate(run, model, datasets)
         probabilities = save_predictions(run, model, corpus, channel_logits)
