@@ -212,7 +212,7 @@ class TextClassifier:
             range (TrainConfig's checks), before any training.
     """
 
-    def __init__(self, family="cnn", *, preset=None, **settings):
+    def __init__(self, family=models.DEFAULT_FAMILY, *, preset=None, **settings):
         overrides = settings_overrides(family, settings)
         self.config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
         self.family = self.config.model

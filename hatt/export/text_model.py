@@ -149,7 +149,7 @@ class TextModel(keras.Model):
 
     def _classify(self, inputs):
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(self.vectorizer.tokens(inputs)))
-        if self.family != "cnn" or self.nested:
+        if not models.family_spec(self.family).xla_predict or self.nested:
             return self._prediction(self.classifier(ids, training=False))
         return self._prediction(self._compiled_classifier(ids))
 

@@ -5,6 +5,7 @@ import keras
 from hatt.layers import ContextAttention, RegionSum
 from hatt.layers.context_attention import SCORES
 from hatt.models import _checks
+from hatt.models.spec import FLAT, FamilySpec
 from hatt.models.wiring import ApplyMask, MaxOverTime, PaddingMask
 
 POOLINGS = ("max", "attention")
@@ -133,3 +134,15 @@ def build_cnn(
         x = features[0]
     pooled, _ = pool(x, mask=mask, return_attention_scores=True)
     return keras.Model(token_ids, dropout_layer(pooled), name=name)
+
+
+# === Family spec ===
+SPEC = FamilySpec(
+    name="cnn",
+    builder=build_cnn,
+    layout=FLAT,
+    preset="cnn",
+    takes_word_vectors=True,
+    word_attention=False,  # max over time unless pooling="attention"
+    xla_predict=True,
+)

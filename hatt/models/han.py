@@ -6,6 +6,7 @@ from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
 from hatt.models.rnn import CELLS, recurrent_layer
+from hatt.models.spec import NESTED, FamilySpec
 from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
@@ -225,3 +226,16 @@ def _packed_sentences(encode_words, packed_groups):
     gather = GatherSentences(name="gather_sentences")
     sentences = gather([index, *[encode_words(g) for g in groups]])
     return inputs, sentence_mask, sentences
+
+
+# === Family spec ===
+SPEC = FamilySpec(
+    name="han",
+    builder=build_han,
+    layout=NESTED,
+    preset="han",
+    takes_word_vectors=True,
+    word_encoder="word_encoder",
+    sentence_encoder="sentence_encoder",
+    sentence_attention=True,
+)

@@ -6,6 +6,7 @@ from hatt.layers import SRU
 from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
+from hatt.models.spec import FLAT, FamilySpec
 from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
@@ -189,3 +190,14 @@ def build_rnn(
         x = encoder(x, mask=rnn_mask)
     document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)
+
+
+# === Family spec ===
+SPEC = FamilySpec(
+    name="rnn",
+    builder=build_rnn,
+    layout=FLAT,
+    preset="rnn",
+    takes_word_vectors=True,
+    word_encoder="encoder_0",
+)

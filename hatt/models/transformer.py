@@ -7,6 +7,7 @@ from hatt.layers.context_attention import SCORES
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
+from hatt.models.spec import FLAT, FamilySpec
 from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask, pooling_attention
 
 
@@ -256,3 +257,14 @@ def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_k
         local = conv(ApplyMask(name="zero_padding")(tokens, mask=mask))
         tokens = keras.layers.Add(name="add_local")([tokens, local])
     return tokens
+
+
+# === Family spec ===
+SPEC = FamilySpec(
+    name="transformer",
+    builder=build_transformer,
+    layout=FLAT,
+    preset="transformer",
+    takes_word_vectors=True,
+    positional=True,
+)

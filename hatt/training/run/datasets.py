@@ -11,11 +11,11 @@ validation / test datasets, and in-order prediction datasets.
 import numpy as np
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 
-from hatt import data
+from hatt import data, models
 from hatt.data import prepared as prepared_lib
 from hatt.training.run import distribute
 from hatt.training.settings import limits
-from hatt.training.settings.config import FLAT_FAMILIES, VOCABULARY_FIELDS
+from hatt.training.settings.config import VOCABULARY_FIELDS
 from hatt.training.starts import transfer
 
 # === Dataset options shared by both sources ==========================================
@@ -23,7 +23,7 @@ from hatt.training.starts import transfer
 
 def packed(config):
     """Whether the run feeds the packed HAN layout."""
-    return config.model == "han" and config.packed
+    return models.family_spec(config.model).nested and config.packed
 
 
 def sentence_groups(config):
@@ -41,7 +41,7 @@ def create_vectorizer(config, vocabulary=None):
     return data.Vectorizer(
         max_tokens=max_tokens,
         min_count=config.min_count,
-        output_mode="flat" if config.model in FLAT_FAMILIES else "nested",
+        output_mode=models.family_spec(config.model).layout,
         sequence_length=config.sequence_length,
         max_sentences=config.max_sentences,
         max_words=config.max_words,
@@ -161,7 +161,7 @@ def check_classes(counts, class_names):
 def check_prepared(config, manifest):
     """ONE check of a prepared corpus against ``config``: layout, settings, the channel's fit, word vectors."""
     where = repr(config.prepared)
-    layout = "flat" if config.model in FLAT_FAMILIES else "nested"
+    layout = models.family_spec(config.model).layout
     if manifest["layout"] != layout:
         raise prepared_lib.PreparedDataError(
             f"The corpus in {where} was prepared in the {manifest['layout']} layout "

@@ -67,7 +67,7 @@ def model_arguments(config, vocabulary_size):
     kwargs["vocabulary_size"] = vocabulary_size
     if packed(config):
         kwargs.setdefault("packed_groups", len(sentence_groups(config)))
-    if config.model == "transformer":
+    if models.family_spec(config.model).positional:
         kwargs.setdefault("sequence_length", config.sequence_length)
     channel = config.ngram.channel() if config.ngram is not None else None
     return {"ngram": channel, **kwargs}

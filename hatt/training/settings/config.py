@@ -39,7 +39,7 @@ from hatt.training.settings.scale import SCALED_KEYS
 from hatt.training.settings.semi import check_semi_supervised
 from hatt.training.starts.word_vectors import SCALES as WORD_VECTOR_SCALES
 
-FLAT_FAMILIES = ("cnn", "rnn", "transformer")
+FLAT_FAMILIES = tuple(f for f in models.FAMILIES if not models.family_spec(f).nested)
 NGRAM_FITS = ("joint", "separate")
 NGRAM_INITS = ("nb", "nblr", "lr", "zeros")
 # ngram.C's grid when none is given, by the layer's reduction: dividing a review's
@@ -290,7 +290,7 @@ class TrainConfig:
     ``preset`` records the preset the settings started from.
     """
 
-    model: str = "cnn"
+    model: str = models.DEFAULT_FAMILY
     preset: str | None = None
     model_kwargs: dict = dataclasses.field(default_factory=dict)
     ngram: NgramSettings | None = None
@@ -663,7 +663,7 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     """
     _check_choice("family", family, models.FAMILIES)
     if preset == DEFAULT_PRESET:
-        preset = family if family in PRESETS else None
+        preset = models.family_spec(family).preset
     if preset == "none":
         preset = None
     config = {"model": family}

@@ -2,6 +2,8 @@
 
 import os
 
+from hatt import models
+
 # Floats a review holds at least at once in training: its tokens x the widest layer's
 # units, for the forward values and their gradients (a lower bound: real use is higher).
 WIDTH_ARGUMENTS = ("embedding_dim", "filters", "units", "word_units", "sentence_units")
@@ -19,7 +21,7 @@ def check_batch_memory(config, memory_bytes=None):
     if not memory_bytes:
         return
     tokens = config.sequence_length
-    if config.model == "han":
+    if models.family_spec(config.model).nested:  # sentences of words
         tokens = config.max_sentences * config.max_words
     kwargs = config.model_kwargs or {}
     widths = [kwargs.get(name) for name in WIDTH_ARGUMENTS]

@@ -46,13 +46,15 @@ import keras
 import numpy as np
 from keras import ops
 
+from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.text import ragged_boolean_mask
 from hatt.models.wiring import EncoderMask
 from hatt.training.starts import word_vectors
 
-# The first bidirectional word encoder of each family that has one.
-ENCODERS = {"rnn": "encoder_0", "han": "word_encoder"}
+# The families whose encoders the two stages pretrain (FamilySpec.word_encoder, .sentence_encoder).
+WORD_PRETRAINED = tuple(f for f in models.FAMILIES if models.family_spec(f).word_encoder)
+SENTENCE_PRETRAINED = tuple(f for f in models.FAMILIES if models.family_spec(f).sentence_encoder)
 MIN_WORDS = 2  # a row with fewer words predicts nothing
 UNIGRAM_POWER = 0.75  # the negatives' distribution, as word2vec's
 OOV = 1
@@ -70,15 +72,15 @@ def encoder_layers(model, family):
     """
     _check_family(family)
     embedding = word_vectors.embedding_layer(model)
-    return embedding, model.get_layer(ENCODERS[family])
+    return embedding, model.get_layer(models.family_spec(family).word_encoder)
 
 
 def _check_family(family):
-    if family not in ENCODERS:
+    if family not in WORD_PRETRAINED:
         raise ValueError(
-            "Expected a family with a recurrent word encoder (rnn or han) for language-model "
-            f"pretraining. Received: lm_epochs with model={family!r}; drop lm_epochs, or "
-            "start this family's embedding from word2vec (word_vectors='word2vec')."
+            f"Expected a family with a recurrent word encoder ({' or '.join(WORD_PRETRAINED)}) "
+            f"for language-model pretraining. Received: lm_epochs with model={family!r}; drop "
+            "lm_epochs, or start this family's embedding from word2vec (word_vectors='word2vec')."
         )
 
 
@@ -118,9 +120,10 @@ def _check_sentence_epochs(config):
             f"Expected lm_sentence_epochs to be an integer >= 0. Received: "
             f"lm_sentence_epochs={epochs!r}"
         )
-    if epochs and config.model != "han":
+    if epochs and config.model not in SENTENCE_PRETRAINED:
+        expected = " or ".join(f"model={family!r}" for family in SENTENCE_PRETRAINED)
         raise ValueError(
-            "Expected model='han' with lm_sentence_epochs (it pretrains the HAN's sentence "
+            f"Expected {expected} with lm_sentence_epochs (it pretrains the HAN's sentence "
             f"encoder). Received: model={config.model!r}"
         )
     if epochs and not config.lm_epochs:
