@@ -13,6 +13,7 @@ from hatt.layers import PositionEmbedding
 from hatt.models import cnn, han, rnn, spec, transformer
 from hatt.training.run import loop
 from hatt.training.settings import config as config_lib
+from hatt.training.settings import semi
 from hatt.training.starts import language_model, word_vectors
 
 from ._model_test import batch_for, build_small, pad_more, to_numpy
@@ -106,13 +107,13 @@ def test_the_word_encoder_is_the_first_recurrent_layer_the_lm_pretrains(family, 
         assert not recurrent
         with pytest.raises(ValueError, match="recurrent word encoder"):
             language_model.encoder_layers(model, family)
-        assert family not in language_model.WORD_PRETRAINED
+        assert family not in semi.WORD_PRETRAINED
         return
     assert recurrent[0].name == found.word_encoder
     embedding, encoder = language_model.encoder_layers(model, family)
     assert encoder is model.get_layer(found.word_encoder)
     assert embedding is word_vectors.embedding_layer(model)
-    assert family in language_model.WORD_PRETRAINED
+    assert family in semi.WORD_PRETRAINED
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -120,13 +121,13 @@ def test_the_sentence_encoder_reads_sentence_vectors(family, built):
     found = hatt.models.family_spec(family)
     model = built[family]
     if found.sentence_encoder is None:
-        assert family not in language_model.SENTENCE_PRETRAINED
+        assert family not in semi.SENTENCE_PRETRAINED
         return
     assert found.nested and found.word_encoder is not None  # the stage after the LM
     encoder = model.get_layer(found.sentence_encoder)
     assert isinstance(encoder, keras.layers.Bidirectional)
     assert encoder is not model.get_layer(found.word_encoder)
-    assert family in language_model.SENTENCE_PRETRAINED
+    assert family in semi.SENTENCE_PRETRAINED
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -9,27 +9,17 @@ validation / test datasets, and in-order prediction datasets.
 """
 
 import numpy as np
-from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 
 from hatt import data, models
 from hatt.data import prepared as prepared_lib
+from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.training.run import distribute
 from hatt.training.settings import limits
 from hatt.training.settings.config import VOCABULARY_FIELDS
+from hatt.training.settings.limits import packed, sentence_groups
 from hatt.training.starts import transfer
 
 # === Dataset options shared by both sources ==========================================
-
-
-def packed(config):
-    """Whether the run feeds the packed HAN layout."""
-    return models.family_spec(config.model).nested and config.packed
-
-
-def sentence_groups(config):
-    """Widths of the packed sentence groups (the configured ones, or hatt.data's default)."""
-    groups = config.sentence_groups or data.pipeline.default_sentence_groups(config.max_words)
-    return tuple(int(g) for g in groups)
 
 
 def create_vectorizer(config, vocabulary=None):

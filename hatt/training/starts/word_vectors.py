@@ -39,7 +39,6 @@ from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
-SCALES = ("match", "none")
 CACHE_FILE = run_files.WORD_VECTOR_CACHE  # beside word_vectors.json in the run directory
 
 
