@@ -19,7 +19,7 @@ reason printed):
    and with uniform attention over the real tokens (the HAN: words and
    sentences), on the full test split. See :mod:`hatt.inspect.uniform`.
 
-    python experiments/faithfulness.py [--runs runs/experiments] [--reviews 1000]
+    python -m experiments.faithfulness [--runs runs/experiments] [--reviews 1000]
         [--families cnn rnn ...] [--methods ...] [--steps N] [--model PATH ...]
 
 Writes experiments/results/faithfulness.json and faithfulness.md (after each
@@ -400,7 +400,7 @@ def main(argv=None):
         "seed": args.seed,
         "labels": args.labels,
         "data_source": imdb.source,
-        "command": "python experiments/faithfulness.py "
+        "command": "python -m experiments.faithfulness "
         + shlex.join(sys.argv[1:] if argv is None else argv),
         "skipped": skipped,
         "models": {},

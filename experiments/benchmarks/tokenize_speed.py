@@ -1,6 +1,6 @@
 """Text → ids speed and memory, beside scikit-learn's TF-IDF(1,3) transform, in one run (issue 31).
 
-    python experiments/benchmarks/tokenize_speed.py --data /path/to/aclImdb [--reviews 25000]
+    python -m experiments.benchmarks.tokenize_speed --data /path/to/aclImdb [--reviews 25000]
 
 Prints reviews/s (median of ``--repeats``) of the Vectorizer eagerly and inside a
 ``tf.function`` (the path of tf.data and the exports), of

@@ -1,17 +1,17 @@
 """experiments/faithfulness.py end to end: tiny trained models on a planted aclImdb folder."""
 
+import importlib
 import json
 import shutil
 
 import pytest
 
 from tests._planted import write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def faithfulness():
-    return load_experiment("faithfulness")
+    return importlib.import_module("experiments.faithfulness")
 
 
 def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
