@@ -42,9 +42,8 @@ import numpy as np
 from hatt import export
 from hatt.data import load_imdb
 from hatt.export.attribution import DEFAULT_STEPS, METHODS
-from hatt.inspect import balanced_sample, deletion_test
+from hatt.inspect import balanced_sample, deletion_test, uniform_attention_check
 from hatt.inspect.deletion import DEFAULT_KS, RANDOM
-from hatt.inspect.uniform import uniform_attention_check
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"

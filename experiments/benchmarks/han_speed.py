@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt import export
-from hatt.data.pipeline import pack_sentences
+from hatt.data import pack_sentences
 from hatt.models.wiring import EncoderMask, LengthGroupedBidirectional
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "han_speed.json"

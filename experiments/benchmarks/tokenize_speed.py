@@ -21,7 +21,7 @@ from pathlib import Path
 import tensorflow as tf
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from hatt.data.vectorize import Vectorizer
+from hatt.data import Vectorizer
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "tokenize_speed.json"
 
