@@ -187,4 +187,4 @@ def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tu
     table = (out / "tuning.md").read_text()
     assert row in table
     # the command it names fits the baselines again, for the task they were fit for
-    assert "mix_tuning.py --report-only --baselines --task polarity" in table
+    assert "python -m experiments.mix_tuning --report-only --baselines --task polarity" in table

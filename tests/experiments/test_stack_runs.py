@@ -61,7 +61,7 @@ def test_members_are_named_as_given_and_the_stack_weighs_the_informative_part(tm
 
     mean = (sigmoid(signal["test"] + noise["test"]) + sigmoid(2 * noise["test"])) / 2
     assert rows["mean"]["test_accuracy"] == pytest.approx(np.mean((mean > 0.5) == labels["test"]))
-    assert rows["stacked"]["command"].startswith("python experiments/stack_runs.py good=")
+    assert rows["stacked"]["command"].startswith("python -m experiments.stack_runs good=")
     assert "| good |" in out.with_suffix(".md").read_text()
 
 

@@ -73,7 +73,7 @@ def test_main_scores_every_prior_at_every_point_and_refuses_more_classes(unlabel
         assert row["unlabeled_equal_to_tuning"] >= 30  # tuning reviews among the unlabeled
     table = (tmp_path / "out" / "nb.md").read_text()
     assert "**mean over the grid**" in table and "of 56 (draw, point)" in table
-    assert "unlabeled_nb.py --data" in table
+    assert "python -m experiments.archive.unlabeled_nb --data" in table
 
     with pytest.raises(ValueError, match="two classes"):
         unlabeled_nb.compare_priors(None, None, [], 8, 0)
