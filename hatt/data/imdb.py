@@ -50,7 +50,7 @@ from hatt.data.corpus import (
     check_options,
 )
 from hatt.data.readers.archive import extract_archive
-from hatt.data.readers.folder import class_folders, document_files, read_documents
+from hatt.data.readers.folder import class_folders, document_files, read_files
 from hatt.data.readers.read_log import ReadLog
 from hatt.data.readers.tfds import read_tfds
 
@@ -146,7 +146,7 @@ def _read_split(root, split, labels, log, progress=True):
             raise DataNotFoundError(_how_to_provide(f"missing folder {folder}."))
         # In the order of the numeric review id, never the file system's.
         files.extend((path, name) for path in document_files(folder))
-    texts, kept = read_documents([path for path, _ in files], log, progress, unit="review")
+    texts, kept = read_files([path for path, _ in files], log, progress, unit="review")
     kept = [files[i] for i in kept]
     names = [_rating(p) if labels == "rating" else _FOLDERS[name] for p, name in kept]
     ids = [f"{split}/{name}/{path.stem}" for path, name in kept]
