@@ -155,7 +155,7 @@ def validation_only(metrics):
 
 def _rewrite_metrics(run_dir, metrics):
     """The run directory's results as fit reports them (no stand-in test figures)."""
-    (Path(run_dir) / run_files.METRICS).write_text(json.dumps(metrics, indent=2) + "\n")
+    run_files.write_metrics(run_dir, metrics)
     (Path(run_dir) / run_files.TEST_PROBABILITIES).unlink(missing_ok=True)
 
 
