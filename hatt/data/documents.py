@@ -14,7 +14,15 @@ import numbers
 
 import numpy as np
 
-from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
+from hatt.data.corpus import (
+    Carving,
+    RawCorpus,
+    Split,
+    TextCorpus,
+    assemble,
+    encode_labels,
+    label_name,
+)
 from hatt.data.readers.read_log import ReadLog
 
 # the source of a corpus given in memory (fit's x and y), as metrics.json records it
@@ -170,15 +178,15 @@ def in_memory_corpus(texts, names, config, validation=None):
     """
     if validation is None:
         empty = Split([], np.asarray([], dtype=object), [])
-        corpus = assemble(
-            RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY_CORPUS),
-            log=_InMemoryLog(),
-            classes=config.classes,
-            validation_size=config.validation_size,
-            validation_split=config.validation_split,
+        carving = Carving(
+            config.classes,
+            config.validation_size,
+            config.validation_split,
             seed=config.seed,
             limit=config.limit,
         )
+        raw = RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY_CORPUS)
+        corpus = assemble(raw, log=_InMemoryLog(), carving=carving)
         return dataclasses.replace(corpus, test=corpus.validation)
     unknown = sorted(set(validation[1]) - set(names))
     if unknown:

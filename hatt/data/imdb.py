@@ -42,12 +42,12 @@ import numpy as np
 from hatt.data.corpus import (
     BINARY_CLASSES,
     DEFAULT_VALIDATION,
+    Carving,
     DataNotFoundError,
     RawCorpus,
     Split,
     TextCorpus,
     assemble,
-    check_options,
 )
 from hatt.data.readers.archive import extract_archive
 from hatt.data.readers.folder import class_folders, document_files, read_files
@@ -258,15 +258,8 @@ def load_imdb(
     """
     if labels not in ("binary", "rating"):
         raise ValueError(f"Expected labels to be 'binary' or 'rating'. Received: labels={labels!r}")
-    check_options(validation_size=validation_size, validation_split=validation_split, limit=limit)
+    carving = Carving(None, validation_size, validation_split, seed=seed, limit=limit)
+    carving.check()
     log = ReadLog()
     raw = read_imdb(source, labels=labels, progress=progress, log=log)
-    return assemble(
-        raw,
-        log=log,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        seed=seed,
-        limit=limit,
-        corpus_class=Imdb,
-    )
+    return assemble(raw, log=log, carving=carving, corpus_class=Imdb)

@@ -1,4 +1,8 @@
-"""A labeled corpus from your own documents, or from IMDB: :func:`load_corpus`.
+"""The reader of a source (:func:`reader_for`), and a labeled corpus from it: :func:`load_corpus`.
+
+:func:`reader_for` is the one place a source's format is told: labelled data
+(:func:`load_corpus`, :func:`read_documents`), unlabeled data
+(:func:`hatt.data.unlabeled.read_unlabeled`) and ``hatt predict --file`` all ask it.
 
 Sources (``source=``, ``--data`` on the command line):
 
@@ -29,16 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from hatt import names
+from hatt.data import corpus as corpus_lib
 from hatt.data import imdb
-from hatt.data.corpus import (
-    DataNotFoundError,
-    RawCorpus,
-    Split,
-    TextCorpus,
-    assemble,
-    check_options,
-    check_size,
-)
 from hatt.data.readers.archive import archive_texts, extract_archive, is_archive
 from hatt.data.readers.files import file_lines
 from hatt.data.readers.folder import read_folder, read_test, text_files
@@ -127,12 +123,18 @@ class Reader:
         )
 
     def documents(self, text_column=None):
-        """``(place, bytes or str)`` of each document, one at a time: unlabeled data."""
-        if text_column is not None:
+        """``(place, bytes or str)`` of each document, one at a time: unlabeled data.
+
+        ``text_column``: a table's column holding the text (default ``"text"``).
+        """
+        if text_column is not None and self.format != "table":
             raise ValueError(
                 f"Expected text_column only with a table (.csv, .tsv, .jsonl). Received: "
                 f"text_column={text_column!r} for unlabeled={str(self.source)!r}."
             )
+        return self._documents(text_column or "text")
+
+    def _documents(self, text_column):
         raise ValueError(
             f"Expected unlabeled to name a folder, a table, a text file or an archive. "
             f"Received: unlabeled={str(self.source)!r}."
@@ -158,7 +160,7 @@ class _Tfds(Reader):
     def corpus(self, options, log):
         _refuse_labels(options, self.source)
         _refuse_test(options, "tensorflow-datasets")
-        return read_tfds(str(self.source)[len(TFDS_PREFIX) :], log), TextCorpus
+        return read_tfds(str(self.source)[len(TFDS_PREFIX) :], log), corpus_lib.TextCorpus
 
 
 def _folder_corpus(folder, source, options, log):
@@ -182,7 +184,7 @@ def _folder_corpus(folder, source, options, log):
         progress=options.progress,
         log=log,
     )
-    return raw, TextCorpus
+    return raw, corpus_lib.TextCorpus
 
 
 class _Folder(Reader):
@@ -191,22 +193,17 @@ class _Folder(Reader):
     def corpus(self, options, log):
         return _folder_corpus(self.path, self.path, options, log)
 
-    def documents(self, text_column=None):
-        if text_column is not None:
-            return super().documents(text_column)
+    def _documents(self, text_column):
         return text_files(self.path)
 
 
 class _Archive(Reader):
     format = "archive"
 
-    def corpus(self, options, log):
-        folder = extract_archive(self.path, options.progress)
-        return _folder_corpus(folder, self.path, options, log)
+    def corpus(self, options, log):  # the folder it holds, extracted once
+        return _folder_corpus(extract_archive(self.path, options.progress), self.path, options, log)
 
-    def documents(self, text_column=None):
-        if text_column is not None:
-            return super().documents(text_column)
+    def _documents(self, text_column):
         return archive_texts(self.path)
 
 
@@ -222,18 +219,16 @@ class _Table(Reader):
             self.path, text_column=text_column, label_column=label_column, log=log, kind=self.kind
         )
         test = read_test(options.test, text_column, label_column, options.progress, log)
-        return RawCorpus(train, test, str(self.path)), TextCorpus
+        return corpus_lib.RawCorpus(train, test, str(self.path)), corpus_lib.TextCorpus
 
-    def documents(self, text_column=None):
-        return table_column(self.path, text_column or "text", self.kind)
+    def _documents(self, text_column):
+        return table_column(self.path, text_column, self.kind)
 
 
 class _Lines(Reader):
     format = LINES
 
-    def documents(self, text_column=None):
-        if text_column is not None:
-            return super().documents(text_column)
+    def _documents(self, text_column):
         return file_lines(self.path)
 
 
@@ -295,7 +290,9 @@ def _read_source(source, options, log):
     """``(RawCorpus, corpus class)`` of any labelled source (see :func:`load_corpus`)."""
     reader = reader_for(source)
     if reader.on_disk and not reader.path.exists():
-        raise DataNotFoundError(_how_to_give(f"the path {str(reader.path)!r} does not exist."))
+        raise corpus_lib.DataNotFoundError(
+            _how_to_give(f"the path {str(reader.path)!r} does not exist.")
+        )
     return reader.corpus(options, log)
 
 
@@ -365,28 +362,12 @@ def load_corpus(
     >>> corpus = hatt.data.load_corpus("reviews.csv", label_column="stars")
     >>> corpus.class_names, corpus.num_classes, len(corpus.train)
     """
-    check_options(
-        labels=labels,
-        classes=classes,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        limit=limit,
-    )
-    check_size(test_size, "test_size")
+    carving = corpus_lib.Carving(classes, validation_size, validation_split, test_size, seed, limit)
+    carving.check(labels)
     log = ReadLog()
     options = ReadOptions(labels, text_column, label_column, test, progress)
     raw, corpus_class = _read_source(source, options, log)
-    return assemble(
-        raw,
-        log=log,
-        classes=classes,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        test_size=test_size,
-        seed=seed,
-        limit=limit,
-        corpus_class=corpus_class,
-    )
+    return corpus_lib.assemble(raw, log=log, carving=carving, corpus_class=corpus_class)
 
 
 SPLIT_CHOICES = names.SPLIT_CHOICES
@@ -441,7 +422,7 @@ def read_documents(
     parts = [part for part in parts if part is not None and len(part)]
     if not parts:
         raise ValueError(f"{raw.source} holds no labelled documents to evaluate.")
-    documents = Split(
+    documents = corpus_lib.Split(
         [t for part in parts for t in part.texts],
         np.concatenate([np.asarray(part.labels, dtype=object) for part in parts]),
         [i for part in parts for i in part.ids],
