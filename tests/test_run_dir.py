@@ -54,5 +54,6 @@ def test_metrics_json_has_one_writer():
 def test_self_training_and_resume_names_are_run_dir_names():
     source = (HATT / "training" / "self_training.py").read_text()
     source += (HATT / "training" / "run" / "resume.py").read_text()
-    for literal in ('"teacher"', '"pseudo_labels.npz"', '"pseudo_labels.json"', '"backup"'):
+    names = ('/ "teacher"', '"teacher_probabilities.npz"', '"pseudo_labels.npz"', '"backup"')
+    for literal in (*names, '"pseudo_labels.json"', '"logs"', '"weights-', '"best-'):
         assert literal not in source
