@@ -209,14 +209,14 @@ def read_unlabeled(config, splits, documents=None):
     document equal to a validation or test text dropped (:mod:`hatt.data.unlabeled`).
 
     ``documents``: the documents themselves (a list of str), when
-    ``config.unlabeled`` is ``hatt.data.unlabeled.IN_MEMORY`` (the Python API's).
+    ``config.unlabeled`` is ``hatt.data.unlabeled.IN_MEMORY_UNLABELED`` (the Python API's).
     """
     if config.unlabeled is None:
         return None
     from hatt.data import unlabeled as unlabeled_lib
 
     source = config.unlabeled
-    if source == unlabeled_lib.IN_MEMORY:
+    if source == unlabeled_lib.IN_MEMORY_UNLABELED:
         if documents is None:
             raise ValueError(
                 "Expected the unlabeled documents with unlabeled='(in memory)': a run of "

@@ -300,7 +300,7 @@ def fit(run, model, datasets, steps, *, verbose="auto"):
         *epoch_logits,
         early_stopping,
         backup,
-        keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
+        keras.callbacks.TensorBoard(log_dir=str(run.run_dir / run_files.LOGS), write_graph=False),
         timer,
         *unfreezing,
         *getattr(run, "callbacks", ()),
@@ -492,7 +492,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     ):
         if (run_dir / name).exists():
             metrics[key] = json.loads((run_dir / name).read_text())
-    run.write_json(run_files.METRICS, metrics)
+    run_files.write_metrics(run_dir, metrics)
     run.backup.remove()  # the run is finished; metrics.json marks it
     return metrics
 

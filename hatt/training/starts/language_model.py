@@ -363,7 +363,7 @@ def restore_checkpoint(lm, path, key, epochs):
 def save_checkpoint(lm, path, key, records):
     """Write ``lm``'s weights and optimizer state, ``key`` and the finished epochs'
     ``records`` to ``path`` (through a partial file: never half written)."""
-    partial = path.with_name(path.name + ".partial.npz")
+    partial = run_files.partial(path)
     arrays = {f"v{i}": keras.ops.convert_to_numpy(v) for i, v in enumerate(_variables(lm))}
     np.savez(
         partial,
