@@ -214,11 +214,17 @@ class TextClassifier:
 
     def __init__(self, family=models.DEFAULT_FAMILY, *, preset=None, **settings):
         overrides = settings_overrides(family, settings)
-        self.config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
-        self.family = self.config.model
+        config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
+        self._start(config, config.model)
+
+    def _start(self, config, family, predictor=None):
+        """The state every constructor starts from: ``__init__`` and the ``from_*`` classmethods
+        (which have their config, or a trained model, already) all set it here."""
+        self.config = config
+        self.family = family
         self.history = None
         self.metrics = None
-        self._predictor = None
+        self._predictor = predictor
         self._run_dir = None  # a kept run directory, loaded on first use
 
     @classmethod
@@ -296,25 +302,15 @@ class TextClassifier:
                 "Expected config to be a hatt.training.TrainConfig (from "
                 f"hatt.training.assemble_config). Received: {type(config).__name__}"
             )
-        clf = cls.__new__(cls)
-        clf.config = config
-        clf.family = config.model
-        clf.history = None
-        clf.metrics = None
-        clf._predictor = None
-        clf._run_dir = None
+        clf = cls.__new__(cls)  # assembled already: __init__ would assemble it again
+        clf._start(config, config.model)
         return clf
 
     @classmethod
     def from_predictor(cls, predictor):
         """A trained classifier over a loaded :class:`hatt.export.Predictor` (:func:`load`)."""
-        clf = cls.__new__(cls)
-        clf.config = None
-        clf.family = predictor.family
-        clf.history = None
-        clf.metrics = None
-        clf._predictor = predictor
-        clf._run_dir = None
+        clf = cls.__new__(cls)  # trained already: no settings to assemble
+        clf._start(None, predictor.family, predictor)
         return clf
 
     def __repr__(self):

@@ -15,7 +15,7 @@ from hatt.data import prepared as prepared_lib
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.training.run import distribute
 from hatt.training.settings import limits
-from hatt.training.settings.config import VOCABULARY_FIELDS
+from hatt.training.settings.config import DATA_FIELDS, VOCABULARY_FIELDS
 from hatt.training.settings.limits import packed, sentence_groups
 from hatt.training.starts import transfer
 
@@ -187,21 +187,14 @@ def check_prepared(config, manifest):
 # === The corpus =====================================================================
 
 
+# The TrainConfig fields whose load_corpus argument has another name (the others: the same).
+CORPUS_ARGUMENTS = {"data": "source", "test_data": "test"}
+
+
 def load_texts(config):
     """The raw-text splits `config` asks for (:data:`hatt.training.settings.config.DATA_FIELDS`)."""
-    return data.load_corpus(
-        config.data,
-        labels=config.labels,
-        text_column=config.text_column,
-        label_column=config.label_column,
-        test=config.test_data,
-        classes=config.classes,
-        test_size=config.test_size,
-        validation_size=config.validation_size,
-        validation_split=config.validation_split,
-        seed=config.seed,
-        limit=config.limit,
-    )
+    fields = {CORPUS_ARGUMENTS.get(field, field): getattr(config, field) for field in DATA_FIELDS}
+    return data.load_corpus(**fields, validation_split=config.validation_split, seed=config.seed)
 
 
 def read_unlabeled(config, splits, documents=None):
