@@ -129,12 +129,5 @@ def build_cnn(
 
 
 # === Family spec ===
-SPEC = FamilySpec(
-    name="cnn",
-    builder=build_cnn,
-    layout=FLAT,
-    preset="cnn",
-    takes_word_vectors=True,
-    word_attention=False,  # max over time unless pooling="attention"
-    xla_predict=True,
-)
+# max over time unless pooling="attention": its words are not pooled by attention by default
+SPEC = FamilySpec("cnn", build_cnn, FLAT, preset="cnn", word_attention=False, xla_predict=True)

@@ -202,11 +202,10 @@ def _packed_sentences(encode_words, packed_groups):
 
 # === Family spec ===
 SPEC = FamilySpec(
-    name="han",
-    builder=build_han,
-    layout=NESTED,
+    "han",
+    build_han,
+    NESTED,
     preset="han",
-    takes_word_vectors=True,
     word_encoder="word_encoder",
     sentence_encoder="sentence_encoder",
     sentence_attention=True,

@@ -171,11 +171,4 @@ def build_rnn(
 
 
 # === Family spec ===
-SPEC = FamilySpec(
-    name="rnn",
-    builder=build_rnn,
-    layout=FLAT,
-    preset="rnn",
-    takes_word_vectors=True,
-    word_encoder="encoder_0",
-)
+SPEC = FamilySpec("rnn", build_rnn, FLAT, preset="rnn", word_encoder="encoder_0")

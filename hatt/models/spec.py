@@ -56,7 +56,7 @@ class FamilySpec:
     builder: Callable
     layout: str
     preset: str | None
-    takes_word_vectors: bool
+    takes_word_vectors: bool = True
     word_encoder: str | None = None
     sentence_encoder: str | None = None
     word_attention: bool = True

@@ -187,11 +187,4 @@ def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_k
 
 
 # === Family spec ===
-SPEC = FamilySpec(
-    name="transformer",
-    builder=build_transformer,
-    layout=FLAT,
-    preset="transformer",
-    takes_word_vectors=True,
-    positional=True,
-)
+SPEC = FamilySpec("transformer", build_transformer, FLAT, preset="transformer", positional=True)
