@@ -58,11 +58,11 @@ test-torch: install $(VENV)/.torch
 # Every experiment of the results table: baselines, the four families (each
 # exported to saved_models/FAMILY/), ensembles, experiments/RESULTS.md and README.
 experiments: install
-	$(BIN)/python experiments/run_all.py $(if $(DATA),--data $(DATA))
+	$(BIN)/python -m experiments.run_all $(if $(DATA),--data $(DATA))
 
 bench: install
-	$(BIN)/python experiments/benchmarks/padding.py $(if $(DATA),--data $(DATA))
-	$(BIN)/python experiments/benchmarks/attention_overhead.py
+	$(BIN)/python -m experiments.benchmarks.padding $(if $(DATA),--data $(DATA))
+	$(BIN)/python -m experiments.benchmarks.attention_overhead
 
 lint: install
 	$(BIN)/ruff format --check hatt tests experiments

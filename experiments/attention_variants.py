@@ -18,7 +18,7 @@ model_kwargs.attention_normalizer=... --run-dir RUN_DIR``), one row:
 - training speed (reviews/s of ``hatt train``, from ``metrics.json``) and
   prediction speed (reviews/s of the loaded model on the sample, median of 3).
 
-    python experiments/attention_variants.py --model han-softmax=runs/han \\
+    python -m experiments.attention_variants --model han-softmax=runs/han \\
         --model han-sparsemax=runs/han-sparsemax [--reviews 1000] [--uniform-reviews N]
 
 Each row is written to ``--out/NAME.json`` when measured and kept on a later run
@@ -109,12 +109,9 @@ def sparsity(predictor, texts, batch_size):
 
 
 def measure(name, run_dir, test, args):
+    from experiments import faithfulness as fa  # imports TensorFlow: not for --help
     from hatt import export
-    from hatt.inspect import deletion_test
-    from hatt.inspect.uniform import uniform_attention_check
-
-    sys.path.insert(0, str(ROOT / "experiments"))
-    import faithfulness as fa
+    from hatt.inspect import deletion_test, uniform_attention_check
 
     run_dir = Path(run_dir)
     metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -35,10 +35,10 @@ smallest, value); the model is then refit, timed, on the training split alone
 (not train + validation: the neural models get the same 22,500 reviews) and
 evaluated once on the test split. Vocabulary, IDF and ``r`` come from the
 training split only. Each split's figures are
-:func:`hatt.training.run.metrics.classification_metrics` (accuracy, macro-F1,
+:func:`hatt.training.classification_metrics` (accuracy, macro-F1,
 per-class figures, confusion matrix; for the ratings the MAE in stars).
 
-Run:  python experiments/baselines.py [--labels binary|rating] [--data PATH]
+Run:  python -m experiments.baselines [--labels binary|rating] [--data PATH]
       [--seed 1337] [--limit N] [--only tfidf_lr|nb_lr]
 Writes experiments/results/baseline_<name>.json (``rating``:
 experiments/results/rating/baseline_<name>.json) and the validation and test
@@ -69,8 +69,13 @@ from sklearn.pipeline import Pipeline
 import hatt
 from hatt.data import Split, load_imdb
 from hatt.data.imdb import ENV_VAR
-from hatt.training.channel import nblr
-from hatt.training.run.metrics import classification_metrics, flat_metrics, format_metrics
+from hatt.training import (
+    classification_metrics,
+    fit_logistic_grid,
+    flat_metrics,
+    format_metrics,
+    log_count_ratios,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
@@ -208,7 +213,7 @@ def create_dataset(
 class NBScaler(TransformerMixin, BaseEstimator):
     """Binarize counts and scale each feature by its NB log-count ratio ``r``.
 
-    ``r`` is the n-gram channel's own (:func:`hatt.training.channel.nblr.log_count_ratios`),
+    ``r`` is the n-gram channel's own (:func:`hatt.training.log_count_ratios`),
     in float64.
     """
 
@@ -216,7 +221,7 @@ class NBScaler(TransformerMixin, BaseEstimator):
         self.alpha = alpha
 
     def fit(self, X, y):
-        self.r_ = nblr.log_count_ratios(X, y, alpha=self.alpha, dtype=np.float64)
+        self.r_ = log_count_ratios(X, y, alpha=self.alpha, dtype=np.float64)
         return self
 
     def transform(self, X):
@@ -357,7 +362,7 @@ def select_hyperparameters(
             if progress:
                 _report(name, {"C": entry["C"], **point}, entry)
 
-        _, _, selection = nblr.fit_logistic_grid(
+        _, _, selection = fit_logistic_grid(
             xt, train.labels, grid["C"], (xv, validation.labels), seed=seed, on_fit=report
         )
         for entry in selection:
@@ -427,7 +432,7 @@ def evaluate(model, split, class_names=BINARY_CLASSES):
     Returns:
         dict: ``accuracy``, ``loss``, ``probabilities`` (binary: ``[N]``,
         P(class 1); else ``[N, C]`` in ``class_names``' order) and ``metrics``
-        (:func:`hatt.training.run.metrics.classification_metrics`).
+        (:func:`hatt.training.classification_metrics`).
     """
     num_classes = len(class_names)
     columns = model.predict_proba(split.texts)
@@ -552,7 +557,9 @@ def describe(name, model, best, num_classes):
 
 def main(argv=None):
     args = parse_args(argv)
-    command = shlex.join(["python", *(sys.argv if argv is None else [__file__, *argv])])
+    command = shlex.join(
+        ["python", "-m", "experiments.baselines", *(sys.argv[1:] if argv is None else argv)]
+    )
     splits, class_names = create_dataset(
         args.data,
         task=args.labels,

@@ -18,7 +18,7 @@ line numbers, so a ``--baselines`` call over several draws scored every later
 draw's baselines on the first draw's tuning reviews, part of which those draws had
 trained on. They were fit again after the fix (``mix_tuning.py --baselines``).
 
-Run:  python experiments/beside_baselines.py
+Run:  python -m experiments.beside_baselines
       --from experiments/results/mix_rule/all_draws.json=anchored
       --from experiments/results/mix_rule/multiclass_all_draws.json=multiclass
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule] [--name beside_baselines]
@@ -32,8 +32,7 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mix_tuning  # noqa: E402  (the baseline cells and their table, reused)
+from experiments import harness, mix_tuning  # the baseline cells and their table
 
 
 def parse_args(argv=None):
@@ -92,12 +91,12 @@ def main(argv=None):
     missing = [
         f"{group} d{draw}"
         for (group, draw), row in sorted(cells.items())
-        if not set(mix_tuning.sc.BASELINES) <= set(row)
+        if not set(harness.BASELINES) <= set(row)
     ]
     lines = mix_tuning.beside_baselines(cells, rule="each source's rule")
     if not lines:
         raise SystemExit(f"No baseline under {args.runs}: run mix_tuning.py --baselines first.")
-    command = "python experiments/beside_baselines.py " + " ".join(
+    command = "python -m experiments.beside_baselines " + " ".join(
         f"--from {shlex.quote(s)}" for s in args.sources
     )
     if args.name != "beside_baselines":

@@ -81,23 +81,23 @@ its mean tuning accuracy over those runs is higher by more than 0.01 points.
 **Judged (``fixed_c_judged.md``): kept.** 36.97 % against the grid's 36.30 % over the 8
 runs (the NB-LR channel as run: 35.97 %); ``MULTICLASS_NGRAM``'s ``C`` is 8.
 
-Run:  python experiments/channel_grid.py [--draws 6 7] [--tasks rating] [--methods cnn]
+Run:  python -m experiments.channel_grid [--draws 6 7] [--tasks rating] [--methods cnn]
       --variant NAME='{"alpha": [...], "C": [...]}' [--variant ...]
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule] [--name channel_grid]
 The sixth question's exploration and judgement:
-      python experiments/channel_grid.py --draws 1 2 3 10 11 --tasks rating --methods cnn
+      python -m experiments.channel_grid --draws 1 2 3 10 11 --tasks rating --methods cnn
       --name idf_explore --variant idf='{...}' --variant idf_o2='{...}' ... (idf_explore.md)
-      python experiments/channel_grid.py --draws 12 13 14 15 --tasks rating --name tfidf
+      python -m experiments.channel_grid --draws 12 13 14 15 --tasks rating --name tfidf
       --variant tfidf='{"order": 2, "idf": true, "reduction": "l2", "init": "lr",
       "C": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0]}'
 The seventh question's judgement (its exploration: --draws 1 2 3 10 11 12 13 14 15
       --name fixed_c with the variants tfidf, c4 and c8):
-      python experiments/channel_grid.py --draws 16 17 18 19 --tasks rating --name fixed_c_judged
+      python -m experiments.channel_grid --draws 16 17 18 19 --tasks rating --name fixed_c_judged
       --variant tfidf='{"order": 2, "idf": true, "reduction": "l2", "init": "lr",
       "C": [0.5, 1.0, 2.0, 4.0, 8.0, 16.0]}' --variant c8='{"order": 2, "idf": true,
       "reduction": "l2", "init": "lr", "C": 8.0}'
 The fourth question's judgement:
-      python experiments/channel_grid.py --draws 6 7 --tasks rating
+      python -m experiments.channel_grid --draws 6 7 --tasks rating
       --variant multiclass='{"alpha": 0.5, "C": [3.0, 10.0, 30.0]}' --rule anchored
       --name multiclass
 (``--rule anchored``: the rule in force then; today's holds the biases above two classes.)
@@ -113,9 +113,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mix_rule  # noqa: E402  (the rule in force and how it decides, reused)
-import mix_tuning  # noqa: E402  (the tuning runs, reused)
+from experiments import mix_rule, mix_tuning  # the rule in force; the tuning runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "run"  # the variant of the run's own settings
@@ -180,8 +178,7 @@ class RunChannel:
         import keras
 
         import hatt  # noqa: F401  (registers the layers)
-        from hatt.training.run.datasets import Corpus
-        from hatt.training.settings.config import TrainConfig
+        from hatt.training import Corpus, TrainConfig
 
         self.run_dir = Path(run_dir)
         values = json.loads((self.run_dir / "config.json").read_text())
@@ -198,7 +195,7 @@ class RunChannel:
     def channel(self, overrides):
         """The run's channel layer with the layer settings of ``overrides``
         (:data:`LAYER_SETTINGS`), and its counts of each split."""
-        from hatt.training.channel import ngram
+        from hatt.training import channel_counts
 
         changes = {LAYER_SETTINGS[k]: v for k, v in overrides.items() if k in LAYER_SETTINGS}
         layer = self.layer
@@ -207,7 +204,7 @@ class RunChannel:
         key = (layer.ngram, layer.buckets)
         if key not in self._counts:
             self._counts[key] = {
-                split: (ngram.channel_counts(layer, ids), np.asarray(labels))
+                split: (channel_counts(layer, ids), np.asarray(labels))
                 for split, (ids, labels) in self.ids.items()
             }
         return layer, self._counts[key]
@@ -215,26 +212,26 @@ class RunChannel:
     def logits(self, overrides):
         """The channel's validation (training-split fit) and test (the refit with
         ``ngram.refit``) logits with their intercepts, and the fit's description."""
-        from hatt.training.channel import ngram
+        from hatt.training import channel_features, fit_ngram_channel, refit_ngram_channel
 
         layer, splits = self.channel(overrides)
         settings = dataclasses.replace(self.config.ngram, **overrides)
         config = dataclasses.replace(self.config, ngram=settings)
         train, validation, test = (splits[s] for s in ("train", "validation", "test"))
-        weights, intercept, info = ngram.fit_ngram_channel(layer, config, *train, validation)
-        out = {"validation": ngram.channel_features(layer, validation[0]) @ weights + intercept}
+        weights, intercept, info = fit_ngram_channel(layer, config, *train, validation)
+        out = {"validation": channel_features(layer, validation[0]) @ weights + intercept}
         if settings.refit:  # with the layer's idf, the refit sets the IDF of both splits
-            weights, intercept, info["refit"] = ngram.refit_ngram_channel(
+            weights, intercept, info["refit"] = refit_ngram_channel(
                 layer, config, info, train, validation
             )
-        out["test"] = ngram.channel_features(layer, test[0]) @ weights + intercept
+        out["test"] = channel_features(layer, test[0]) @ weights + intercept
         return {k: np.asarray(v, np.float64) for k, v in out.items()}, info
 
 
 def score(run_dir, channel, rule=mix_rule.TODAY):
     """The mix of ``rule`` (mix_rule's) on the run's saved deep logits and ``channel``'s
     logits (mix_tuning's scores), and the channel alone, on the tuning reviews."""
-    from hatt.training.channel.nblr import logit_accuracy
+    from hatt.training import logit_accuracy
 
     y = mix_rule.load_split(run_dir, "test")[2]
     scores = mix_tuning.tuning_scores(run_dir, channel)[rule]
@@ -351,7 +348,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
-    command = "python experiments/channel_grid.py"
+    command = "python -m experiments.channel_grid"
     for flag in ("draws", "tasks", "methods"):
         if getattr(args, flag):
             command += f" --{flag} " + " ".join(map(str, getattr(args, flag)))

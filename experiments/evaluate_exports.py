@@ -9,7 +9,7 @@ reads the review files only), fed the 25,000 raw test reviews through its
 scored against the labels. The accuracy is compared with the run's
 ``experiments/results/FAMILY.json``.
 
-    python experiments/evaluate_exports.py [--data PATH] [--families cnn rnn ...]
+    python -m experiments.evaluate_exports [--data PATH] [--families cnn rnn ...]
         [--saved-models saved_models] [--batch-size 100]
 
 Writes experiments/results/exports_on_test.json (a family not measured this time keeps

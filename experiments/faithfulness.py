@@ -19,7 +19,7 @@ reason printed):
    and with uniform attention over the real tokens (the HAN: words and
    sentences), on the full test split. See :mod:`hatt.inspect.uniform`.
 
-    python experiments/faithfulness.py [--runs runs/experiments] [--reviews 1000]
+    python -m experiments.faithfulness [--runs runs/experiments] [--reviews 1000]
         [--families cnn rnn ...] [--methods ...] [--steps N] [--model PATH ...]
 
 Writes experiments/results/faithfulness.json and faithfulness.md (after each
@@ -42,9 +42,8 @@ import numpy as np
 from hatt import export
 from hatt.data import load_imdb
 from hatt.export.attribution import DEFAULT_STEPS, METHODS
-from hatt.inspect import balanced_sample, deletion_test
+from hatt.inspect import balanced_sample, deletion_test, uniform_attention_check
 from hatt.inspect.deletion import DEFAULT_KS, RANDOM
-from hatt.inspect.uniform import uniform_attention_check
 
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
@@ -400,7 +399,7 @@ def main(argv=None):
         "seed": args.seed,
         "labels": args.labels,
         "data_source": imdb.source,
-        "command": "python experiments/faithfulness.py "
+        "command": "python -m experiments.faithfulness "
         + shlex.join(sys.argv[1:] if argv is None else argv),
         "skipped": skipped,
         "models": {},

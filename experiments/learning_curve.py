@@ -100,8 +100,8 @@ the same documents (a blank cell: not run at that size); every figure is on the 
 Writes ``experiments/results/learning_curve/learning_curve.{json,md}`` (every method)
 and ``docs/learning_curve.png`` (the lines of :data:`PLOTTED`).
 
-Run:  python experiments/learning_curve.py
-      python experiments/learning_curve.py --record-full RUN_DIR --name han_unsup
+Run:  python -m experiments.learning_curve
+      python -m experiments.learning_curve --record-full RUN_DIR --name han_unsup
       (a run with --seed S other than 1337 is written to full-NAME-seedS.json)
 """
 
@@ -111,8 +111,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import small_corpora as sc  # noqa: E402  (plot, BASELINES: reused)
+from experiments import harness  # plot, BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
@@ -359,14 +358,14 @@ def write_reports(summary, out, figure, seeds=None):
         lines.append(f"| {size} | {label} | " + " | ".join(shown) + " |")
     lines += _seeds_table(seeds)
     (out / "learning_curve.md").write_text("\n".join(lines) + "\n")
-    sc.plot({"polarity": _plotted(summary)}, figure)
+    harness.plot({"polarity": _plotted(summary)}, figure)
 
 
 def _plotted(summary):
     """``summary``'s :data:`PLOTTED` methods, under their labels (baselines by name)."""
     return {
         size: {
-            METHODS[m][0] if m not in sc.BASELINES else m: cell
+            METHODS[m][0] if m not in harness.BASELINES else m: cell
             for m, cell in cells.items()
             if m in PLOTTED
         }

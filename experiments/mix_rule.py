@@ -25,7 +25,7 @@ held-out log loss over every run and repeat picks the rule. Only then, as a repo
 each rule is applied to the whole validation split and scored on the run's test logits
 (``test_probabilities.npz``): those columns are not used to choose. It trains nothing.
 
-Run:  python experiments/mix_rule.py RUN_DIR [RUN_DIR ...] [--repeats 10] [--out DIR]
+Run:  python -m experiments.mix_rule RUN_DIR [RUN_DIR ...] [--repeats 10] [--out DIR]
 """
 
 import argparse
@@ -35,14 +35,21 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training.channel import mix as mix_lib
-from hatt.training.channel.nblr import logit_accuracy, logit_losses, predicted_classes
+from hatt.training import (
+    Mix,
+    fit_mix,
+    held_out_check,
+    keeps_deep,
+    logit_accuracy,
+    logit_losses,
+    predicted_classes,
+)
 
 # Margins in standard errors.
 RULES = {"always": -np.inf, "0 SE": 0.0, "0.5 SE": 0.5, "1 SE": 1.0, "2 SE": 2.0}
 CHANNEL = "channel"  # never keep the deep part
 # Kept whenever weighed, the mix's penalty anchored at the channel as fit (b = 1, its own
-# intercept) instead of at 0 (hatt.training.channel.mix.fit_mix's anchor): issue 36's second rule.
+# intercept) instead of at 0 (hatt.training.fit_mix's anchor): issue 36's second rule.
 ANCHORED = "anchored"
 # Issue 36's third question: the anchored mix fit on the deep part's cross-fitted
 # validation logits (each fold's at the epoch the other folds chose;
@@ -52,7 +59,7 @@ ANCHORED = "anchored"
 CROSSFIT = "crossfit"
 CROSSFIT_1SE = "crossfit 1 SE"
 # Issue 36's fifth question: above two classes the anchored mix with its biases held at
-# the channel's own intercept (times the channel's weight; hatt.training.channel.mix.fit_mix's
+# the channel's own intercept (times the channel's weight; hatt.training.fit_mix's
 # hold_bias): only the two weights are fit on validation. Two classes: the anchored mix.
 BIASES_HELD = "anchored, biases held"
 # hatt's own rule: kept whenever weighed (KEEP_MARGIN_SE = -inf), the fit anchored at the
@@ -92,26 +99,24 @@ def decide(deep, channel, y, seed=0, crossfit=None):
     """Every rule's mix on these reviews: ``{rule: Mix}`` (one held-out check shared);
     the cross-fitted rules only with the cross-fitted deep logits ``crossfit``."""
     classes = num_classes_of(deep)
-    with_deep = mix_lib.fit_mix(deep, channel, y)
-    check = mix_lib.held_out_check(deep, channel, y, classes, seed=seed)
+    with_deep = fit_mix(deep, channel, y)
+    check = held_out_check(deep, channel, y, classes, seed=seed)
     if classes == 2:
-        alone = mix_lib.Mix(0.0, 1.0, 0.0)  # the channel as fit (its intercept is in it)
+        alone = Mix(0.0, 1.0, 0.0)  # the channel as fit (its intercept is in it)
     else:
-        alone = mix_lib.fit_mix(deep, channel, y, use_deep=False)
+        alone = fit_mix(deep, channel, y, use_deep=False)
     mixes = {}
     for rule, margin in RULES.items():
-        passes = check["folds"] == 0 or mix_lib.keeps_deep(
+        passes = check["folds"] == 0 or keeps_deep(
             check["difference"], check["difference_se"], margin
         )
         mixes[rule] = with_deep if with_deep.deep > 0 and passes else alone
     mixes[CHANNEL] = alone
     # The channel's logits hold its intercept: anchor 0. Where the fit's a is 0, this is
     # already the anchored fit of the channel alone.
-    mixes[ANCHORED] = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
+    mixes[ANCHORED] = fit_mix(deep, channel, y, anchor=0.0)
     mixes[BIASES_HELD] = (
-        mixes[ANCHORED]
-        if classes == 2
-        else mix_lib.fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
+        mixes[ANCHORED] if classes == 2 else fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
     )
     if crossfit is not None:
         mixes.update(crossfit_mixes(crossfit, channel, y, seed))
@@ -122,14 +127,10 @@ def crossfit_mixes(crossfit, channel, y, seed=0):
     """The cross-fitted rules' mixes: the anchored fit on the cross-fitted deep logits,
     kept whenever weighed (``crossfit``) or where its held-out check passes by one
     standard error (``crossfit 1 SE``; else the channel alone, fit the same way)."""
-    fit = mix_lib.fit_mix(crossfit, channel, y, anchor=0.0)
-    check = mix_lib.held_out_check(
-        crossfit, channel, y, num_classes_of(crossfit), seed=seed, anchor=0.0
-    )
-    passes = check["folds"] == 0 or mix_lib.keeps_deep(
-        check["difference"], check["difference_se"], 1.0
-    )
-    alone = mix_lib.fit_mix(crossfit, channel, y, use_deep=False, anchor=0.0)
+    fit = fit_mix(crossfit, channel, y, anchor=0.0)
+    check = held_out_check(crossfit, channel, y, num_classes_of(crossfit), seed=seed, anchor=0.0)
+    passes = check["folds"] == 0 or keeps_deep(check["difference"], check["difference_se"], 1.0)
+    alone = fit_mix(crossfit, channel, y, use_deep=False, anchor=0.0)
     return {CROSSFIT: fit, CROSSFIT_1SE: fit if fit.deep > 0 and passes else alone}
 
 
@@ -211,7 +212,7 @@ def markdown(result):
     lines = [
         "# The mix's rule for keeping the deep part, chosen on validation",
         "",
-        "Written by `python experiments/mix_rule.py` (nested cross-validation on each run's "
+        "Written by `python -m experiments.mix_rule` (nested cross-validation on each run's "
         f"validation logits, {result['repeats']} repeats of 5 folds). Chosen on the pooled "
         f"held-out log loss: **{result['chosen']}**. The test columns are a report, not "
         "used to choose.",

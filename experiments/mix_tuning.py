@@ -68,13 +68,13 @@ points. **Judged (``biases_held.md``): kept**, 36.80 % against 36.30 % (the mean
 log loss rose from 1.7530 to 1.7736); ``hatt.training.channel.mix.choose_mix`` holds the biases
 above two classes and ``mix_rule.TODAY`` is this rule.
 
-Run:  python experiments/mix_tuning.py --data aclImdb [--task polarity] [--sizes 500 1000]
+Run:  python -m experiments.mix_tuning --data aclImdb [--task polarity] [--sizes 500 1000]
       [--draws 1 2] [--methods cnn han rnn han_unsup] [--tuning-size 5000]
       [--runs runs/mix_tuning] [--out experiments/results/mix_rule]
-      python experiments/mix_tuning.py --report-only  (the table from the finished runs)
-      python experiments/mix_tuning.py --report-only --baselines [--task rating]  (NB-LR and
+      python -m experiments.mix_tuning --report-only  (the table from the finished runs)
+      python -m experiments.mix_tuning --report-only --baselines [--task rating]  (NB-LR and
         TF-IDF + LR on every drawn table, scored on its tuning reviews, beside hatt)
-      python experiments/mix_tuning.py --report-only --judge-draws 3 --rules always anchored
+      python -m experiments.mix_tuning --report-only --judge-draws 3 --rules always anchored
         --name anchored  (the second question: anchored.json / anchored.md)
 """
 
@@ -88,10 +88,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mix_rule  # noqa: E402  (the rules and how each decides, reused)
-import small_corpora as sc  # noqa: E402  (the draws and tables, reused)
-import unlabeled as unlabeled_rows  # noqa: E402  (the --unlabeled methods' flags, reused)
+from experiments import harness, mix_rule  # the draws and tables; the rules and how each decides
+from experiments import unlabeled as unlabeled_rows  # the --unlabeled methods' flags
+from hatt.models import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "mix_tuning"
@@ -101,8 +100,8 @@ TIE = 1e-4  # tuning accuracies this close are a tie (0.01 points)
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
-    parser.add_argument("--task", choices=sc.TASKS, default="polarity")
+    parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--task", choices=harness.TASKS, default="polarity")
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000])
     parser.add_argument("--draws", type=int, nargs="+", default=[1])
     parser.add_argument(
@@ -143,7 +142,7 @@ def tuning_indices(labels, excluded, size, draw, seed):
             f"Expected --tuning-size <= {len(free)} (the training reviews outside the draw). "
             f"Received: {size}"
         )
-    picked = sc.draw_indices(labels[free], size, draw, seed + 7919)  # not the draws' own
+    picked = harness.draw_indices(labels[free], size, draw, seed + 7919)  # not the draws' own
     return free[picked]
 
 
@@ -151,17 +150,17 @@ def write_tables(pools, task, sizes, draw, seed, tuning_size, runs):
     """Per size, the draw's table, and the draw's one tuning table: ``{size: tables}``."""
     place = Path(runs) / task / "data"
     labels = pools["train"].labels
-    drawn = {size: sc.draw_indices(labels, size, draw, seed) for size in sizes}
+    drawn = {size: harness.draw_indices(labels, size, draw, seed) for size in sizes}
     tuning = place / f"d{draw}-tuning.jsonl"
     if not tuning.exists():
         excluded = set(np.concatenate(list(drawn.values())).tolist())
         picked = tuning_indices(labels, excluded, tuning_size, draw, seed)
-        sc.write_table(pools["train"].subset(picked), tuning)
+        harness.write_table(pools["train"].subset(picked), tuning)
     tables = {}
     for size, indices in drawn.items():
         train = place / f"n{size:05d}-d{draw}.jsonl"
         if not train.exists():
-            sc.write_table(pools["train"].subset(indices), train)
+            harness.write_table(pools["train"].subset(indices), train)
         tables[size] = {"train": train, "test": tuning}
     return tables
 
@@ -173,7 +172,7 @@ def train(method, tables, run_dir, unlabeled):
     """``hatt train`` of one method on a draw, the tuning table as its test split."""
     family = method.split("_")[0]
     extra = ["--export-dir", ""]
-    if method not in sc.FAMILIES:
+    if method not in FAMILIES:
         overrides = unlabeled_rows.HATT_METHODS[method][1]
         if overrides is not None:
             extra += ["--unlabeled", str(unlabeled)]
@@ -182,12 +181,12 @@ def train(method, tables, run_dir, unlabeled):
     command = ["hatt", "train", family, "--data", str(tables["train"])]
     command += ["--test", str(tables["test"]), "--run-dir", str(run_dir), *extra]
     start = time.perf_counter()
-    sc.run_hatt(command, run_dir.parent / f"{method}.log")
+    harness.run_hatt(command, run_dir.parent / f"{method}.log")
     print(f"{run_dir}: {time.perf_counter() - start:.0f} s", flush=True)
 
 
 def run_all(args):
-    pools = sc.create_dataset(args.data, args.task)
+    pools = harness.create_dataset(args.data, args.task)
     for draw in args.draws:
         tables = write_tables(
             pools, args.task, args.sizes, draw, args.seed, args.tuning_size, args.runs
@@ -205,7 +204,7 @@ def run_baselines(args, draws=None):
     the small-corpora benchmark fits them (``C`` chosen on hatt's validation slice of the
     draw), the draw's tuning table as their test split: ``BASELINE.json`` beside the
     draw's runs (a finished one is kept)."""
-    test_tokens = sc.CachedTestTokens()
+    test_tokens = harness.CachedTestTokens()
     data = Path(args.runs) / args.task / "data"
     for table in sorted(data.glob("n*-d*.jsonl")):
         size, draw = (int(part) for part in table.stem[1:].split("-d"))
@@ -213,11 +212,11 @@ def run_baselines(args, draws=None):
             continue
         tables = {"train": table, "test": data / f"d{draw}-tuning.jsonl"}
         place = Path(args.runs) / args.task / table.stem
-        for name in sc.BASELINES:
+        for name in harness.BASELINES:
             path = place / f"{name}.json"
             if not path.exists():
                 place.mkdir(parents=True, exist_ok=True)
-                cell = sc.baseline_cell(name, tables, test_tokens, args.seed)
+                cell = harness.baseline_cell(name, tables, test_tokens, args.seed)
                 path.write_text(json.dumps(cell, indent=2) + "\n")
                 print(f"{path}: {100 * cell['test_accuracy']:.2f} %", flush=True)
 
@@ -241,7 +240,7 @@ def tuning_scores(run_dir, channel=None):
     """Per rule, decided on the run's validation split: accuracy and log loss on its tuning
     reviews (the run's ``--test`` table). ``channel``: other channel logits
     (``{"validation", "test"}``, with their intercept) in place of the run's own."""
-    from hatt.training.channel.nblr import logit_accuracy, logit_log_loss
+    from hatt.training import logit_accuracy, logit_log_loss
 
     def split(name):
         deep, own, y = mix_rule.load_split(run_dir, name)
@@ -350,7 +349,7 @@ def baseline_cells(accuracies):
         size, draw = (int(part) for part in run_dir.parent.name[1:].split("-d"))
         row = cells.setdefault((f"{run_dir.parent.parent.name} {size}", draw), {})
         row[run_dir.name] = accuracy
-        for name in sc.BASELINES:
+        for name in harness.BASELINES:
             if (place / f"{name}.json").is_file():
                 row[name] = json.loads((place / f"{name}.json").read_text())["test_accuracy"]
     return cells
@@ -359,7 +358,7 @@ def baseline_cells(accuracies):
 def beside_baselines(cells, rule=mix_rule.TODAY):
     """The markdown lines of :func:`baseline_cells`' ``cells`` (hatt under ``rule``): per
     task, size and method, the mean over the draws where every column was run."""
-    if not any(name in row for row in cells.values() for name in sc.BASELINES):
+    if not any(name in row for row in cells.values() for name in harness.BASELINES):
         return []
     lines = [
         "",
@@ -374,15 +373,15 @@ def beside_baselines(cells, rule=mix_rule.TODAY):
     ]
     for group in sorted({key[0] for key in cells}):
         rows = {draw: row for (g, draw), row in cells.items() if g == group}
-        methods = sorted({m for row in rows.values() for m in row} - set(sc.BASELINES))
+        methods = sorted({m for row in rows.values() for m in row} - set(harness.BASELINES))
         for method in methods:
             draws = sorted(
-                d for d, row in rows.items() if method in row and set(sc.BASELINES) <= set(row)
+                d for d, row in rows.items() if method in row and set(harness.BASELINES) <= set(row)
             )
             if not draws:
                 continue
-            means = [np.mean([rows[d][m] for d in draws]) for m in (method, *sc.BASELINES)]
-            better = np.mean([max(rows[d][b] for b in sc.BASELINES) for d in draws])
+            means = [np.mean([rows[d][m] for d in draws]) for m in (method, *harness.BASELINES)]
+            better = np.mean([max(rows[d][b] for b in harness.BASELINES) for d in draws])
             gap = means[0] - better
             shown = f"{100 * gap:+.2f}"
             lines.append(
@@ -485,7 +484,7 @@ def report(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    command = "python experiments/mix_tuning.py --report-only"
+    command = "python -m experiments.mix_tuning --report-only"
     if args.baselines:  # the report's baseline table needs them fit
         command += f" --baselines --task {args.task}"
     if args.judge_draws:

@@ -8,9 +8,9 @@ stand side by side. The combinations are run_all's own (:func:`run_all.ensemble`
 :func:`run_all.stacked_ensemble`: a logistic regression over the members' logits fit
 on the validation split only; the test split is scored once).
 
-Run:  python experiments/stack_runs.py han_unsup=/tmp/s36/han-unsup han=runs/han \\
+Run:  python -m experiments.stack_runs han_unsup=/tmp/s36/han-unsup han=runs/han \\
           rnn=runs/rnn --out experiments/results/unlabeled/stacked.json
-      python experiments/stack_runs.py --across-seeds s1337=RUN s2=RUN s3=RUN --out F.json
+      python -m experiments.stack_runs --across-seeds s1337=RUN s2=RUN s3=RUN --out F.json
           (runs of other seeds: each drew its own validation split, so only the mean
           of their test probabilities is defined; the stack, fit on validation, is not)
 
@@ -41,8 +41,7 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run_all  # noqa: E402  (the ensembles, reused)
+from experiments import run_all  # the ensembles
 
 
 def parse_args(argv=None):
@@ -98,7 +97,7 @@ def main(argv=None):
         if rows[kind] is None:
             raise ValueError(f"The {kind} ensemble needs every member's saved probabilities")
         rows[kind] = {k: v for k, v in rows[kind].items() if k not in ("validation", "test")}
-        rows[kind]["command"] = shlex.join(["python", "experiments/stack_runs.py", *argv])
+        rows[kind]["command"] = shlex.join(["python", "-m", "experiments.stack_runs", *argv])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")

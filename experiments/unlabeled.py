@@ -75,9 +75,9 @@ before its run: is it, and its deep part alone, above ``han_unsup_lm_frozen`` (8
 86.14 %)? Under 0.4 points says nothing.
 Measured: 87.52 % (deep part alone 86.10 %; the sentence stage 754 s, held-out loss 5.64):
 0.48 points below it, its deep part level (-0.04). The sentence stage does not help here.
-Run:  nice -n 10 python experiments/unlabeled.py [--draws 1] [--size 1000]  (methods: HATT_METHODS)
+Run:  nice -n 10 python -m experiments.unlabeled [--draws 1] [--size 1000]  (methods: HATT_METHODS)
       [--methods nb_lr tfidf_lr rnn rnn_unsup] [--unlabeled PATH] [--out DIR]
-      python experiments/unlabeled.py --count-test-duplicates  (unsup texts equal to a
+      python -m experiments.unlabeled --count-test-duplicates  (unsup texts equal to a
       test review, and the read time: OUT/unsup_vs_test.json)
 """
 
@@ -88,8 +88,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import small_corpora as sc  # noqa: E402  (the draws, tables and baseline cells, reused)
+from experiments import harness  # the draws, tables and baseline cells
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "unlabeled"
@@ -191,7 +190,7 @@ WITH_REST = ("han_unsup_rest",)
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
     parser.add_argument("--unlabeled", default=str(UNSUP), help="the unlabeled reviews")
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=1)
@@ -216,7 +215,7 @@ def rest_table(pools, size, draw, seed, unlabeled, runs):
     path = Path(runs) / "polarity" / "data" / f"n{size:05d}-d{draw}-rest.jsonl"
     if path.exists():
         return path
-    chosen = set(sc.draw_indices(pools["train"].labels, size, draw, seed).tolist())
+    chosen = set(harness.draw_indices(pools["train"].labels, size, draw, seed).tolist())
     rest = [text for i, text in enumerate(pools["train"].texts) if i not in chosen]
     unsup, _ = read_unlabeled(str(unlabeled))
     partial = path.with_suffix(".partial")
@@ -232,11 +231,11 @@ def hatt_row(method, tables, place, unlabeled, force):
     PATH`` and the method's ``--set`` overrides (:data:`HATT_METHODS`)."""
     family, overrides = method.split("_")[0], HATT_METHODS[method][1]
     if overrides is None:
-        return _with_deep(sc.hatt_cell(family, tables, place, force), place / family)
+        return _with_deep(harness.hatt_cell(family, tables, place, force), place / family)
     extra = ["--unlabeled", str(unlabeled)]
     for pair in overrides:
         extra += ["--set", pair]
-    row = sc.hatt_cell(family, tables, place, force, name=method, extra=extra)
+    row = harness.hatt_cell(family, tables, place, force, name=method, extra=extra)
     run_dir = place / method
     metrics = json.loads((run_dir / "metrics.json").read_text())
     row.update(
@@ -259,12 +258,12 @@ def run_row(args, pools, test_tokens, draw, method):
     path = Path(args.out) / f"n{args.size:05d}-d{draw}-{method}.json"
     if path.exists() and not args.force:
         return
-    tables = sc.draw_tables(pools, "polarity", args.size, draw, args.seed, args.runs)
+    tables = harness.draw_tables(pools, "polarity", args.size, draw, args.seed, args.runs)
     place = Path(args.runs) / "polarity" / f"n{args.size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if method in sc.BASELINES:
-        row = sc.baseline_cell(method, tables, test_tokens, args.seed)
+    if method in harness.BASELINES:
+        row = harness.baseline_cell(method, tables, test_tokens, args.seed)
     else:
         unlabeled = args.unlabeled
         if method in WITH_REST:
@@ -275,7 +274,7 @@ def run_row(args, pools, test_tokens, draw, method):
         size=args.size,
         draw=draw,
         row_wall_seconds=round(time.perf_counter() - start, 2),
-        commit=sc.commit(),
+        commit=harness.commit(),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
@@ -350,7 +349,7 @@ def over_draws(rows):
     ]
     for (size, method), group in sorted(groups.items()):
         if len(group) > 1:
-            mean, std = sc.mean_std([row["test_accuracy"] for row in group])
+            mean, std = harness.mean_std([row["test_accuracy"] for row in group])
             draws = ", ".join(str(row["draw"]) for row in group)
             lines.append(
                 f"| {size} | {draws} | {LABELS[method]} | {100 * mean:.2f} % ± {100 * std:.2f} |"
@@ -364,9 +363,11 @@ def main(argv=None):
         return count_test_duplicates(args)
     if not args.table_only:
         if not args.data:
-            raise ValueError(f"Expected --data or ${sc.ENV_VAR}: the IMDB folder. Received: none")
-        pools = sc.create_dataset(args.data, "polarity")
-        test_tokens = sc.CachedTestTokens()
+            raise ValueError(
+                f"Expected --data or ${harness.ENV_VAR}: the IMDB folder. Received: none"
+            )
+        pools = harness.create_dataset(args.data, "polarity")
+        test_tokens = harness.CachedTestTokens()
         for draw in range(args.draws):
             for method in args.methods:
                 run_row(args, pools, test_tokens, draw, method)

@@ -5,12 +5,13 @@ The object a user holds is :class:`hatt.TextClassifier` (``fit`` on raw texts,
 ``hatt.sklearn.HattClassifier`` is its scikit-learn face (imported on its own:
 ``from hatt.sklearn import HattClassifier``).
 
-This face is lazy: the public names and subpackages below are imported when first
-used, so ``import hatt`` costs little and ``hatt --help`` imports no TensorFlow.
-Importing ``hatt`` (outside a help request) registers every hatt layer and model
-with Keras' serialization registry, so ``keras.saving.load_model("model.keras")``
-works without ``custom_objects`` once ``import hatt`` has run. No module inside the
-package imports this face: they import the module that owns a name.
+This face is lazy: the public names are imported when first used (``hatt.TextClassifier``
+imports the classifier, ``hatt.inspect`` the renderers), and ``hatt --help`` imports no
+TensorFlow. Importing ``hatt`` (outside a help request) registers every serializable hatt
+class with Keras (layers, models, the Vectorizer, TextModel, the optimizers), so
+``keras.saving.load_model("model.keras")`` works without ``custom_objects`` once
+``import hatt`` has run. No module inside the package imports this face: each imports
+the module that owns a name.
 """
 
 import contextlib
@@ -28,10 +29,20 @@ _SUBPACKAGES = ("data", "export", "inspect", "layers", "models", "training")
 
 _LIGHT, _QUIET = _startup.plan()  # the `hatt` command's --help: no TensorFlow at all
 
+# The modules that register serializable classes with Keras (``.keras`` files name them):
+# imported with the face, so ``keras.saving.load_model`` works after ``import hatt``.
+_SERIALIZABLE = (
+    "hatt.layers",
+    "hatt.models",
+    "hatt.data.vectorize",  # Vectorizer
+    "hatt.export.text_model",  # TextModel
+    "hatt.training.run.optimizers",  # LazyAdam, DiscriminativeAdam, CyclicalSGD
+)
+
 if not _LIGHT:
-    # The layers and models register their serializable classes with Keras here.
     with _startup.quiet_native_logs() if _QUIET else contextlib.nullcontext():
-        from hatt import layers, models
+        for _module in _SERIALIZABLE:
+            importlib.import_module(_module)
 
 
 def __getattr__(name):

@@ -55,14 +55,14 @@ from hatt import inspect as hatt_inspect
 from hatt import run_dir as run_files
 from hatt.data.corpus import TextCorpus
 from hatt.data.documents import (
-    IN_MEMORY,
+    IN_MEMORY_CORPUS,
+    check_documents,
     check_texts,
-    documents,
     in_memory_corpus,
     is_dataset,
     label_names,
 )
-from hatt.data.unlabeled import IN_MEMORY as UNLABELED_IN_MEMORY
+from hatt.data.unlabeled import IN_MEMORY_UNLABELED
 from hatt.models._checks import unknown_keys_error
 from hatt.training.run import loop
 from hatt.training.run import metrics as metrics_lib
@@ -155,7 +155,7 @@ def validation_only(metrics):
 
 def _rewrite_metrics(run_dir, metrics):
     """The run directory's results as fit reports them (no stand-in test figures)."""
-    (Path(run_dir) / run_files.METRICS).write_text(json.dumps(metrics, indent=2) + "\n")
+    run_files.write_metrics(run_dir, metrics)
     (Path(run_dir) / run_files.TEST_PROBABILITIES).unlink(missing_ok=True)
 
 
@@ -212,13 +212,19 @@ class TextClassifier:
             range (TrainConfig's checks), before any training.
     """
 
-    def __init__(self, family="cnn", *, preset=None, **settings):
+    def __init__(self, family=models.DEFAULT_FAMILY, *, preset=None, **settings):
         overrides = settings_overrides(family, settings)
-        self.config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
-        self.family = self.config.model
+        config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
+        self._start(config, config.model)
+
+    def _start(self, config, family, predictor=None):
+        """The state every constructor starts from: ``__init__`` and the ``from_*`` classmethods
+        (which have their config, or a trained model, already) all set it here."""
+        self.config = config
+        self.family = family
         self.history = None
         self.metrics = None
-        self._predictor = None
+        self._predictor = predictor
         self._run_dir = None  # a kept run directory, loaded on first use
 
     @classmethod
@@ -296,25 +302,15 @@ class TextClassifier:
                 "Expected config to be a hatt.training.TrainConfig (from "
                 f"hatt.training.assemble_config). Received: {type(config).__name__}"
             )
-        clf = cls.__new__(cls)
-        clf.config = config
-        clf.family = config.model
-        clf.history = None
-        clf.metrics = None
-        clf._predictor = None
-        clf._run_dir = None
+        clf = cls.__new__(cls)  # assembled already: __init__ would assemble it again
+        clf._start(config, config.model)
         return clf
 
     @classmethod
     def from_predictor(cls, predictor):
         """A trained classifier over a loaded :class:`hatt.export.Predictor` (:func:`load`)."""
-        clf = cls.__new__(cls)
-        clf.config = None
-        clf.family = predictor.family
-        clf.history = None
-        clf.metrics = None
-        clf._predictor = predictor
-        clf._run_dir = None
+        clf = cls.__new__(cls)  # trained already: no settings to assemble
+        clf._start(None, predictor.family, predictor)
         return clf
 
     def __repr__(self):
@@ -428,7 +424,7 @@ class TextClassifier:
                 restart=restart,
                 callbacks=callbacks,
                 unlabeled=unlabeled,
-                in_memory=isinstance(texts, TextCorpus) and texts.source == IN_MEMORY,
+                in_memory=isinstance(texts, TextCorpus) and texts.source == IN_MEMORY_CORPUS,
             )
             if run_dir is not None:
                 self._train(config, Path(run_dir), keep=True, **train)
@@ -464,7 +460,7 @@ class TextClassifier:
                     "(it holds its labels and its validation split)."
                 )
             return x
-        texts, names = documents(x, y)
+        texts, names = check_documents(x, y)
         validation = None
         if validation_data is not None:
             validation = self._validation(validation_data)
@@ -472,13 +468,13 @@ class TextClassifier:
 
     def _validation(self, validation_data):
         if is_dataset(validation_data):
-            return documents(validation_data, None, "validation_data", "validation_data")
+            return check_documents(validation_data, None, "validation_data", "validation_data")
         if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
             raise ValueError(
                 "Expected validation_data to be a (texts, labels) pair or a tf.data.Dataset. "
                 f"Received: validation_data of type {type(validation_data).__name__}"
             )
-        return documents(*validation_data, "validation_data[0]", "validation_data[1]")
+        return check_documents(*validation_data, "validation_data[0]", "validation_data[1]")
 
     def _config_for(self, epochs):
         if self.config is None:
@@ -505,7 +501,7 @@ class TextClassifier:
                 "Expected unlabeled to be a path or a non-empty list of documents (str). "
                 f"Received: unlabeled={unlabeled!r:.80}"
             )
-        marked = dataclasses.replace(config, unlabeled=UNLABELED_IN_MEMORY)
+        marked = dataclasses.replace(config, unlabeled=IN_MEMORY_UNLABELED)
         return marked, list(unlabeled)
 
     @staticmethod

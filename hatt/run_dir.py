@@ -1,10 +1,14 @@
-"""The files of a run directory (``hatt train --run-dir``), named once.
+"""The files of a run directory (``hatt train --run-dir``), named once, and their writers.
 
-Training (:mod:`hatt.training.run.loop`, :mod:`hatt.training.run.resume`), the
-exporter (:mod:`hatt.export`) and :class:`hatt.TextClassifier` read and write
-these names; none of them types a run directory's file name itself.
+Training (:mod:`hatt.training.run.loop`, :mod:`hatt.training.run.resume`,
+:mod:`hatt.training.self_training`, the starts and the channel), the exporter
+(:mod:`hatt.export`) and :class:`hatt.TextClassifier` read and write these names;
+none of them types a run directory's file or folder name itself.
+``metrics.json`` has one writer, :func:`write_metrics`.
 """
 
+import json
+import os
 from pathlib import Path
 
 CONFIG = "config.json"  # the assembled config (preset + overrides), hatt.training.Config
@@ -31,6 +35,21 @@ EPOCH_LOGITS = "validation_logits_by_epoch.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
 STATE = "state.json"  # resume: the epoch reached and the RNG state
 STATUS = "status.json"  # resume: running / finished / interrupted
+# resume's per-epoch backup (hatt.training.run.resume): a folder of the last epoch's weights,
+# the best epoch's (early stopping) and state.json, renamed into place last
+BACKUP = "backup"
+BACKUP_WEIGHTS = "weights-{epoch:04d}.npz"
+BACKUP_BEST_WEIGHTS = "best-{epoch:04d}.npz"
+LOGS = "logs"  # TensorBoard's
+# self-training (hatt.training.self_training): the teacher's run directory inside the
+# student's, its probabilities on every unlabeled document, the kept pseudo labels
+# (document index, label, confidence) and their summary (threshold table, counts, figures)
+TEACHER = "teacher"
+TEACHER_PROBABILITIES = "teacher_probabilities.npz"
+PSEUDO_LABELS = "pseudo_labels.npz"
+PSEUDO_LABELS_SUMMARY = "pseudo_labels.json"
+SELF_TRAINING_OUTPUTS = (TEACHER_PROBABILITIES, PSEUDO_LABELS, PSEUDO_LABELS_SUMMARY)
+PARTIAL = ".partial.npz"  # a checkpoint's name while it is written (then renamed into place)
 
 # What a finished run leaves (resume's check that a directory is a run's).
 OUTPUTS = (
@@ -49,6 +68,46 @@ OUTPUTS = (
     TEST_PROBABILITIES,
     EPOCH_LOGITS,
 )
+
+
+def partial(path):
+    """The name ``path`` (a run directory's arrays) is written under before it is renamed."""
+    return Path(path).with_name(Path(path).name + PARTIAL)
+
+
+def write_atomic(path, write):
+    """Write ``path`` through ``write(temporary_path)``, then rename it into place."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(temporary)
+        with open(temporary, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def write_json_atomic(path, value):
+    """Write ``value`` as indented JSON to ``path``, atomically (:func:`write_atomic`)."""
+
+    def write(target):
+        Path(target).write_text(json.dumps(value, indent=2) + "\n")
+
+    write_atomic(path, write)
+
+
+def write_metrics(run_dir, metrics):
+    """Write ``run_dir/metrics.json``: the one writer of a run's figures.
+
+    Written last by a run (its presence means "finished"), under a temporary
+    name and renamed into place, so a reader never sees half of it. The
+    training loop, self-training (the student's figures with the teacher's)
+    and :meth:`hatt.TextClassifier.fit` (no stand-in test figures) all write
+    through it.
+    """
+    write_json_atomic(Path(run_dir) / METRICS, metrics)
 
 
 def path(run_dir, name):

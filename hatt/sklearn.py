@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from hatt.classifier import TextClassifier
 from hatt.data.documents import check_texts, label_names
+from hatt.models import DEFAULT_FAMILY
 
 
 class HattClassifier(ClassifierMixin, BaseEstimator):
@@ -65,7 +66,7 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
     >>> search.fit(texts, labels).best_params_
     """
 
-    def __init__(self, family="cnn", preset=None, epochs=None, verbose=0, **params):
+    def __init__(self, family=DEFAULT_FAMILY, preset=None, epochs=None, verbose=0, **params):
         self.family = family
         self.preset = preset
         self.epochs = epochs

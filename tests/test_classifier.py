@@ -70,8 +70,17 @@ def test_split():
 
 
 @pytest.fixture(scope="module")
-def clf(train):
-    return hatt.TextClassifier("cnn", **TINY_CNN).fit(train.texts, names(train), verbose=0)
+def fitted(train):
+    """The module's classifier and the epochs its callback saw end."""
+    seen = []
+    callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
+    clf = hatt.TextClassifier("cnn", **TINY_CNN)
+    return clf.fit(train.texts, names(train), callbacks=[callback], verbose=0), seen
+
+
+@pytest.fixture(scope="module")
+def clf(fitted):
+    return fitted[0]
 
 
 @pytest.fixture
@@ -223,12 +232,9 @@ def test_a_dataset_numbers_and_validation_data(tmp_path, train):
         reloaded.fit(train.texts, values)
 
 
-def test_callbacks_reach_keras_fit(train):
-    seen = []
-    callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
-    clf = hatt.TextClassifier("cnn", **TINY_CNN)
-    clf.fit(train.texts, names(train), epochs=2, callbacks=[callback], verbose=0)
-    assert seen == list(range(clf.metrics["epochs"]))
+def test_callbacks_reach_keras_fit(fitted):
+    clf, seen = fitted  # the module's fit, given a callback
+    assert seen == list(range(clf.metrics["epochs"])) and seen
 
 
 def test_a_corpus_with_a_test_split_is_evaluated_as_hatt_train_does(tmp_path):

@@ -8,24 +8,20 @@ for each method, interleaved step by step so that a noisy machine slows all
 alike, and prints the median step after ``--warmup`` (the tracing) and its
 ratio to the plain step.
 
-    python experiments/benchmarks/adversarial_step.py [--family rnn han] [--steps 30]
+    python -m experiments.benchmarks.adversarial_step [--family rnn han] [--steps 30]
 """
 
 import argparse
 import statistics
-import sys
 import time
 import types
-from pathlib import Path
 
 import keras
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests._planted
-
-import hatt  # noqa: E402
-from hatt.training import adversarial  # noqa: E402
-from tests._planted import planted_corpus  # noqa: E402
+import hatt
+from hatt.training import adversarial
+from tests._planted import planted_corpus  # run from the project root: python -m ...
 
 METHODS = ("none", "at", "vat")
 

@@ -12,8 +12,8 @@ and interleaved step by step (the order alternating), so that a noisy machine
 slows both alike; the median of `--steps` steps after `--warmup` steps is
 reported, and their ratio is printed and written as JSON.
 
-    python experiments/benchmarks/attention_overhead.py
-    KERAS_BACKEND=torch python experiments/benchmarks/attention_overhead.py
+    python -m experiments.benchmarks.attention_overhead
+    KERAS_BACKEND=torch python -m experiments.benchmarks.attention_overhead
 
 Target: ratio <= 1.3.
 """

@@ -12,8 +12,8 @@ corpus (``--tiny``), the script
    packed batches, as trained) and reports the largest probability difference;
 4. checks the attention contract on those outputs (0 on padding, sums to 1).
 
-    python experiments/benchmarks/export_check.py [--runs DIR ...] [--reviews 200]
-    python experiments/benchmarks/export_check.py --tiny
+    python -m experiments.benchmarks.export_check [--runs DIR ...] [--reviews 200]
+    python -m experiments.benchmarks.export_check --tiny
 
 Writes experiments/results/export.json (``--tiny``: export_tiny.json).
 """

@@ -1,6 +1,6 @@
 """The HAN's explanations with the word encoder grouped by length or as one batch, side by side.
 
-    python experiments/benchmarks/han_explain_trace.py RUN_DIR [--reviews 8] [--repeats 4]
+    python -m experiments.benchmarks.han_explain_trace RUN_DIR [--reviews 8] [--repeats 4]
 
 ``TextModel.explain`` runs the HAN's word encoder as one batch
 (``hatt.models.wiring.plain_recurrences``); prediction keeps the length grouping

@@ -7,7 +7,7 @@ steps of the two are interleaved batch by batch, so a noisy machine slows both
 alike; the script prints the median step time of each and their ratio, and the
 padding share each layout feeds the word encoder.
 
-    python experiments/benchmarks/han_packed.py [--data PATH] [--reviews 3000]
+    python -m experiments.benchmarks.han_packed [--data PATH] [--reviews 3000]
 
 Writes experiments/results/han_packed.json.
 """

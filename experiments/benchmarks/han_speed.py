@@ -1,6 +1,6 @@
 """HAN inference speed: where the time goes, and each variant side by side in one run (issue 31).
 
-    python experiments/benchmarks/han_speed.py --run /tmp/presets/run-han \\
+    python -m experiments.benchmarks.han_speed --run /tmp/presets/run-han \\
         --data /tmp/imdb/aclImdb [--reviews 2048] [--batch-size 64] [--repeats 3]
 
 Loads a HAN run directory (``hatt.export.load_run``), tokenizes ``--reviews``
@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from hatt import export
-from hatt.data.pipeline import pack_sentences
+from hatt.data import pack_sentences
 from hatt.models.wiring import EncoderMask, LengthGroupedBidirectional
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "han_speed.json"
@@ -283,7 +283,7 @@ def markdown(report):
         f"{report['padding']['word_cells_filled']:.1%} of the `[batch * S, W]` cells hold a "
         f"word, {report['padding']['rows_with_a_word']:.1%} of the rows.",
         "",
-        "Command: `python experiments/benchmarks/han_speed.py --run RUN --data aclImdb`",
+        "Command: `python -m experiments.benchmarks.han_speed --run RUN --data aclImdb`",
         "",
         "## Where the time goes (each part of the classifier alone, ms per review)",
         "",

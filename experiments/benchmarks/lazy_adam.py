@@ -12,7 +12,7 @@ each ``--filters``. The two optimizers are interleaved step by step (the
 order alternating), so a noisy machine slows both alike; the median of
 ``--steps`` steps after ``--warmup`` is reported with the ratio.
 
-    python experiments/benchmarks/lazy_adam.py [--filters 300 1000] [--steps 20]
+    python -m experiments.benchmarks.lazy_adam [--filters 300 1000] [--steps 20]
 
 Writes experiments/results/lazy_adam.json and lazy_adam.md.
 """
@@ -96,7 +96,7 @@ def main(argv=None):
     data = batches(args)
     rows = [time_filters(args, f, data) for f in args.filters]
     report = {
-        "command": "python experiments/benchmarks/lazy_adam.py",
+        "command": "python -m experiments.benchmarks.lazy_adam",
         "settings": {k: v for k, v in vars(args).items() if k != "out"},
         "machine": {"processor": platform.processor(), "cpus": __import__("os").cpu_count()},
         "backend": keras.backend.backend(),

@@ -9,7 +9,7 @@ from raw text and once from shards for each shard count (``--shards``, shards
 of the training split), after ``hatt prepare`` has written them (its own peak
 is reported too).
 
-    python experiments/benchmarks/memory.py [--data PATH] [--limits 2000 4000] [--shards 2 20]
+    python -m experiments.benchmarks.memory [--data PATH] [--limits 2000 4000] [--shards 2 20]
 
 Prints a table and writes experiments/results/memory.json.
 """
@@ -105,7 +105,7 @@ def _save(args, rows):
     result = {
         "description": "peak RSS (MiB, ru_maxrss of each process) of `hatt train han` for one "
         "epoch (hatt/presets/han.json) from raw text vs from `hatt prepare` shards",
-        "command": " ".join(["python", "experiments/benchmarks/memory.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "-m", "experiments.benchmarks.memory", *sys.argv[1:]]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "runs": rows,
     }

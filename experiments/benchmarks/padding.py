@@ -13,7 +13,7 @@ Compares, for the flat layout ``[batch, T]`` and the nested layout
   sentences in groups of similar length, each group ``[N_k, W_k]`` padded to
   its own longest sentence (what the HAN's word encoder would run over).
 
-Run:  python experiments/benchmarks/padding.py [--data PATH]
+Run:  python -m experiments.benchmarks.padding [--data PATH]
 Writes experiments/results/padding.json.
 """
 

@@ -1,6 +1,6 @@
 """The exported model's `predict` beside scikit-learn's TF-IDF(1,3) + LR, in one run (issue 31).
 
-    python experiments/benchmarks/predict_speed.py --export /path/to/saved_models/cnn/cnn \
+    python -m experiments.benchmarks.predict_speed --export /path/to/saved_models/cnn/cnn \
         --data /path/to/aclImdb [--reviews 25000] [--repeats 3]
 
 On the test reviews, each figure the median of ``--repeats`` passes (reviews/s):
@@ -204,7 +204,7 @@ def main(argv=None):
     export_dir = Path(args.export)
     texts, _ = read_split(args.data, "test", args.reviews)
     report = {
-        "command": "python experiments/benchmarks/predict_speed.py "
+        "command": "python -m experiments.benchmarks.predict_speed "
         + " ".join(
             f"--{k.replace('_', '-')} {v}"
             for k, v in vars(args).items()

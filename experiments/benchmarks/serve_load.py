@@ -38,7 +38,7 @@ instead), fitted on `--train` training reviews, its `predict` timed on
 the test reviews (in-process, no HTTP), and the hatt models' own
 `Predictor.predict_proba` in-process at batch 64, for the HTTP overhead.
 
-    HATT_IMDB=/path/aclImdb_v1_labeled.tar.gz python experiments/benchmarks/serve_load.py \\
+    HATT_IMDB=/path/aclImdb_v1_labeled.tar.gz python -m experiments.benchmarks.serve_load \\
         --cnn saved_models/cnn --han saved_models/han --clients 32 --seconds 60
 
 Writes experiments/results/serve_load.json and serve_load.md.
@@ -743,7 +743,7 @@ def main(argv=None):
             raise SystemExit(f"No {name} model at {path!r}: pass --{name} PATH or --{name} ''.")
     data = create_dataset(args)
     report = {
-        "command": shlex.join(["python", "experiments/benchmarks/serve_load.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "-m", "experiments.benchmarks.serve_load", *sys.argv[1:]]),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "models": models,

@@ -1,7 +1,7 @@
 """BiGRU vs BiSRU encoders: training step time and prediction speed, side by side (issue 35).
 
-    python experiments/benchmarks/sru_speed.py [--threads 2] [--batch 32] [--length 400]
-    KERAS_BACKEND=torch python experiments/benchmarks/sru_speed.py
+    python -m experiments.benchmarks.sru_speed [--threads 2] [--batch 32] [--length 400]
+    KERAS_BACKEND=torch python -m experiments.benchmarks.sru_speed
 
 Builds the rnn classifier at the sizes of ``hatt/presets/rnn.json`` (its
 ``model_kwargs``; the n-gram channel left out: it does not depend on the cell)
@@ -203,7 +203,7 @@ def main():
     runs = measure(models, train_batches, predict_batches, labels, args.repeats)
     report = {
         "benchmark": "sru_speed",
-        "command": " ".join(["python experiments/benchmarks/sru_speed.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m experiments.benchmarks.sru_speed", *sys.argv[1:]]),
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",

@@ -1,6 +1,6 @@
 """Text → ids speed and memory, beside scikit-learn's TF-IDF(1,3) transform, in one run (issue 31).
 
-    python experiments/benchmarks/tokenize_speed.py --data /path/to/aclImdb [--reviews 25000]
+    python -m experiments.benchmarks.tokenize_speed --data /path/to/aclImdb [--reviews 25000]
 
 Prints reviews/s (median of ``--repeats``) of the Vectorizer eagerly and inside a
 ``tf.function`` (the path of tf.data and the exports), of
@@ -21,7 +21,7 @@ from pathlib import Path
 import tensorflow as tf
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from hatt.data.vectorize import Vectorizer
+from hatt.data import Vectorizer
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "tokenize_speed.json"
 

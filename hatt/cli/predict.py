@@ -69,14 +69,16 @@ def _reviews(args):
     """``[(text_id, text)]``: TEXT arguments (ids 0, 1, ...), a file's lines (their
     0-based numbers), or a table's text column (ids ``line17``: where the record starts,
     so a review with line breaks stays one review)."""
+    from hatt.data.readers.load import reader_for
     from hatt.data.readers.read_log import ReadLog
-    from hatt.data.readers.table import read_table, table_format
+    from hatt.data.readers.table import read_table
 
     if not args.file:
         if args.format not in (None, "lines") or args.text_column:
             raise ValueError("--format and --text-column read a --file F table.")
         return list(enumerate(args.texts))
-    kind = args.format or ("lines" if args.file == "-" else table_format(args.file) or "lines")
+    reader = reader_for(args.file, format=args.format)
+    kind = reader.kind or "lines"  # a table by its text column, any other file a line a review
     if kind == "lines":
         if args.text_column:
             raise ValueError(

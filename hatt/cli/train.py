@@ -13,6 +13,19 @@ from hatt.cli.args import (
 )
 from hatt.names import FAMILIES, STRATEGIES
 
+# The flags of `hatt train` that set the TrainConfig field of their name (None: not given).
+CONFIG_FLAGS = (
+    "class_weight",
+    "epochs",
+    "seed",
+    "limit",
+    "strategy",
+    "prepared",
+    "unlabeled",
+    "unlabeled_text_column",
+    "init",
+)
+
 # === hatt train =====================================================================
 
 
@@ -28,15 +41,7 @@ def cmd_train(args):
         config_file=args.config,
         overrides=args.set,
         **_config_data_options(args),
-        class_weight=args.class_weight,
-        epochs=args.epochs,
-        seed=args.seed,
-        limit=args.limit,
-        strategy=args.strategy,
-        prepared=args.prepared,
-        unlabeled=args.unlabeled,
-        unlabeled_text_column=args.unlabeled_text_column,
-        init=args.init,
+        **{field: getattr(args, field) for field in CONFIG_FLAGS},
         # a seed asked for on the command line: a reproducible run
         deterministic=True if args.seed is not None else None,
     )
@@ -165,7 +170,6 @@ def _add_run_place(train):
     what it reads prepared, and how it runs."""
     train.add_argument(
         "--run-dir",
-        default=None,
         help="default: runs/MODEL-TIMESTAMP; the same command with the same --run-dir resumes "
         "an interrupted run",
     )
@@ -175,13 +179,10 @@ def _add_run_place(train):
     train.add_argument(
         "--strategy",
         choices=STRATEGIES,
-        default=None,
         help="tf.distribute strategy: default (one device), mirrored (the machine's GPUs or "
         "logical CPUs), multiworker (reads TF_CONFIG); batch_size is the global batch",
     )
-    train.add_argument(
-        "--prepared", metavar="DIR", default=None, help="train from `hatt prepare` shards"
-    )
+    train.add_argument("--prepared", metavar="DIR", help="train from `hatt prepare` shards")
     train.add_argument(
         "--restart",
         action="store_true",

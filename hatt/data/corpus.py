@@ -521,29 +521,46 @@ def _check_test_overlap(splits, log):
     log.warn(message + ": the test figures are slightly optimistic")
 
 
-def assemble(
-    raw,
-    *,
-    log,
-    classes=None,
-    validation_size=None,
-    validation_split="blocks",
-    test_size=0.2,
-    seed=1337,
-    limit=None,
-    corpus_class=TextCorpus,
-):
+@dataclasses.dataclass(frozen=True)
+class Carving:
+    """How :func:`assemble` orders the classes and carves the splits.
+
+    The fields are :func:`hatt.data.load_corpus`'s arguments of these names
+    (``test_size`` only matters for a source without a test split of its own).
+    """
+
+    classes: tuple | list | None = None
+    validation_size: int | float | None = None
+    validation_split: str = "blocks"
+    test_size: int | float = 0.2
+    seed: int = 1337
+    limit: int | None = None
+
+    def check(self, labels=None):
+        """Raise ``ValueError`` for an option out of range, before anything is read."""
+        check_options(
+            labels=labels,
+            classes=self.classes,
+            validation_size=self.validation_size,
+            validation_split=self.validation_split,
+            limit=self.limit,
+        )
+        check_size(self.test_size, "test_size")
+
+
+def assemble(raw, *, log, carving=Carving(), corpus_class=TextCorpus):
     """The corpus of ``raw``: classes ordered, test and validation splits carved, ``limit``.
 
-    The test split is carved out of the documents (``test_size``) when the
-    source has none; the validation split out of what remains for training.
+    The test split is carved out of the documents (``carving.test_size``) when
+    the source has none; the validation split out of what remains for training.
     Both are stratified and seeded, and hold every class.
     """
-    class_names, train, test = encode_labels(raw, classes)
+    class_names, train, test = encode_labels(raw, carving.classes)
+    seed, limit = carving.seed, carving.limit
     if test is None:
-        train, test = _carve_test(train, test_size, seed, class_names)
+        train, test = _carve_test(train, carving.test_size, seed, class_names)
     train, validation = _carve_validation(
-        train, validation_size, validation_split, seed, class_names
+        train, carving.validation_size, carving.validation_split, seed, class_names
     )
     splits = {"train": train, "validation": validation, "test": test}
     if limit is not None:

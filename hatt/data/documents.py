@@ -14,10 +14,19 @@ import numbers
 
 import numpy as np
 
-from hatt.data.corpus import RawCorpus, Split, TextCorpus, assemble, encode_labels, label_name
+from hatt.data.corpus import (
+    Carving,
+    RawCorpus,
+    Split,
+    TextCorpus,
+    assemble,
+    encode_labels,
+    label_name,
+)
 from hatt.data.readers.read_log import ReadLog
 
-IN_MEMORY = "in-memory documents"  # the corpus's source, as metrics.json records it
+# the source of a corpus given in memory (fit's x and y), as metrics.json records it
+IN_MEMORY_CORPUS = "in-memory documents"
 
 
 def is_dataset(value):
@@ -119,7 +128,7 @@ def _from_dataset(dataset, argument):
     return texts, labels
 
 
-def documents(x, y, argument="x", label_argument="y"):
+def check_documents(x, y, argument="x", label_argument="y"):
     """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``)."""
     if is_dataset(x):
         if y is not None:
@@ -169,15 +178,15 @@ def in_memory_corpus(texts, names, config, validation=None):
     """
     if validation is None:
         empty = Split([], np.asarray([], dtype=object), [])
-        corpus = assemble(
-            RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY),
-            log=_InMemoryLog(),
-            classes=config.classes,
-            validation_size=config.validation_size,
-            validation_split=config.validation_split,
+        carving = Carving(
+            config.classes,
+            config.validation_size,
+            config.validation_split,
             seed=config.seed,
             limit=config.limit,
         )
+        raw = RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY_CORPUS)
+        corpus = assemble(raw, log=_InMemoryLog(), carving=carving)
         return dataclasses.replace(corpus, test=corpus.validation)
     unknown = sorted(set(validation[1]) - set(names))
     if unknown:
@@ -185,6 +194,8 @@ def in_memory_corpus(texts, names, config, validation=None):
             "Expected every label of validation_data to occur in the training labels. "
             f"Received labels only in validation_data: {unknown}"
         )
-    raw = RawCorpus(_split(texts, names, "train"), _split(*validation, "validation"), IN_MEMORY)
+    raw = RawCorpus(
+        _split(texts, names, "train"), _split(*validation, "validation"), IN_MEMORY_CORPUS
+    )
     class_names, train, validation_split = encode_labels(raw, config.classes)
-    return TextCorpus(train, validation_split, validation_split, IN_MEMORY, class_names)
+    return TextCorpus(train, validation_split, validation_split, IN_MEMORY_CORPUS, class_names)

@@ -42,15 +42,15 @@ import numpy as np
 from hatt.data.corpus import (
     BINARY_CLASSES,
     DEFAULT_VALIDATION,
+    Carving,
     DataNotFoundError,
     RawCorpus,
     Split,
     TextCorpus,
     assemble,
-    check_options,
 )
 from hatt.data.readers.archive import extract_archive
-from hatt.data.readers.folder import class_folders, document_files, read_documents
+from hatt.data.readers.folder import class_folders, document_files, read_files
 from hatt.data.readers.read_log import ReadLog
 from hatt.data.readers.tfds import read_tfds
 
@@ -146,7 +146,7 @@ def _read_split(root, split, labels, log, progress=True):
             raise DataNotFoundError(_how_to_provide(f"missing folder {folder}."))
         # In the order of the numeric review id, never the file system's.
         files.extend((path, name) for path in document_files(folder))
-    texts, kept = read_documents([path for path, _ in files], log, progress, unit="review")
+    texts, kept = read_files([path for path, _ in files], log, progress, unit="review")
     kept = [files[i] for i in kept]
     names = [_rating(p) if labels == "rating" else _FOLDERS[name] for p, name in kept]
     ids = [f"{split}/{name}/{path.stem}" for path, name in kept]
@@ -258,15 +258,8 @@ def load_imdb(
     """
     if labels not in ("binary", "rating"):
         raise ValueError(f"Expected labels to be 'binary' or 'rating'. Received: labels={labels!r}")
-    check_options(validation_size=validation_size, validation_split=validation_split, limit=limit)
+    carving = Carving(None, validation_size, validation_split, seed=seed, limit=limit)
+    carving.check()
     log = ReadLog()
     raw = read_imdb(source, labels=labels, progress=progress, log=log)
-    return assemble(
-        raw,
-        log=log,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        seed=seed,
-        limit=limit,
-        corpus_class=Imdb,
-    )
+    return assemble(raw, log=log, carving=carving, corpus_class=Imdb)

@@ -10,7 +10,8 @@ review must never reach training, not even without its label.
     >>> report["excluded"]  # unlabeled texts equal to a test review
     266
 
-Sources, by what ``path`` is:
+Sources, by what ``path`` is (:func:`hatt.data.readers.load.reader_for` tells them
+apart, as it does for labelled data and ``hatt predict --file``):
 
 - a folder: every ``.txt`` file under it (recursively, hidden ones skipped);
 - a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``): the
@@ -22,79 +23,22 @@ Sources, by what ``path`` is:
   under ``aclImdb/train/unsup/``.
 """
 
-import tarfile
+import os
 import time
-import zipfile
 from pathlib import Path
 
-from hatt.data.readers.archive import _hidden, is_archive
+from hatt.data.imdb import ENV_VAR
 from hatt.data.readers.files import NotTextError, decode_text
+from hatt.data.readers.load import reader_for
 from hatt.data.readers.read_log import NOT_TEXT, ReadLog, _repair
-from hatt.data.readers.table import _csv_records, _jsonl_records, _table_text, table_format
+from hatt.data.readers.tfds import TFDS_PREFIX
 from hatt.data.text import fingerprints
 
-IMDB_UNSUP = "aclImdb/train/unsup"
 CHUNK = 2000  # documents fingerprinted at once
 
 
-# === Sources: (place, bytes or str) one document at a time ===========================
-
-
-def _visible(relative):
-    return not any(_hidden(part) for part in Path(relative).parts)
-
-
-def _folder_documents(folder):
-    for path in sorted(folder.rglob("*.txt")):
-        if path.is_file() and _visible(path.relative_to(folder)):
-            yield str(path), path.read_bytes()
-
-
-def _line_documents(path):
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            yield f"{path.name} line {number}", line.rstrip(b"\r\n")
-
-
-def _table_documents(path, text_column):
-    text, name = _table_text(path), path.name
-    column = text_column or "text"
-    if table_format(path) == "jsonl":
-        records = _jsonl_records(text, column, column, name)  # no label column: the text twice
-    else:
-        delimiter = "\t" if table_format(path) == "tsv" else ","
-        records = _csv_records(text, delimiter, column, column, name, ReadLog())
-    for line, value, _ in records:
-        yield f"{name} line {line}", "" if value is None else str(value)
-
-
-def _archive_member_wanted(name, folder):
-    name = name.strip("/")
-    if not name.lower().endswith(".txt") or not _visible(name):
-        return False
-    return folder is None or name.startswith(folder.strip("/") + "/")
-
-
-def _archive_folder(path):
-    """IMDB's archives hold their unlabeled reviews under ``aclImdb/train/unsup``."""
-    return IMDB_UNSUP if Path(path).name.lower().startswith("aclimdb") else None
-
-
-def _archive_documents(path):
-    folder = _archive_folder(path)
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if not info.is_dir() and _archive_member_wanted(info.filename, folder):
-                    yield info.filename, archive.read(info)
-        return
-    with tarfile.open(path, "r|*") as archive:  # a stream: one member in memory at a time
-        for member in archive:
-            if member.isfile() and _archive_member_wanted(member.name, folder):
-                yield member.name, archive.extractfile(member).read()
-
-
-IN_MEMORY = "(in memory)"  # the source of documents given as a list of str
+# config.unlabeled when the unlabeled documents were given as a list of str (fit(unlabeled=...))
+IN_MEMORY_UNLABELED = "(in memory)"
 IMDB_UNLABELED = "imdb:unsup"  # IMDB's own unlabeled split, found beside the labeled data
 UNSUP_ARCHIVE = "aclImdb_v1_unsup.tar.gz"
 
@@ -114,12 +58,8 @@ def find_imdb_unsup(imdb_source=None):
     Raises:
         ValueError: no unlabeled split was found (the message lists where it looked).
     """
-    import os
-
-    from hatt.data.imdb import ENV_VAR
-
     source = imdb_source or os.environ.get(ENV_VAR)
-    if not source or str(source).startswith("tfds:"):
+    if not source or str(source).startswith(TFDS_PREFIX):
         raise ValueError(
             f"Expected the labeled IMDB as a local folder or .tar.gz (--data or ${ENV_VAR}) to "
             f"find unlabeled={IMDB_UNLABELED!r} beside it. Received: data={source!r}; give "
@@ -155,29 +95,17 @@ def _listed_documents(texts):
         yield f"unlabeled document {i}", text
 
 
-def documents(path, text_column=None):
+def _documents(path, text_column=None):
     """``(place, bytes or str)`` of each document of ``path`` (or of a list of str),
-    one at a time."""
+    one at a time: read by the reader of its format (:func:`hatt.data.readers.load.reader_for`)."""
     if isinstance(path, list | tuple):
         return _listed_documents(path)
-    path = Path(path).expanduser()
-    if not path.exists():
+    if not Path(path).expanduser().exists():
         raise ValueError(
             f"Expected unlabeled to name a folder, a table, a text file or an archive. "
-            f"Received: unlabeled={str(path)!r} (no such file or folder)."
+            f"Received: unlabeled={str(Path(path).expanduser())!r} (no such file or folder)."
         )
-    if text_column is not None and (path.is_dir() or table_format(path) is None):
-        raise ValueError(
-            f"Expected text_column only with a table (.csv, .tsv, .jsonl). Received: "
-            f"text_column={text_column!r} for unlabeled={str(path)!r}."
-        )
-    if path.is_dir():
-        return _folder_documents(path)
-    if table_format(path) is not None:
-        return _table_documents(path, text_column)
-    if is_archive(path):
-        return _archive_documents(path)
-    return _line_documents(path)
+    return reader_for(path).documents(text_column)
 
 
 # === Reading: decode, skip empty, drop validation / test texts =========================
@@ -278,8 +206,8 @@ def read_unlabeled(path, *, text_column=None, exclude=(), limit=None, max_chars=
                 f"Expected {name} to be a positive integer or None. Received: {value!r}"
             )
     start = time.perf_counter()
-    name = IN_MEMORY if isinstance(path, list | tuple) else str(path)
-    source = documents(path, text_column)
+    name = IN_MEMORY_UNLABELED if isinstance(path, list | tuple) else str(path)
+    source = _documents(path, text_column)
     excluded = {int(f) for f in fingerprints(list(exclude))} if len(exclude) else set()
     log, counts, kept, chunk = ReadLog(), _Counts(limit, max_chars), [], []
     for place, data in source:

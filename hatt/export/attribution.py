@@ -34,7 +34,7 @@ from keras import ops
 from hatt import names
 
 METHODS = names.METHODS
-SIGNED_METHODS = METHODS[1:]  # their scores argue for (+) or against (-) the class
+SIGNED_METHODS = names.SIGNED_METHODS  # their scores argue for (+) or against (-) the class
 
 # Gauss-Legendre nodes on [0, 1]. The completeness error of integrated gradients stays
 # under 5 % at this many on every one of 256 IMDB test reviews explained by the trained

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from hatt import models
+from hatt import models, names
 from hatt.data.corpus import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 from hatt.export import attribution
@@ -108,11 +108,7 @@ class TextModel(keras.Model):
         channel; ``"total"``, ``"gradient_x_input"`` and
         ``"integrated_gradients"`` always.
         """
-        has = {
-            "attention": self.score_kind == "attention",
-            "ngram": self._views.channel is not None,
-        }
-        return tuple(m for m in attribution.METHODS if has.get(m, True))
+        return names.model_methods(self.score_kind, self._views.channel is not None)
 
     @property
     def explain_keys(self):
@@ -149,7 +145,7 @@ class TextModel(keras.Model):
 
     def _classify(self, inputs):
         ids = self.vectorizer.densify(self.vectorizer.lookup_ids(self.vectorizer.tokens(inputs)))
-        if self.family != "cnn" or self.nested:
+        if not models.family_spec(self.family).xla_predict or self.nested:
             return self._prediction(self.classifier(ids, training=False))
         return self._prediction(self._compiled_classifier(ids))
 

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from hatt import models
 from hatt.data import text as text_lib
 
 
@@ -79,7 +80,7 @@ def align(text, family, tokens, words, sentence):
     ]
     full = [t for s in full_sentences for t in s]
     words = {name: np.asarray(values, dtype=np.float64) for name, values in words.items()}
-    if family == "han":
+    if models.family_spec(family).nested:
         return _align_nested(full, tokens, words, sentence)
     return _align_flat(full_sentences, full, tokens, words)
 

@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from hatt import export
+from hatt import export, models
 from hatt.export import facts
 from hatt.export.attribution import METHODS
 from hatt.inspect.align import align, token_array
@@ -132,7 +132,7 @@ def _score_arrays(result, family, score_kind, tokens, methods):
     words = {"word_weights": _word_weights(result, score_kind, tokens)}
     words.update({method: np.asarray(result[method]) for method in methods})
     sentence = {}
-    if family == "han":
+    if models.family_spec(family).sentence_attention:
         if "sentence_attention" not in result:
             raise ValueError("Expected a HAN result to hold 'sentence_attention'.")
         sentence["sentence_weights"] = np.asarray(result["sentence_attention"])

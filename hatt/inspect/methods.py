@@ -1,20 +1,17 @@
 """The explanation methods' names for people and their kinds (signed or not).
 
-Shared by the Explanation type and every renderer (html, png, terminal), so a
+Read from the one registry of methods (:data:`hatt.names.EXPLANATION_METHODS`);
+shared by the Explanation type and every renderer (html, png, terminal), so a
 renderer needs no Explanation import and the Explanation can draw itself with
 the HTML renderer without an import circle.
 """
 
-from hatt.export.attribution import SIGNED_METHODS
+from hatt.names import EXPLANATION_METHODS, SIGNED_METHODS
 
 ALL = "all"  # the renderers' "every method, side by side"
 METHOD_LABELS = {
-    "attention": "attention",
-    "total": "total",
-    "gradient_x_input": "gradient × input",
-    "integrated_gradients": "integrated gradients",
-    "ngram": "n-gram channel",
-    "saliency": "saliency",
+    **{method.name: method.label for method in EXPLANATION_METHODS},
+    "saliency": "saliency",  # a model's score kind, shown as a view of its word weights
 }
 # The view shown unless asked, the first the explanation has.
 DEFAULT_VIEWS = ("total", "attention", "gradient_x_input")

@@ -1,4 +1,4 @@
-"""Private mask helpers shared by the attention layers (``keras.ops`` only)."""
+"""Private helpers shared by the layers: masks (``keras.ops`` only) and the input check."""
 
 from keras import backend, ops
 
@@ -58,3 +58,22 @@ def masked_softmax(scores, mask=None, axis=-1):
     if mask is not None:
         weights = ops.where(mask, weights, ops.zeros_like(weights))
     return weights
+
+
+def input_width(layer, input_shape, axis="d"):
+    """Return the last axis of `[batch, T, axis]` inputs, as `build` receives their shape.
+
+    Raises a `ValueError` naming `layer` (its class name) when the rank is not 3 or the
+    last axis is undefined (the weights are shaped by it).
+    """
+    if len(input_shape) != 3:
+        raise ValueError(
+            f"Expected inputs to {layer} to have rank 3 "
+            f"([batch, T, {axis}]). Received: input_shape={tuple(input_shape)}"
+        )
+    if input_shape[-1] is None:
+        raise ValueError(
+            f"Expected the last axis ({axis}) of the inputs to {layer} to be "
+            f"defined. Received: input_shape={tuple(input_shape)}"
+        )
+    return input_shape[-1]

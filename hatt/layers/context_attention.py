@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from hatt.layers._masking import masked_softmax, to_bool_mask
+from hatt.layers._masking import input_width, masked_softmax, to_bool_mask
 from hatt.layers.normalizers import check_normalizer, normalize
 
 SCORES = ("dot", "scaled_dot", "general", "additive")
@@ -244,17 +244,7 @@ class ContextAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "Expected inputs to ContextAttention to have rank 3 "
-                f"([batch, T, d]). Received: input_shape={tuple(input_shape)}"
-            )
-        feature_dim = input_shape[-1]
-        if feature_dim is None:
-            raise ValueError(
-                "Expected the last axis (d) of the inputs to ContextAttention to be "
-                f"defined. Received: input_shape={tuple(input_shape)}"
-            )
+        feature_dim = input_width("ContextAttention", input_shape)
         units = self.units if self.units is not None else feature_dim
         self._feature_dim = feature_dim
         self._units = units

@@ -79,12 +79,9 @@ def sparsemax(scores, mask=None):
 def entmax15(scores, mask=None):
     """Masked entmax-1.5 over the last axis (exact sort-based threshold).
 
-    Args:
-        scores: Float tensor of logits.
-        mask: Optional bool tensor broadcastable to `scores`.
-
-    Returns:
-        Weights shaped and typed like `scores`.
+    Between softmax and `sparsemax`: low scores get exactly 0, the others
+    weights that fall off more gently than sparsemax's. The arguments and the
+    result are `sparsemax`'s.
     """
     return _sort_based(
         scores / 2, mask, _entmax15_threshold, lambda y, tau: ops.square(ops.relu(y - tau))

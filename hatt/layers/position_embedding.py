@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from hatt.layers._masking import input_width
+
 MODES = ("learned", "sinusoidal")
 
 
@@ -98,21 +100,12 @@ class PositionEmbedding(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "Expected inputs to PositionEmbedding to have rank 3 "
-                f"([batch, T, d]). Received: input_shape={tuple(input_shape)}"
-            )
-        if input_shape[-1] is None:
-            raise ValueError(
-                "Expected the last axis (d) of the inputs to PositionEmbedding to be "
-                f"defined. Received: input_shape={tuple(input_shape)}"
-            )
+        width = input_width("PositionEmbedding", input_shape)
         self._check_length(input_shape[1])
         if self.mode == "learned":
             self.embeddings = self.add_weight(
                 name="embeddings",
-                shape=(self.sequence_length, input_shape[-1]),
+                shape=(self.sequence_length, width),
                 initializer=self.initializer,
             )
 

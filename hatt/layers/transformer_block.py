@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from hatt.layers._masking import to_bool_mask
+from hatt.layers._masking import input_width, to_bool_mask
 from hatt.layers.normalizers import check_normalizer, normalize
 
 ACTIVATIONS = ("relu", "gelu")
@@ -149,17 +149,7 @@ class TransformerBlock(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "Expected inputs to TransformerBlock to have rank 3 "
-                f"([batch, T, hidden_dim]). Received: input_shape={tuple(input_shape)}"
-            )
-        hidden_dim = input_shape[-1]
-        if hidden_dim is None:
-            raise ValueError(
-                "Expected the last axis (hidden_dim) of the inputs to TransformerBlock "
-                f"to be defined. Received: input_shape={tuple(input_shape)}"
-            )
+        hidden_dim = input_width("TransformerBlock", input_shape, axis="hidden_dim")
         key_dim = self.key_dim
         if key_dim is None:
             if hidden_dim % self.num_heads:

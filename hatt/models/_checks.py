@@ -1,6 +1,14 @@
-"""Argument checks shared by the model builders: `ValueError`s that name and echo the value."""
+"""Argument checks shared by the model builders: `ValueError`s that name and echo the value.
 
-from hatt.layers.context_attention import check_attention_arguments
+A builder starts with `check_arguments(locals())`: its arguments are checked
+by name (`ARGUMENT_CHECKS`), each the same way in every family that takes it.
+"""
+
+import functools
+
+from hatt.layers.context_attention import SCORES, check_attention_arguments
+from hatt.layers.normalizers import NORMALIZERS
+from hatt.layers.position_embedding import MODES
 
 
 def check_positive_int(name, value):
@@ -36,6 +44,21 @@ def check_choice(name, value, choices):
         raise ValueError(
             f"Expected {name} to be one of {tuple(choices)}. Received: {name}={value!r}"
         )
+
+
+def check_optional_non_negative_int(name, value):
+    """Raise unless `value` is `None` or an int >= 0."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(f"Expected {name} to be an int >= 0 or None. Received: {name}={value!r}")
+
+
+def choice(choices):
+    """The check "one of `choices`" as `ARGUMENT_CHECKS` holds it: `check(name, value)`."""
+    return functools.partial(_check_choice_of, choices)
+
+
+def _check_choice_of(choices, name, value):
+    check_choice(name, value, choices)
 
 
 def check_bool(name, value):
@@ -102,3 +125,53 @@ def check_attention_options(options, normalizer="softmax"):
         check_attention_arguments(normalizer=normalizer, **options)
     except ValueError as error:
         raise ValueError(f"attention_options: {error}") from None
+
+
+# The builders' arguments, by name, and their checks: an argument means the same in every
+# builder that takes it. A family's own choices (`cell`, the CNN's `pooling`) come with the call.
+ARGUMENT_CHECKS = {
+    **dict.fromkeys(
+        "vocabulary_size embedding_dim units num_layers word_units sentence_units filters "
+        "num_heads intermediate_dim sequence_length".split(),
+        check_positive_int,
+    ),
+    **dict.fromkeys(
+        ("attention_units", "hidden_dim", "conv_kernel_size", "packed_groups"),
+        check_optional_positive_int,
+    ),
+    "attention_window": check_optional_non_negative_int,
+    "kernel_sizes": check_positive_ints,
+    "attention_score": choice(SCORES),
+    "attention_normalizer": choice(NORMALIZERS),
+    "position_embedding": choice(MODES),
+    "attention_temperature": check_positive_number,
+    "dropout": check_rate,
+    "word_dropout": check_rate,
+    "norm_first": check_bool,
+}
+
+
+def check_arguments(arguments, **choices):
+    """Check a builder's `arguments` (its `locals()` as it starts) before it builds.
+
+    Each argument is checked by its entry in `ARGUMENT_CHECKS`, or by `choices`
+    (`name=the values it may take`, the family's own), in the order of the
+    signature; then `attention_options` against `attention_normalizer`.
+
+    Args:
+        arguments: Dict of the builder's arguments by name.
+        **choices: The family's own choices, e.g. `cell=CELLS`.
+
+    Example:
+
+    >>> def build(vocabulary_size, cell="gru", dropout=0.5):
+    ...     check_arguments(locals(), cell=("gru", "lstm"))
+    """
+    for name, value in arguments.items():
+        if name in choices:
+            check_choice(name, value, choices[name])
+        elif name in ARGUMENT_CHECKS:
+            ARGUMENT_CHECKS[name](name, value)
+    if "attention_options" in arguments:
+        normalizer = arguments.get("attention_normalizer", "softmax")
+        check_attention_options(arguments["attention_options"], normalizer)

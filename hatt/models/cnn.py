@@ -2,10 +2,10 @@
 
 import keras
 
-from hatt.layers import ContextAttention, RegionSum
-from hatt.layers.context_attention import SCORES
+from hatt.layers import RegionSum
 from hatt.models import _checks
-from hatt.models.wiring import ApplyMask, MaxOverTime, PaddingMask
+from hatt.models.spec import FLAT, FamilySpec
+from hatt.models.wiring import ApplyMask, MaxOverTime, PaddingMask, pooling_attention
 
 POOLINGS = ("max", "attention")
 WORDS = ("embedding", "one_hot")
@@ -76,9 +76,9 @@ def build_cnn(
         name: The model's name. Defaults to `"cnn"`.
 
     Returns:
-        A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
-        to the document
-        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
+        The backbone (`hatt.models.build` adds the head): a functional
+        `keras.Model` from int ids `[batch, T]` (0 = padding) to the document
+        vector `[batch, len(kernel_sizes) * filters]`.
 
     Example:
 
@@ -90,19 +90,12 @@ def build_cnn(
         - [Kim, 2014. Convolutional Neural Networks for Sentence
           Classification](https://aclanthology.org/D14-1181/)
     """
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_ints("kernel_sizes", kernel_sizes)
+    arguments = dict(locals())  # by name: checked, and read by the pooling attention
+    _checks.check_arguments(arguments, pooling=POOLINGS, words=WORDS)
     if len(set(kernel_sizes)) != len(kernel_sizes):
         raise ValueError(
             f"Expected kernel_sizes to hold distinct widths. Received: kernel_sizes={kernel_sizes!r}"
         )
-    _checks.check_positive_int("filters", filters)
-    _checks.check_choice("pooling", pooling, POOLINGS)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_rate("dropout", dropout)
-    _checks.check_choice("words", words, WORDS)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -119,7 +112,7 @@ def build_cnn(
     if pooling == "max":
         pool = MaxOverTime(name="word_attention")
     else:
-        pool = ContextAttention(units=attention_units, score=attention_score, name="word_attention")
+        pool = pooling_attention("word_attention", arguments)
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -133,3 +126,8 @@ def build_cnn(
         x = features[0]
     pooled, _ = pool(x, mask=mask, return_attention_scores=True)
     return keras.Model(token_ids, dropout_layer(pooled), name=name)
+
+
+# === Family spec ===
+# max over time unless pooling="attention": its words are not pooled by attention by default
+SPEC = FamilySpec("cnn", build_cnn, FLAT, preset="cnn", word_attention=False, xla_predict=True)

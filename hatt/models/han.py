@@ -2,10 +2,9 @@
 
 import keras
 
-from hatt.layers.context_attention import SCORES
-from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
 from hatt.models.rnn import CELLS, recurrent_layer
+from hatt.models.spec import NESTED, FamilySpec
 from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
@@ -104,58 +103,32 @@ def build_han(
         name: The model's name. Defaults to `"han"`.
 
     Returns:
-        A functional `keras.Model` from int ids `[batch, S, W]` (0 =
-        padding; or the packed dict) to the document vector `[batch, d]` (the
-        backbone; `hatt.models.build` adds the head).
+        The backbone (`hatt.models.build` adds the head): a functional
+        `keras.Model` from int ids `[batch, S, W]` (0 = padding; or the packed
+        dict) to the document vector `[batch, 2 * sentence_units]`.
 
     Example:
 
     >>> backbone = hatt.models.build_han(vocabulary_size=20000)
-    >>> backbone.output.shape  # the document vector
+    >>> backbone.output.shape  # the document vector: (None, 100)
     >>> model = hatt.models.build("han", vocabulary_size=20000)  # with the head
 
     References:
         - [Yang et al., 2016. Hierarchical Attention Networks for Document
           Classification](https://aclanthology.org/N16-1174/)
     """
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_int("word_units", word_units)
-    _checks.check_positive_int("sentence_units", sentence_units)
-    _checks.check_choice("cell", cell, CELLS)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
-    _checks.check_positive_number("attention_temperature", attention_temperature)
-    _checks.check_attention_options(attention_options, attention_normalizer)
-    _checks.check_rate("dropout", dropout)
-    _checks.check_optional_positive_int("packed_groups", packed_groups)
+    arguments = dict(locals())  # by name: checked, and read by the word level and attentions
+    _checks.check_arguments(arguments, cell=CELLS)
 
     # === Layers ===
     sentence_mask_layer = PaddingMask(reduce_last=True, name="sentence_mask")
     fold = FoldSentences(name="fold_sentences")  # dense input only
-    attention = (
-        attention_units,
-        attention_score,
-        attention_normalizer,
-        attention_temperature,
-        attention_options,
-    )
-    encode_words = _word_encoder(
-        vocabulary_size,
-        embedding_dim,
-        dropout,
-        cell,
-        word_units,
-        word_pooling,
-        attention,
-        dense=packed_groups is None,
-    )
+    encode_words = _word_encoder(arguments, dense=packed_groups is None)
     unfold = UnfoldSentences(name="unfold_sentences")
     sentence_dropout = keras.layers.Dropout(dropout, name="sentence_dropout")
     sentence_encoder_mask = EncoderMask(name="sentence_encoder_mask")
     sentence_encoder = recurrent_layer(cell, sentence_units, "sentence_encoder")
-    sentence_attention = pooling_attention("sentence_attention", *attention)
+    sentence_attention = pooling_attention("sentence_attention", arguments)
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -171,12 +144,9 @@ def build_han(
     return keras.Model(inputs, dropout_layer(document), name=name)
 
 
-def _word_encoder(
-    vocabulary_size, embedding_dim, dropout, cell, word_units, word_pooling, attention, dense
-):
+def _word_encoder(arguments, dense):
     """The word level's layers, as ``encode_words``: ``[N, W]`` ids → sentence vectors
-    ``[N, 2 * word_units * len(word_pooling)]``. ``attention``: the word attention's
-    ``(units, score, normalizer, temperature, options)``.
+    ``[N, 2 * word_units * len(word_pooling)]``, set by ``build_han``'s ``arguments``.
 
     Dense input: most ``[batch * S, W]`` cells are padding, so at inference the word
     encoder runs its rows in groups of similar length and the word attention scores the
@@ -184,13 +154,16 @@ def _word_encoder(
     """
     word_mask_layer = PaddingMask(name="word_mask")
     word_encoder_mask = EncoderMask(name="word_encoder_mask")
+    vocabulary_size, embedding_dim = arguments["vocabulary_size"], arguments["embedding_dim"]
     embedding = keras.layers.Embedding(
         vocabulary_size, embedding_dim, mask_zero=True, name="word_embedding"
     )
-    embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-    word_encoder = recurrent_layer(cell, word_units, "word_encoder", grouped=dense)
-    word_attention = pooling_attention("word_attention", *attention, skip_masked=dense)
-    pool_words = ConcatPooling(word_pooling, word_attention, prefix="word_")
+    embedding_dropout = keras.layers.Dropout(arguments["dropout"], name="embedding_dropout")
+    word_encoder = recurrent_layer(
+        arguments["cell"], arguments["word_units"], "word_encoder", grouped=dense
+    )
+    word_attention = pooling_attention("word_attention", arguments, skip_masked=dense)
+    pool_words = ConcatPooling(arguments["word_pooling"], word_attention, prefix="word_")
 
     def encode_words(words):
         word_mask = word_mask_layer(words)
@@ -225,3 +198,15 @@ def _packed_sentences(encode_words, packed_groups):
     gather = GatherSentences(name="gather_sentences")
     sentences = gather([index, *[encode_words(g) for g in groups]])
     return inputs, sentence_mask, sentences
+
+
+# === Family spec ===
+SPEC = FamilySpec(
+    "han",
+    build_han,
+    NESTED,
+    preset="han",
+    word_encoder="word_encoder",
+    sentence_encoder="sentence_encoder",
+    sentence_attention=True,
+)

@@ -1,34 +1,54 @@
 """Build a model family by name; read a built (or reloaded) model: its family, attention, views.
 
-`build` composes a family's backbone with THE head (`hatt.models.head`). The
-introspection that export and inspect need lives here, once: `family_of`,
+`family_spec(name)` gives a family's `FamilySpec` (declared at the end of its
+module): what the other folders ask about a family. `build` composes a family's
+backbone with THE head (`hatt.models.head`). The introspection that export and
+inspect need lives here, once: `family_of`,
 `is_packed`, `score_kind`, `dense_twin` (the dense `[batch, S, W]` twin of a
 packed HAN) and `explanation_view` (the Keras views, sharing the model's
 weights, that explanations are computed from).
 """
 
 import dataclasses
+import inspect
 
 import keras
 
 from hatt import names
 from hatt.layers import ContextAttention
-from hatt.models import _checks
+from hatt.models import _checks, cnn, han, rnn, transformer
 from hatt.models import head as head_lib
-from hatt.models.cnn import build_cnn
-from hatt.models.han import build_han
-from hatt.models.rnn import build_rnn, cell_of
-from hatt.models.transformer import build_transformer
+from hatt.models.rnn import cell_of
 from hatt.models.wiring import GatherSentences, UnfoldSentences
 
-BUILDERS = {
-    "cnn": build_cnn,
-    "rnn": build_rnn,
-    "transformer": build_transformer,
-    "han": build_han,
-}
+# Every family's spec (declared at the end of its module), in hatt.names.FAMILIES' order.
+SPECS = {spec.name: spec for spec in (cnn.SPEC, rnn.SPEC, transformer.SPEC, han.SPEC)}
 FAMILIES = names.FAMILIES
-assert tuple(BUILDERS) == FAMILIES, "hatt.names.FAMILIES lists the builders in order"
+assert tuple(SPECS) == FAMILIES, "hatt.names.FAMILIES lists the families' specs in order"
+BUILDERS = {name: spec.builder for name, spec in SPECS.items()}
+DEFAULT_FAMILY = "cnn"  # the family of TextClassifier(), HattClassifier() and TrainConfig()
+
+
+def family_spec(name):
+    """The `FamilySpec` of family `name`: what the other folders ask instead of its name.
+
+    Args:
+        name: One of `hatt.models.FAMILIES`.
+
+    Returns:
+        A `hatt.models.spec.FamilySpec`.
+
+    Raises:
+        ValueError: `name` is no family.
+
+    Example:
+
+    >>> hatt.models.family_spec("han").layout
+    'nested'
+    """
+    if not isinstance(name, str) or name not in SPECS:
+        raise ValueError(f"Expected name to be one of {FAMILIES}. Received: name={name!r}")
+    return SPECS[name]
 
 
 def build(name, /, num_classes=2, ngram=None, **kwargs):
@@ -55,18 +75,13 @@ def build(name, /, num_classes=2, ngram=None, **kwargs):
     >>> model = hatt.models.build("han", vocabulary_size=20000, word_units=50)
     >>> wide = hatt.models.build("cnn", vocabulary_size=20000, ngram={"buckets": 2**22, "order": 3})
     """
-    if name not in BUILDERS:
-        raise ValueError(f"Expected name to be one of {FAMILIES}. Received: name={name!r}")
-    return head_lib.classifier(BUILDERS[name](**kwargs), num_classes=num_classes, ngram=ngram)
+    backbone = family_spec(name).builder(**kwargs)
+    return head_lib.classifier(backbone, num_classes=num_classes, ngram=ngram)
 
 
 def builder_arguments(name):
     """The keyword arguments `build_<name>` accepts (for checking a configuration early)."""
-    import inspect
-
-    if name not in BUILDERS:
-        raise ValueError(f"Expected name to be one of {FAMILIES}. Received: name={name!r}")
-    return tuple(inspect.signature(BUILDERS[name]).parameters)
+    return tuple(inspect.signature(family_spec(name).builder).parameters)
 
 
 def _scores(model, layer_name, calls=1):

@@ -3,9 +3,8 @@
 import keras
 
 from hatt.layers import SRU
-from hatt.layers.context_attention import SCORES
-from hatt.layers.normalizers import NORMALIZERS
 from hatt.models import _checks
+from hatt.models.spec import FLAT, FamilySpec
 from hatt.models.wiring import (
     ConcatPooling,
     EncoderMask,
@@ -122,9 +121,9 @@ def build_rnn(
         name: The model's name. Defaults to `"rnn"`.
 
     Returns:
-        A functional `keras.Model` from int ids `[batch, T]` (0 = padding)
-        to the document
-        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
+        A functional `keras.Model` from int ids `[batch, T]` (0 = padding) to
+        the document vector `[batch, 2 * units * len(pooling)]` (the backbone;
+        `hatt.models.build` adds the head).
 
     Example:
 
@@ -139,18 +138,8 @@ def build_rnn(
         - [Lei et al., 2017. Simple Recurrent Units for Highly Parallelizable
           Recurrence](https://arxiv.org/abs/1709.02755)
     """
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_int("units", units)
-    _checks.check_positive_int("num_layers", num_layers)
-    _checks.check_choice("cell", cell, CELLS)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
-    _checks.check_positive_number("attention_temperature", attention_temperature)
-    _checks.check_attention_options(attention_options, attention_normalizer)
-    _checks.check_rate("dropout", dropout)
-    _checks.check_rate("word_dropout", word_dropout)
+    arguments = dict(locals())  # by name: checked, and read by the pooling attention
+    _checks.check_arguments(arguments, cell=CELLS)
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -164,17 +153,7 @@ def build_rnn(
         word_dropout, noise_shape=(None, None, 1), name="word_dropout"
     )
     encoders = [recurrent_layer(cell, units, f"encoder_{i}") for i in range(num_layers)]
-    pool = ConcatPooling(
-        pooling,
-        pooling_attention(
-            "word_attention",
-            attention_units,
-            attention_score,
-            attention_normalizer,
-            attention_temperature,
-            attention_options,
-        ),
-    )
+    pool = ConcatPooling(pooling, pooling_attention("word_attention", arguments))
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -189,3 +168,7 @@ def build_rnn(
         x = encoder(x, mask=rnn_mask)
     document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)
+
+
+# === Family spec ===
+SPEC = FamilySpec("rnn", build_rnn, FLAT, preset="rnn", word_encoder="encoder_0")

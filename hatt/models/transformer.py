@@ -3,10 +3,8 @@
 import keras
 
 from hatt.layers import PositionEmbedding, TransformerBlock
-from hatt.layers.context_attention import SCORES
-from hatt.layers.normalizers import NORMALIZERS
-from hatt.layers.position_embedding import MODES
 from hatt.models import _checks
+from hatt.models.spec import FLAT, FamilySpec
 from hatt.models.wiring import ApplyMask, ConcatPooling, PaddingMask, pooling_attention
 
 
@@ -105,7 +103,8 @@ def build_transformer(
     Returns:
         A functional `keras.Model` from int ids `[batch, T]` (0 = padding,
         `T <= sequence_length` for learned positions) to the document
-        vector `[batch, d]` (the backbone; `hatt.models.build` adds the head).
+        vector `[batch, (hidden_dim or embedding_dim) * len(pooling)]` (the
+        backbone; `hatt.models.build` adds the head).
 
     Example:
 
@@ -117,25 +116,15 @@ def build_transformer(
         - [Vaswani et al., 2017. Attention Is All You Need](
           https://arxiv.org/abs/1706.03762)
     """
-    width = _check_arguments(
-        vocabulary_size=vocabulary_size,
-        embedding_dim=embedding_dim,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        intermediate_dim=intermediate_dim,
-        sequence_length=sequence_length,
-        position_embedding=position_embedding,
-        norm_first=norm_first,
-        attention_units=attention_units,
-        attention_score=attention_score,
-        dropout=dropout,
-        hidden_dim=hidden_dim,
-        conv_kernel_size=conv_kernel_size,
-        attention_normalizer=attention_normalizer,
-        attention_window=attention_window,
-    )
-    _checks.check_positive_number("attention_temperature", attention_temperature)
-    _checks.check_attention_options(attention_options, attention_normalizer)
+    arguments = dict(locals())  # by name: checked, and read by the pooling attention
+    _checks.check_arguments(arguments)
+    width = hidden_dim or embedding_dim
+    if width % num_heads:
+        width_name = "hidden_dim" if hidden_dim else "embedding_dim"
+        raise ValueError(
+            f"Expected {width_name} to be divisible by num_heads. "
+            f"Received: {width_name}={width!r}, num_heads={num_heads!r}"
+        )
 
     # === Layers ===
     padding_mask = PaddingMask(name="padding_mask")
@@ -161,17 +150,7 @@ def build_transformer(
         if norm_first
         else None
     )
-    pool = ConcatPooling(
-        pooling,
-        pooling_attention(
-            "word_attention",
-            attention_units,
-            attention_score,
-            attention_normalizer,
-            attention_temperature,
-            attention_options,
-        ),
-    )
+    pool = ConcatPooling(pooling, pooling_attention("word_attention", arguments))
     dropout_layer = keras.layers.Dropout(dropout, name="dropout")
 
     # === Functional Model ===
@@ -185,57 +164,6 @@ def build_transformer(
         x = final_norm(x)
     document = pool(x, mask)
     return keras.Model(token_ids, dropout_layer(document), name=name)
-
-
-def _check_arguments(
-    *,
-    vocabulary_size,
-    embedding_dim,
-    num_layers,
-    num_heads,
-    intermediate_dim,
-    sequence_length,
-    position_embedding,
-    norm_first,
-    attention_units,
-    attention_score,
-    dropout,
-    hidden_dim,
-    conv_kernel_size,
-    attention_normalizer,
-    attention_window,
-):
-    """Refuses bad `build_transformer` arguments; returns the blocks' width."""
-    _checks.check_positive_int("vocabulary_size", vocabulary_size)
-    _checks.check_positive_int("embedding_dim", embedding_dim)
-    _checks.check_positive_int("num_layers", num_layers)
-    _checks.check_positive_int("num_heads", num_heads)
-    _checks.check_optional_positive_int("hidden_dim", hidden_dim)
-    _checks.check_optional_positive_int("conv_kernel_size", conv_kernel_size)
-    width, width_name = (
-        (hidden_dim, "hidden_dim") if hidden_dim else (embedding_dim, "embedding_dim")
-    )
-    if width % num_heads:
-        raise ValueError(
-            f"Expected {width_name} to be divisible by num_heads. "
-            f"Received: {width_name}={width!r}, num_heads={num_heads!r}"
-        )
-    _checks.check_positive_int("intermediate_dim", intermediate_dim)
-    _checks.check_positive_int("sequence_length", sequence_length)
-    _checks.check_choice("position_embedding", position_embedding, MODES)
-    _checks.check_bool("norm_first", norm_first)
-    _checks.check_optional_positive_int("attention_units", attention_units)
-    _checks.check_choice("attention_score", attention_score, SCORES)
-    _checks.check_rate("dropout", dropout)
-    _checks.check_choice("attention_normalizer", attention_normalizer, NORMALIZERS)
-    window = attention_window
-    if window is not None and (
-        not isinstance(window, int) or isinstance(window, bool) or window < 0
-    ):
-        raise ValueError(
-            f"Expected attention_window to be an int >= 0 or None. Received: attention_window={window!r}"
-        )
-    return width
 
 
 def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_kernel_size):
@@ -256,3 +184,7 @@ def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_k
         local = conv(ApplyMask(name="zero_padding")(tokens, mask=mask))
         tokens = keras.layers.Add(name="add_local")([tokens, local])
     return tokens
+
+
+# === Family spec ===
+SPEC = FamilySpec("transformer", build_transformer, FLAT, preset="transformer", positional=True)

@@ -498,15 +498,21 @@ def check_concat_pooling(pooling):
     return parts
 
 
-def pooling_attention(name, units, score, normalizer, temperature, options, **kwargs):
-    """The families' pooling `ContextAttention` from a builder's `attention_*` arguments
-    (`options`: its local-p / hard dict, or `None`); `kwargs` go to the layer as well."""
+def pooling_attention(name, arguments, **kwargs):
+    """The families' pooling `ContextAttention`, named `name`, from a builder's `arguments`.
+
+    `arguments`: the builder's arguments by name; their `attention_units`,
+    `attention_score`, `attention_normalizer`, `attention_temperature` and
+    `attention_options` (the local-p / hard dict, or `None`) set the layer,
+    each at the layer's default where the builder does not take it. `kwargs`
+    go to the layer as well.
+    """
     return ContextAttention(
-        units=units,
-        score=score,
-        normalizer=normalizer,
-        temperature=temperature,
+        units=arguments["attention_units"],
+        score=arguments["attention_score"],
+        normalizer=arguments.get("attention_normalizer", "softmax"),
+        temperature=arguments.get("attention_temperature", 1.0),
         name=name,
-        **(options or {}),
+        **(arguments.get("attention_options") or {}),
         **kwargs,
     )

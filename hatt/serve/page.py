@@ -21,7 +21,10 @@ attention (sparsemax, entmax-1.5) or hard attention, a word of weight exactly
 0 is grey and unshaded, never confused with a small weight.
 """
 
+import json
+
 from hatt.inspect.html import CSS as CARD_CSS
+from hatt.names import EXPLANATION_METHODS
 
 HEADERS = {
     "Content-Security-Policy": (
@@ -133,12 +136,7 @@ PAGE_JS = r""""use strict";
 
   // The view each model opens on: the total (deep part + n-gram channel) when it has it.
   const DEFAULT_METHOD = "total";
-  const METHOD_LABELS = {
-    total: "total (whole prediction)",
-    gradient_x_input: "gradient × input (deep part)",
-    integrated_gradients: "integrated gradients (deep part)",
-    ngram: "n-gram channel",
-  };
+  const METHOD_LABELS = __METHOD_LABELS__;
 
   function fillMethods(column) {
     const select = $("method-" + column);
@@ -256,4 +254,7 @@ PAGE_JS = r""""use strict";
     init().catch((error) => setStatus("Could not load the models: " + error.message, true));
   });
 })();
-"""
+""".replace(
+    "__METHOD_LABELS__",  # each method's label and the part it explains, from the registry
+    json.dumps({m.name: m.page_label for m in EXPLANATION_METHODS}, ensure_ascii=False),
+)

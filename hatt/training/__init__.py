@@ -21,11 +21,32 @@ internal.
 """
 
 from hatt.training import self_training
-from hatt.training.channel.mix import mix_ngram_channel
+from hatt.training.channel.mix import (
+    Mix,
+    fit_mix,
+    held_out_check,
+    keeps_deep,
+    mix_ngram_channel,
+)
+from hatt.training.channel.nblr import (
+    fit_logistic_grid,
+    fit_nb_logistic,
+    layer_features,
+    log_count_ratios,
+    logit_accuracy,
+    logit_log_loss,
+    logit_losses,
+    predicted_classes,
+)
 from hatt.training.channel.ngram import (
+    channel_accuracy,
+    channel_counts,
+    channel_features,
     fit_ngram_channel,
     init_ngram_channel,
     nb_log_ratios,
+    ngram_counts,
+    refit_ngram_channel,
 )
 from hatt.training.run import loop
 from hatt.training.run.datasets import (
@@ -43,6 +64,7 @@ from hatt.training.run.loop import (
     set_seed,
     summary,
 )
+from hatt.training.run.metrics import classification_metrics, flat_metrics, format_metrics
 from hatt.training.run.optimizers import (
     CyclicalSGD,
     DiscriminativeAdam,
@@ -77,25 +99,45 @@ __all__ = [
     "Corpus",
     "CyclicalSGD",
     "DiscriminativeAdam",
+    "Mix",
     "NgramSettings",
     "TrainConfig",
     "TriangularSchedule",
     "assemble_config",
+    "channel_accuracy",
+    "channel_counts",
+    "channel_features",
+    "classification_metrics",
     "create_datasets",
     "create_model",
     "create_optimizer",
     "LazyAdam",
     "create_strategy",
     "create_vectorizer",
+    "fit_logistic_grid",
+    "fit_mix",
+    "fit_nb_logistic",
     "fit_ngram_channel",
+    "flat_metrics",
+    "format_metrics",
+    "held_out_check",
     "init_ngram_channel",
+    "keeps_deep",
+    "layer_features",
     "load_preset",
+    "log_count_ratios",
+    "logit_accuracy",
+    "logit_log_loss",
+    "logit_losses",
     "merge_config",
     "mix_ngram_channel",
     "nb_log_ratios",
+    "ngram_counts",
     "parse_overrides",
+    "predicted_classes",
     "prepared_settings",
     "read_history",
+    "refit_ngram_channel",
     "sentence_groups",
     "set_seed",
     "steps_per_epoch",

@@ -49,10 +49,6 @@ from hatt.training.run import datasets as corpus_lib
 from hatt.training.run import resume
 from hatt.training.settings import semi
 
-TEACHER = "teacher"  # the teacher's run directory, inside the student's
-PROBABILITIES = "teacher_probabilities.npz"  # the teacher's on every unlabeled document
-PSEUDO_LABELS = "pseudo_labels.npz"  # the kept ones: document index, label, confidence
-SUMMARY = "pseudo_labels.json"  # threshold table, counts, the teacher's figures
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 TARGET_PRECISION = 0.95
 BATCH = 512  # unlabeled documents the teacher labels a call
@@ -148,20 +144,21 @@ def train(config, run_dir, *, fit, texts=None, unlabeled=None, restart=False, **
         run_dir, config.to_dict(), restart=restart, normalize=config.saved_form
     )
     if restart:
-        shutil.rmtree(run_dir / TEACHER, ignore_errors=True)
-        for name in (PROBABILITIES, PSEUDO_LABELS, SUMMARY):
+        shutil.rmtree(run_dir / run_files.TEACHER, ignore_errors=True)
+        for name in run_files.SELF_TRAINING_OUTPUTS:
             (run_dir / name).unlink(missing_ok=True)
     if texts is None:
         texts = corpus_lib.load_texts(config)
-    teacher = _teacher(config, run_dir / TEACHER, texts, unlabeled, fit, kwargs)
+    teacher = _teacher(config, run_dir / run_files.TEACHER, texts, unlabeled, fit, kwargs)
     documents = corpus_lib.read_unlabeled(config, _splits(texts), unlabeled).texts
     pseudo = _pseudo_labels(config, run_dir, teacher, texts, documents)
     student_texts = _student_corpus(texts, documents, pseudo)
     metrics = fit(
         config, run_dir, texts=student_texts, unlabeled=unlabeled, restart=restart, **kwargs
     )
-    metrics["self_training"] = json.loads((run_dir / SUMMARY).read_text())
-    _write_json(run_dir / run_files.METRICS, metrics)
+    summary = run_dir / run_files.PSEUDO_LABELS_SUMMARY
+    metrics["self_training"] = json.loads(summary.read_text())
+    run_files.write_metrics(run_dir, metrics)
     return metrics
 
 
@@ -208,7 +205,8 @@ def _check_teacher(teacher_dir, teacher_config):
 def _pseudo_labels(config, run_dir, teacher, texts, documents):
     """Steps 2-4: the kept documents' ``(indices, labels)``; the teacher's probabilities
     of every unlabeled document cached in ``run_dir``."""
-    validation = _as_matrix(np.load(run_dir / TEACHER / run_files.VALIDATION_PROBABILITIES))
+    teacher_dir = run_dir / run_files.TEACHER
+    validation = _as_matrix(np.load(teacher_dir / run_files.VALIDATION_PROBABILITIES))
     threshold, table = config.pseudo_label_threshold, None
     if threshold is None:
         threshold, table = choose_threshold(validation, texts.validation.labels)
@@ -218,11 +216,11 @@ def _pseudo_labels(config, run_dir, teacher, texts, documents):
         probabilities, threshold, shares, config.pseudo_label_limit
     )
     np.savez_compressed(
-        run_dir / PSEUDO_LABELS, indices=indices, labels=labels, confidence=confidence
+        run_dir / run_files.PSEUDO_LABELS, indices=indices, labels=labels, confidence=confidence
     )
     summary = _summary(teacher, threshold, table, documents, probabilities, labels, texts)
     summary["limit"] = config.pseudo_label_limit
-    _write_json(run_dir / SUMMARY, summary)
+    run_files.write_json_atomic(run_dir / run_files.PSEUDO_LABELS_SUMMARY, summary)
     print(
         f"Self-training: {len(indices)} of {len(documents)} unlabeled documents kept at "
         f"confidence >= {threshold} ({summary['chosen']}); per class "
@@ -233,12 +231,12 @@ def _pseudo_labels(config, run_dir, teacher, texts, documents):
 
 def _teacher_probabilities(run_dir, documents):
     """Step 2, once: the teacher's ``[N, C]`` probabilities of ``documents`` (cached)."""
-    cache = run_dir / PROBABILITIES
+    cache = run_dir / run_files.TEACHER_PROBABILITIES
     if cache.is_file():
         with np.load(cache) as saved:
             if int(saved["documents"]) == len(documents):
                 return saved["probabilities"]
-    probabilities = _label_unlabeled(run_dir / TEACHER, documents)
+    probabilities = _label_unlabeled(run_dir / run_files.TEACHER, documents)
     run_dir.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(cache, probabilities=probabilities, documents=len(documents))
     return probabilities
@@ -307,7 +305,3 @@ def _student_corpus(texts, documents, pseudo):
     return TextCorpus(
         student_train, texts.validation, texts.test, texts.source, texts.class_names, report
     )
-
-
-def _write_json(path, value):
-    resume.write_json_atomic(path, value)

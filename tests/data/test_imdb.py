@@ -163,7 +163,10 @@ def test_real_imdb_splits(imdb_path):
     raw = imdb_lib.read_imdb(imdb_path, progress=False, log=log)
 
     def split(seed):
-        return corpus.assemble(raw, log=copy.deepcopy(log), seed=seed, corpus_class=imdb_lib.Imdb)
+        carving = corpus.Carving(seed=seed)
+        return corpus.assemble(
+            raw, log=copy.deepcopy(log), carving=carving, corpus_class=imdb_lib.Imdb
+        )
 
     assert split(1337).validation.ids == data.validation.ids
     other = split(7)

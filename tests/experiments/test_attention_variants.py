@@ -1,12 +1,11 @@
 """experiments/attention_variants.py: the sparsity statistics against hand-computed values."""
 
+import importlib
 import json
 
 import numpy as np
 
-from tests._scripts import load_experiment
-
-av = load_experiment("attention_variants")
+av = importlib.import_module("experiments.attention_variants")
 
 
 def test_zero_shares_and_entropies_over_real_positions_only():

@@ -1,5 +1,6 @@
 """experiments/baselines.py on made-up corpora (no real IMDB needed)."""
 
+import importlib
 import inspect
 import json
 from pathlib import Path
@@ -8,10 +9,7 @@ import numpy as np
 import pytest
 
 from hatt.data import Split
-from hatt.training import METRIC_KEYS
-from hatt.training.channel import nblr
-from hatt.training.run.metrics import classification_metrics
-from tests._scripts import load_experiment
+from hatt.training import METRIC_KEYS, classification_metrics, layer_features, log_count_ratios
 
 REQUIRED_KEYS = {*METRIC_KEYS, "hyperparameters"}
 
@@ -20,7 +18,7 @@ FILLER = "the a movie film plot story actor scene it was and of this to watch sa
 
 @pytest.fixture(scope="module")
 def baselines():
-    return load_experiment("baselines")
+    return importlib.import_module("experiments.baselines")
 
 
 def planted_reviews(n, seed):
@@ -47,7 +45,7 @@ def test_log_count_ratio_matches_hand_computation(baselines):
     # binarized: positives [1,0,1] + [1,1,0]; negatives [0,1,1] + [0,1,0]
     # p = 1 + [2, 1, 1] = [3, 2, 2] (sum 7);  q = 1 + [0, 2, 1] = [1, 3, 2] (sum 6)
     expected = np.log(np.array([(3 / 7) / (1 / 6), (2 / 7) / (3 / 6), (2 / 7) / (2 / 6)]))
-    ratios = nblr.log_count_ratios(counts, labels, alpha=1.0, dtype=np.float64)
+    ratios = log_count_ratios(counts, labels, alpha=1.0, dtype=np.float64)
     np.testing.assert_allclose(ratios, expected)
 
     scaled = baselines.NBScaler(alpha=1.0).fit(counts, labels).transform(counts).toarray()
@@ -61,15 +59,15 @@ def test_nb_features_are_the_channel_features(baselines):
     counts = features.fit_transform(train.texts)
     for alpha in baselines.SETTINGS["nb_lr"]["grid"]["alpha"]:
         scaler = baselines.NBScaler(alpha=alpha).fit(counts, train.labels)
-        ratios = nblr.log_count_ratios(counts, train.labels, alpha=alpha, dtype=np.float64)
+        ratios = log_count_ratios(counts, train.labels, alpha=alpha, dtype=np.float64)
         np.testing.assert_array_equal(scaler.r_, ratios)
-        channel = nblr.layer_features(counts.astype(np.float64), binary=True) @ np.diag(ratios)
+        channel = layer_features(counts.astype(np.float64), binary=True) @ np.diag(ratios)
         np.testing.assert_array_equal(scaler.transform(counts).toarray(), channel)
 
 
 def test_log_count_ratio_rejects_non_positive_alpha(baselines):
     with pytest.raises(ValueError, match="alpha=0"):
-        nblr.log_count_ratios(np.ones((2, 2)), np.array([0, 1]), alpha=0)
+        log_count_ratios(np.ones((2, 2)), np.array([0, 1]), alpha=0)
 
 
 def test_tokens_are_hatt_words(baselines):
@@ -253,7 +251,7 @@ def test_nb_one_vs_rest_is_one_nb_lr_per_class(baselines):
     binary = (counts.toarray() > 0).astype(float)
     scores = []
     for k in range(3):
-        ratios = nblr.log_count_ratios(counts, train.labels == k, alpha=0.5, dtype=np.float64)
+        ratios = log_count_ratios(counts, train.labels == k, alpha=0.5, dtype=np.float64)
         reference = LogisticRegression(C=0.3, solver="liblinear", random_state=0)
         reference.fit(binary * ratios, (train.labels == k).astype(int))
         np.testing.assert_allclose(model.coef_[k], reference.coef_[0] * ratios, atol=1e-10)

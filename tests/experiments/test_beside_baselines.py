@@ -1,15 +1,14 @@
 """experiments/beside_baselines.py: the reports' saved figures beside the baselines."""
 
+import importlib
 import json
 
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture(scope="module")
 def beside():
-    return load_experiment("beside_baselines")
+    return importlib.import_module("experiments.beside_baselines")
 
 
 def write_json(path, value):

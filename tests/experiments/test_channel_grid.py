@@ -1,5 +1,6 @@
 """experiments/channel_grid.py: a finished run's channel fit again, as hatt train fits it."""
 
+import importlib
 import json
 
 import numpy as np
@@ -7,12 +8,11 @@ import pytest
 
 from hatt import training
 from tests._planted import planted_classes, planted_split
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def channel_grid():
-    return load_experiment("channel_grid")
+    return importlib.import_module("experiments.channel_grid")
 
 
 def write_table(path, texts, labels):
@@ -68,7 +68,7 @@ def test_the_runs_own_settings_give_its_saved_channel_and_a_grid_is_searched(
     own, searched = run["variants"]["run"], run["variants"]["grid"]
     assert own["max_difference"] < 1e-5  # fit exactly as hatt train fit it
     # the run variant's mix is the rule in force, as mix_tuning scores it
-    in_force = load_experiment("mix_tuning").tuning_scores(run["run_dir"])
+    in_force = importlib.import_module("experiments.mix_tuning").tuning_scores(run["run_dir"])
     assert own["accuracy"] == pytest.approx(in_force[channel_grid.mix_rule.TODAY]["accuracy"])
     pairs = [(e["alpha"], e["C"]) for e in searched["fit"]["selection"]]
     assert pairs == [(a, c) for a in grid["alpha"] for c in grid["C"]]

@@ -1,17 +1,17 @@
 """experiments/faithfulness.py end to end: tiny trained models on a planted aclImdb folder."""
 
+import importlib
 import json
 import shutil
 
 import pytest
 
 from tests._planted import write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def faithfulness():
-    return load_experiment("faithfulness")
+    return importlib.import_module("experiments.faithfulness")
 
 
 def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
@@ -67,7 +67,7 @@ def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
     ]
 
     table = (tmp_path / "results" / "faithfulness.md").read_text()
-    assert "python experiments/faithfulness.py --runs" in table
+    assert "python -m experiments.faithfulness --runs" in table
     assert "| cnn | random |" in table and "| han | attention |" in table.replace("**", "")
     assert "| cnn | – | – | – | – | – | skipped: no attention" in table
     assert table.count("\n| han |") == 5 + 1 + 1 + 1  # methods and random; summary; uniform
@@ -95,7 +95,7 @@ def test_families_measured_in_separate_runs_share_one_table(
     assert "--families cnn" in second["models"]["cnn"]["command"]
     assert "--families rnn" in second["models"]["rnn"]["command"]
     table = (out / "faithfulness.md").read_text()
-    assert "Commands: cnn: `python experiments/faithfulness.py" in table and "; rnn: `" in table
+    assert "Commands: cnn: `python -m experiments.faithfulness" in table and "; rnn: `" in table
     assert "| cnn | random |" in table and "| rnn | random |" in table
 
     other_steps = run("--families", "rnn", "--steps", "2")  # other settings: the cnn goes

@@ -1,15 +1,14 @@
 """experiments/learning_curve.py: the few-labels table and curve from result files alone."""
 
+import importlib
 import json
 
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture
 def lc(tmp_path, monkeypatch):
-    module = load_experiment("learning_curve")
+    module = importlib.import_module("experiments.learning_curve")
     small, unlabeled, results = tmp_path / "small", tmp_path / "unlabeled", tmp_path
     small.mkdir()
     unlabeled.mkdir()
@@ -76,7 +75,7 @@ def test_the_figure_draws_the_plotted_methods_and_the_table_keeps_every_one(
     cell = {"test_accuracy": (0.9, 0.0), "deep_test_accuracy": None, "draws": [0], "commands": []}
     summary = {1000: {m: cell for m in ("han", "han_unsup_lm", "han_unsup_lm_disc", "nb_lr")}}
     drawn = []
-    monkeypatch.setattr(lc.sc, "plot", lambda by_task, figure: drawn.append(by_task))
+    monkeypatch.setattr(lc.harness, "plot", lambda by_task, figure: drawn.append(by_task))
     lc.write_reports(summary, tmp_path / "out", tmp_path / "curve.png")
     assert sorted(drawn[0]["polarity"][1000]) == ["HAN", "HAN + LM", "nb_lr"]
     assert "HAN + LM, rates" in (tmp_path / "out" / "learning_curve.md").read_text()

@@ -1,17 +1,17 @@
 """experiments/mix_rule.py on made-up runs: nested scores, rules, the choice and its files."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from hatt.training.channel.nblr import logit_losses
-from tests._scripts import load_experiment
+from hatt.training import fit_mix, logit_losses
 
 
 @pytest.fixture(scope="module")
 def mix_rule():
-    return load_experiment("mix_rule")
+    return importlib.import_module("experiments.mix_rule")
 
 
 def write_run(root, deep_signal, seed=0, n=100):
@@ -65,12 +65,10 @@ def test_main_writes_the_choice_and_a_table(tmp_path, mix_rule):
 
 
 def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, mix_rule):
-    from hatt.training.channel import mix as mix_lib
-
     run = write_run(tmp_path / "run", deep_signal=1.0, seed=4, n=60)
     deep, channel, y = mix_rule.load_split(run, "validation")
     anchored = mix_rule.decide(deep, channel, y)["anchored"]
-    expected = mix_lib.fit_mix(deep, channel, y, anchor=0.0)
+    expected = fit_mix(deep, channel, y, anchor=0.0)
     assert (anchored.deep, anchored.channel, anchored.bias) == pytest.approx(
         (expected.deep, expected.channel, expected.bias)
     )
@@ -80,8 +78,6 @@ def test_the_anchored_rule_is_the_fit_anchored_at_the_channel_as_fit(tmp_path, m
 
 
 def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
-    from hatt.training.channel import mix as mix_lib
-
     rng = np.random.default_rng(3)
     y = rng.integers(0, 2, 200)
     sign = 2 * y - 1
@@ -91,7 +87,7 @@ def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
     assert not {"crossfit", "crossfit 1 SE"} & set(mix_rule.decide(deep, channel, y))
     mixes = mix_rule.decide(deep, channel, y, crossfit=noise)
     assert mixes["anchored"].deep > 0.5  # fit on the flattering logits
-    expected = mix_lib.fit_mix(noise, channel, y, anchor=0.0)
+    expected = fit_mix(noise, channel, y, anchor=0.0)
     assert mixes["crossfit"].deep == pytest.approx(expected.deep)
     assert mixes["crossfit"].channel == pytest.approx(expected.channel)
     assert mixes["crossfit 1 SE"].deep == 0.0  # no held-out gain by 1 SE: the channel alone
@@ -102,8 +98,6 @@ def test_the_cross_fitted_rules_fit_on_the_cross_fitted_logits(mix_rule):
 
 
 def test_the_biases_held_rule_fits_two_weights_above_two_classes_only(mix_rule):
-    from hatt.training.channel import mix as mix_lib
-
     rng = np.random.default_rng(4)
     y = rng.integers(0, 2, 150)
     channel, deep = (2 * y - 1) + rng.normal(0, 1.5, 150), rng.normal(0, 1, 150)
@@ -115,6 +109,6 @@ def test_the_biases_held_rule_fits_two_weights_above_two_classes_only(mix_rule):
     held = mix_rule.decide(deep, channel, y)[mix_rule.BIASES_HELD]
     # the channel's logits hold its intercept (anchor 0): the biases stay at 0
     np.testing.assert_array_equal(held.bias, np.zeros(4))
-    expected = mix_lib.fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
+    expected = fit_mix(deep, channel, y, anchor=0.0, hold_bias=True)
     assert (held.deep, held.channel) == pytest.approx((expected.deep, expected.channel))
     assert mix_rule.BIASES_HELD in mix_rule.nested_scores(deep, channel, y, repeats=1)

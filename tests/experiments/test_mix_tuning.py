@@ -1,16 +1,15 @@
 """experiments/mix_tuning.py: the tuning reviews, the criterion and its report, on made-up runs."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture(scope="module")
 def mix_tuning():
-    return load_experiment("mix_tuning")
+    return importlib.import_module("experiments.mix_tuning")
 
 
 def write_run(root, deep_signal, seed=0, n=100, tuning=2000):
@@ -164,7 +163,7 @@ def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tu
         draw = int(tables["train"].stem.split("-d")[1])
         return {"test_accuracy": {"nb_lr": 0.6, "tfidf_lr": 0.5}[name] + 0.1 * draw}
 
-    monkeypatch.setattr(mix_tuning.sc, "baseline_cell", fake_cell)
+    monkeypatch.setattr(mix_tuning.harness, "baseline_cell", fake_cell)
     out = tmp_path / "out"
     argv = ["--report-only", "--baselines", "--runs", str(root), "--out", str(out)]
     mix_tuning.main([*argv, "--repeats", "1"])
@@ -188,4 +187,4 @@ def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tu
     table = (out / "tuning.md").read_text()
     assert row in table
     # the command it names fits the baselines again, for the task they were fit for
-    assert "mix_tuning.py --report-only --baselines --task polarity" in table
+    assert "python -m experiments.mix_tuning --report-only --baselines --task polarity" in table

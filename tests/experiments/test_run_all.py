@@ -1,15 +1,14 @@
+import importlib
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture
 def run_all(tmp_path, monkeypatch):
-    module = load_experiment("run_all")
+    module = importlib.import_module("experiments.run_all")
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(module, "EXPERIMENTS", tmp_path)
     monkeypatch.setattr(module, "ROOT", tmp_path)
@@ -181,7 +180,7 @@ STARS = ["1", "5", "9"]
 
 def write_rating_member(tmp_path, name, probabilities, labels, ids, flat=True, **extra):
     """A ratings results file: [N, 3] probabilities saved, figures flat or only under "test"."""
-    from hatt.training.run.metrics import classification_metrics, flat_metrics
+    from hatt.training import classification_metrics, flat_metrics
 
     folder = tmp_path / "results" / "rating"
     folder.mkdir(exist_ok=True)
@@ -327,7 +326,8 @@ def test_each_task_runs_in_its_own_folders(
     )
     baseline, family = commands
     assert baseline[1:] == [
-        "experiments/baselines.py",
+        "-m",
+        "experiments.baselines",
         "--only",
         "nb_lr",
         *task_arguments,
@@ -371,7 +371,8 @@ def test_another_seed_runs_in_its_own_folders_and_is_not_exported(tmp_path, run_
     baseline, family = commands
     results = tmp_path / "results" / "seeds" / "2"
     assert baseline[1:] == [
-        "experiments/baselines.py",
+        "-m",
+        "experiments.baselines",
         "--only",
         "nb_lr",
         "--seed",

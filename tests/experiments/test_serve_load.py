@@ -1,21 +1,15 @@
 """experiments/benchmarks/serve_load.py's own logic: memory sampling, raw posts, the tables."""
 
-import importlib.util
+import importlib
 import os
 import socket
 import threading
-from pathlib import Path
 
 import numpy as np
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "benchmarks" / "serve_load.py"
-
 
 def _module():
-    spec = importlib.util.spec_from_file_location("serve_load_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("experiments.benchmarks.serve_load")
 
 
 def test_peak_rss_sees_an_allocation_made_while_it_samples():

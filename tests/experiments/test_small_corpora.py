@@ -1,36 +1,19 @@
 """experiments/small_corpora.py on a planted aclImdb folder (no real IMDB, no real training)."""
 
+import importlib
 import json
-import shlex
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests._scripts import load_experiment
-
-RATINGS = (1, 2, 3, 4, 7, 8, 9, 10)
+from experiments import harness
+from tests.experiments._draws import fake_hatt, write_imdb
 
 
 @pytest.fixture(scope="module")
 def sc():
-    return load_experiment("small_corpora")
-
-
-def write_imdb(root, n_train=160, n_test=48, seed=0):
-    """``root/aclImdb/{train,test}/{pos,neg}/ID_RATING.txt``, every rating, unique texts."""
-    rng = np.random.default_rng(seed)
-    root = Path(root) / "aclImdb"
-    for split, n in (("train", n_train), ("test", n_test)):
-        for i in range(n):
-            rating = RATINGS[i % len(RATINGS)] if i % 5 else RATINGS[0]  # unbalanced ratings
-            folder = root / split / ("pos" if rating >= 7 else "neg")
-            folder.mkdir(parents=True, exist_ok=True)
-            cue = "superb" if rating >= 7 else "dreadful"
-            filler = " ".join(f"w{k}" for k in rng.integers(0, 30, size=8))
-            text = f"{split} review {i} {filler} {cue} stars{rating}. It ends."
-            (folder / f"{i}_{rating}.txt").write_text(text, encoding="utf-8")
-    return root
+    return importlib.import_module("experiments.small_corpora")
 
 
 @pytest.fixture(scope="module")
@@ -38,52 +21,10 @@ def imdb(tmp_path_factory):
     return write_imdb(tmp_path_factory.mktemp("small_corpora"))
 
 
-def read_table(path):
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+# === Arguments ===
 
 
-# === Draws ===
-
-
-@pytest.mark.parametrize("task", ["polarity", "rating"])
-def test_draws_are_stratified_seeded_and_disjoint_from_test(sc, imdb, tmp_path, task):
-    pools = sc.create_dataset(imdb, task)
-    labels = pools["train"].labels
-    classes, counts = np.unique(labels, return_counts=True)
-    for size in (16, 40, 100):
-        chosen = sc.draw_indices(labels, size, draw=0, seed=1337)
-        assert len(chosen) == len(set(chosen)) == size
-        drawn = dict(zip(*np.unique(labels[chosen], return_counts=True), strict=True))
-        for name, count in zip(classes, counts, strict=True):  # each class its share, ±1
-            assert abs(drawn.get(name, 0) - size * count / len(labels)) < 1
-        np.testing.assert_array_equal(chosen, sc.draw_indices(labels, size, draw=0, seed=1337))
-        assert not np.array_equal(chosen, sc.draw_indices(labels, size, draw=1, seed=1337))
-        assert not np.array_equal(chosen, sc.draw_indices(labels, size, draw=0, seed=7))
-
-    tables = sc.draw_tables(pools, task, 40, 1, 1337, tmp_path)
-    train_rows, test_rows = read_table(tables["train"]), read_table(tables["test"])
-    chosen = sc.draw_indices(labels, 40, draw=1, seed=1337)
-    assert [r["text"] for r in train_rows] == [pools["train"].texts[i] for i in chosen]
-    assert [r["label"] for r in train_rows] == list(labels[chosen])
-    assert len(test_rows) == len(pools["test"].texts)  # the full test split
-    assert not {r["text"] for r in train_rows} & {r["text"] for r in test_rows}
-    assert all(r["text"].startswith("train ") for r in train_rows)
-
-
-def test_task_labels_come_from_the_ratings(sc, imdb):
-    polarity, rating = sc.create_dataset(imdb, "polarity"), sc.create_dataset(imdb, "rating")
-    for text, stars, side in zip(
-        rating["test"].texts, rating["test"].labels, polarity["test"].labels, strict=True
-    ):
-        assert text.split("stars")[1].startswith(f"{stars}.")
-        assert side == ("positive" if int(stars) >= 7 else "negative")
-    assert set(rating["train"].labels) == {str(r) for r in RATINGS}
-
-
-def test_bad_sizes_are_refused_with_the_value(sc, imdb):
-    labels = sc.create_dataset(imdb, "polarity")["train"].labels
-    with pytest.raises(ValueError, match="size=161"):
-        sc.draw_indices(labels, 161, draw=0, seed=1)
+def test_bad_sizes_and_draws_are_refused_with_the_value(sc):
     with pytest.raises(ValueError, match="--sizes 1"):
         sc.parse_args(["--sizes", "1"])
     with pytest.raises(ValueError, match="--draws 0"):
@@ -91,79 +32,6 @@ def test_bad_sizes_are_refused_with_the_value(sc, imdb):
 
 
 # === Cells and resume ===
-
-
-def fake_hatt(calls):
-    """A stand-in for the `hatt train` process: writes metrics.json and an export."""
-
-    def run(command, log_path):
-        calls.append(command)
-        args = dict(zip(command[3::2], command[4::2], strict=False))
-        family = command[2]
-        run_dir, export_dir = Path(args["--run-dir"]), Path(args["--export-dir"]) / family
-        run_dir.mkdir(parents=True, exist_ok=True)
-        train_size = len(read_table(args["--data"]))
-        (export_dir / "1" / "variables").mkdir(parents=True, exist_ok=True)
-        (export_dir / "1" / "saved_model.pb").write_bytes(b"x" * 300)
-        (export_dir / "1" / "variables" / "v.data").write_bytes(b"x" * 700)
-        (export_dir / "model.keras").write_bytes(b"x" * 123)
-        metrics = {
-            "test": {"accuracy": 0.5 + train_size / 1000, "macro_f1": 0.4},
-            "test_size": len(read_table(args["--test"])),
-            "train_size": train_size,
-            "validation_size": 0,
-            "train_seconds": 1.5,
-        }
-        (run_dir / "metrics.json").write_text(json.dumps(metrics))
-
-    return run
-
-
-def test_hatt_cell_runs_the_users_command_and_reads_sizes(sc, imdb, tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(sc, "run_hatt", fake_hatt(calls))
-    pools = sc.create_dataset(imdb, "polarity")
-    tables = sc.draw_tables(pools, "polarity", 40, 0, 1337, tmp_path)
-    cell = sc.hatt_cell("cnn", tables, tmp_path / "cell")
-    (command,) = calls
-    assert command[:6] == ["hatt", "train", "cnn", "--data", str(tables["train"]), "--test"]
-    assert set(command[3::2]) == {"--data", "--test", "--run-dir", "--export-dir"}  # no settings
-    assert cell["command"] == shlex.join(command)
-    assert (cell["saved_model_bytes"], cell["keras_bytes"]) == (1000, 123)
-    assert (cell["train_size"], cell["test_size"]) == (40, 48)
-    assert cell["test_accuracy"] == pytest.approx(0.54)
-
-
-def test_baseline_cell_chooses_on_the_draws_validation_slice(sc, imdb, tmp_path):
-    pools = sc.create_dataset(imdb, "polarity")
-    tables = sc.draw_tables(pools, "polarity", 100, 0, 1337, tmp_path)
-    cell = sc.baseline_cell("tfidf_lr", tables, sc.CachedTestTokens(), seed=1337)
-    assert cell["train_size"] + cell["validation_size"] == 100 and cell["validation_size"] > 0
-    assert cell["test_size"] == 48
-    assert cell["test_accuracy"] == 1.0  # the cue words decide
-    assert cell["hyperparameters"]["C"] in [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
-    assert cell["model_bytes"] > 0
-
-
-def test_each_test_table_is_tokenized_as_its_own(sc, tmp_path):
-    """Tables whose ids are the same line numbers are told apart by their texts (keyed on
-    the ids, a second draw's tuning table read the first's)."""
-    import hatt
-
-    def write(path, words):
-        rows = [{"text": f"A {w} film.", "label": "pn"[i % 2]} for i, w in enumerate(words)]
-        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        return path
-
-    train = write(tmp_path / "train.jsonl", [f"good {i}" for i in range(20)])
-    tokens = sc.CachedTestTokens()
-    got = []
-    for draw, words in enumerate([("good", "bad"), ("fine", "awful"), ("good", "bad")]):
-        test = write(tmp_path / f"d{draw}.jsonl", words)
-        got.append(tokens(hatt.data.load_corpus(train, test=str(test), progress=False)))
-    assert got[0].ids == got[1].ids  # the line numbers
-    assert [t.split()[1] for t in got[1].texts] == ["fine", "awful"]
-    assert got[2] is got[0]  # the same table again: read once
 
 
 def run_main(sc, imdb, out, runs, *extra):
@@ -175,14 +43,14 @@ def run_main(sc, imdb, out, runs, *extra):
 
 def test_rerun_skips_finished_cells_and_force_redoes_them(sc, imdb, tmp_path, monkeypatch):
     calls, baseline_calls = [], []
-    monkeypatch.setattr(sc, "run_hatt", fake_hatt(calls))
-    real_baseline = sc.baseline_cell
+    monkeypatch.setattr(harness, "run_hatt", fake_hatt(calls))
+    real_baseline = harness.baseline_cell
 
     def counted_baseline(*args, **kwargs):
         baseline_calls.append(args[0])
         return real_baseline(*args, **kwargs)
 
-    monkeypatch.setattr(sc, "baseline_cell", counted_baseline)
+    monkeypatch.setattr(harness, "baseline_cell", counted_baseline)
     out, runs = tmp_path / "out", tmp_path / "runs"
     run_main(sc, imdb, out, runs)
     assert len(calls) == 4 and len(baseline_calls) == 4  # 2 sizes x 2 draws
@@ -263,7 +131,7 @@ def test_aggregate_and_table_match_numpy(sc, tmp_path):
                 assert row["negative_deep"] == np.sum(weights < 0)
             accuracy = np.array([c["test_accuracy"] for c in group]) * 100
             text = f"{accuracy.mean():.2f} ± {accuracy.std(ddof=1):.2f}"
-            assert f"| {size} | {sc.LABELS.get(method, method)} | 3 | {text} |" in table
+            assert f"| {size} | {harness.LABELS.get(method, method)} | 3 | {text} |" in table
 
 
 def test_goal_compares_each_family_with_the_better_baseline_per_draw(sc, tmp_path):
@@ -295,7 +163,7 @@ def test_table_only_works_from_the_json_alone(sc, tmp_path, monkeypatch):
     def no_data(*args, **kwargs):
         raise AssertionError("--table-only read the data")
 
-    monkeypatch.setattr(sc, "create_dataset", no_data)
+    monkeypatch.setattr(harness, "create_dataset", no_data)
     sc.main(["--table-only", "--out", str(tmp_path)])
     table = (tmp_path / "small_corpora.md").read_text()
     assert table.count("| 100 |") == 4 and table.count("| 300 |") == 4

@@ -1,11 +1,10 @@
 """experiments/stack_runs.py: the mean and the stacked ensemble of finished runs, named."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
-
-from tests._scripts import load_experiment
 
 
 def fake_run(folder, labels, deep, channel, seed=1337):
@@ -40,7 +39,7 @@ def fake_run(folder, labels, deep, channel, seed=1337):
 
 
 def test_members_are_named_as_given_and_the_stack_weighs_the_informative_part(tmp_path):
-    stack_runs = load_experiment("stack_runs")
+    stack_runs = importlib.import_module("experiments.stack_runs")
     rng = np.random.default_rng(0)
     labels = {split: rng.integers(0, 2, n) for split, n in (("validation", 400), ("test", 600))}
     signal = {split: 3.0 * (2 * y - 1) + rng.normal(0, 2, len(y)) for split, y in labels.items()}
@@ -62,12 +61,12 @@ def test_members_are_named_as_given_and_the_stack_weighs_the_informative_part(tm
 
     mean = (sigmoid(signal["test"] + noise["test"]) + sigmoid(2 * noise["test"])) / 2
     assert rows["mean"]["test_accuracy"] == pytest.approx(np.mean((mean > 0.5) == labels["test"]))
-    assert rows["stacked"]["command"].startswith("python experiments/stack_runs.py good=")
+    assert rows["stacked"]["command"].startswith("python -m experiments.stack_runs good=")
     assert "| good |" in out.with_suffix(".md").read_text()
 
 
 def test_a_missing_run_or_a_bare_path_is_a_clear_error(tmp_path):
-    stack_runs = load_experiment("stack_runs")
+    stack_runs = importlib.import_module("experiments.stack_runs")
     with pytest.raises(ValueError, match="Expected NAME=RUN_DIR"):
         stack_runs.main([str(tmp_path), "--out", str(tmp_path / "s.json")])
     with pytest.raises(ValueError, match="a finished run .*nowhere"):
@@ -75,7 +74,7 @@ def test_a_missing_run_or_a_bare_path_is_a_clear_error(tmp_path):
 
 
 def test_runs_of_other_seeds_get_the_test_mean_only(tmp_path):
-    stack_runs = load_experiment("stack_runs")
+    stack_runs = importlib.import_module("experiments.stack_runs")
     rng = np.random.default_rng(1)
     labels = {split: rng.integers(0, 2, n) for split, n in (("validation", 100), ("test", 300))}
     logits = [

@@ -1,6 +1,7 @@
 """experiments/transfer_other.py on a planted corpus (hatt faked, the baselines real)."""
 
 import csv
+import importlib
 import json
 import zipfile
 from pathlib import Path
@@ -8,12 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture(scope="module")
 def to():
-    return load_experiment("transfer_other")
+    return importlib.import_module("experiments.transfer_other")
 
 
 def planted_rows(n=120, seed=0):
@@ -137,7 +136,7 @@ def run_main(to, corpus, out, runs, init, *extra):
 
 def test_every_row_runs_once_with_the_users_commands(to, corpus_csv, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(to.sc, "run_hatt", fake_hatt(calls))
+    monkeypatch.setattr(to.harness, "run_hatt", fake_hatt(calls))
     out, runs, init = tmp_path / "out", tmp_path / "runs", tmp_path / "imdb-run"
     run_main(to, corpus_csv, out, runs, init)
     evaluate = [c for c in calls if c[1] == "evaluate"]

@@ -60,7 +60,7 @@ def test_helper_layers_are_registered(name):
 
 def test_all_lists_the_public_names():
     public = {n for n in dir(hatt.models) if not n.startswith("_")}
-    modules = {"cnn", "rnn", "transformer", "han", "registry", "wiring"}
+    modules = {"cnn", "rnn", "transformer", "han", "registry", "spec", "wiring"}
     public -= {"head"} - set(hatt.models.__all__)
     assert set(hatt.models.__all__) == public - modules
 

@@ -133,26 +133,33 @@ def sru_runs(tmp_path_factory):
 
 
 # `import hatt` alone, then Keras' loader; the inputs as an .npz (the packed HAN's are a dict).
+# One process for every run: `{model.keras path: inputs.npz path}` -> `{path: outputs}`.
 RELOAD_SCRIPT = r"""
 import json, sys
 import numpy as np
 import hatt, keras
 
-model = keras.saving.load_model(sys.argv[1])
-arrays = dict(np.load(sys.argv[2]))
-inputs = arrays["ids"] if set(arrays) == {"ids"} else arrays
-print(json.dumps(np.asarray(model(inputs, training=False)).tolist()))  # one packed batch
+out = {}
+for path, inputs_path in json.loads(sys.argv[1]).items():
+    model = keras.saving.load_model(path)
+    arrays = dict(np.load(inputs_path))
+    inputs = arrays["ids"] if set(arrays) == {"ids"} else arrays
+    out[path] = np.asarray(model(inputs, training=False)).tolist()  # one packed batch
+print(json.dumps(out))
 """
 
-# The SavedModel in a process that imports neither hatt nor keras.
+# The SavedModels in one process that imports neither hatt nor keras: `{path: texts}`.
 SAVED_MODEL_SCRIPT = r"""
 import json, sys
 for name in ("keras", "hatt", "tf_keras"):
     sys.modules[name] = None
 import tensorflow as tf
 
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-print(json.dumps(serve(text=tf.constant(json.loads(sys.argv[2])))["probabilities"].numpy().tolist()))
+out = {}
+for path, texts in json.loads(sys.argv[1]).items():
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    out[path] = serve(text=tf.constant(texts))["probabilities"].numpy().tolist()
+print(json.dumps(out))
 """
 
 
@@ -172,33 +179,52 @@ def _predictions(run, texts):
     return model, inputs, to_numpy(model(inputs.get("ids", inputs), training=False))
 
 
+@pytest.fixture(scope="module")
+def fresh(sru_runs, tmp_path_factory):
+    """Every run's `model.keras` reloaded, and its export served, in fresh processes (one
+    for all the reloads, one for all the SavedModels): `{family: facts}`, with the test
+    texts, the in-process model, its inputs and probabilities, and the fresh ones."""
+    folder = tmp_path_factory.mktemp("sru_fresh")
+    facts = {}
+    for family in RUN_FAMILIES:
+        run = sru_runs[family]
+        texts = list(run.corpus.test.texts[:8])
+        model, inputs, want = _predictions(run, texts)
+        np.savez(folder / f"{family}-inputs.npz", **inputs)
+        exported = hatt.export.export(run.run_dir, folder / f"{family}-saved")
+        facts[family] = SimpleNamespace(
+            run=run, texts=texts, model=model, want=want, saved_model=str(exported.saved_model)
+        )
+    reloads = {str(f.run.run_dir / "model.keras"): str(folder / f"{k}-inputs.npz")
+               for k, f in facts.items()}  # fmt: skip
+    reloaded = run_json_script(RELOAD_SCRIPT, json.dumps(reloads))
+    served = run_json_script(
+        SAVED_MODEL_SCRIPT, json.dumps({f.saved_model: f.texts for f in facts.values()})
+    )
+    for f in facts.values():
+        f.reloaded = np.asarray(reloaded[str(f.run.run_dir / "model.keras")])
+        f.served = np.asarray(served[f.saved_model])
+    return facts
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", RUN_FAMILIES)
-def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, sru_runs, tmp_path):
-    run = sru_runs[family]
-    assert np.isfinite(run.metrics["test_loss"])
-    texts = list(run.corpus.test.texts[:8])
-    model, inputs, want = _predictions(run, texts)
+def test_trains_in_graph_mode_and_reloads_in_a_fresh_process(family, fresh):
+    facts = fresh[family]
+    assert np.isfinite(facts.run.metrics["test_loss"])
+    model = facts.model
     assert hatt.models.is_packed(model) == (family == "han")  # the HAN as hatt train trains it
     encoder = model.get_layer(ENCODERS[family][0])
     assert cell_of(encoder) == "sru"
     assert np.any(to_numpy(encoder.forward_layer.bias) != 0)  # it trained
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    got = run_json_script(
-        RELOAD_SCRIPT, str(run.run_dir / "model.keras"), str(tmp_path / "inputs.npz")
-    )
-    np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+    np.testing.assert_allclose(facts.reloaded, facts.want, atol=1e-5)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", RUN_FAMILIES)
-def test_exports_to_a_raw_text_saved_model(family, sru_runs, tmp_path):
-    run = sru_runs[family]
-    texts = list(run.corpus.test.texts[:8])
-    _, _, want = _predictions(run, texts)
-    exported = hatt.export.export(run.run_dir, tmp_path / "saved")
-    served = run_json_script(SAVED_MODEL_SCRIPT, str(exported.saved_model), json.dumps(texts))
-    np.testing.assert_allclose(np.asarray(served)[:, -1], want[:, -1], atol=1e-5)
+def test_exports_to_a_raw_text_saved_model(family, fresh):
+    facts = fresh[family]
+    np.testing.assert_allclose(facts.served[:, -1], facts.want[:, -1], atol=1e-5)
 
 
 def test_the_packed_hans_dense_twin_keeps_the_sru():

@@ -53,23 +53,26 @@ COMMON = [
 ]
 
 # Runs with `keras` and `hatt` unimportable: the export alone, as a server would.
+# One process for every family's export: `{family: path}` -> `{family: report}`.
 SERVE_SCRIPT = r"""
 import json, sys
 for name in ("keras", "hatt", "tf_keras"):
     sys.modules[name] = None
 import tensorflow as tf
 
-path, texts = sys.argv[1], json.loads(sys.argv[2])
-loaded = tf.saved_model.load(path)
-report = {}
-for name in ("serving_default", "predict"):
-    out = loaded.signatures[name](text=tf.constant(texts))
-    report[name] = {
-        "keys": sorted(out),
-        "label": [b.decode("utf-8") for b in out["label"].numpy()],
-        "probabilities": out["probabilities"].numpy().tolist(),
-    }
-print(json.dumps(report))
+paths, texts = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+reports = {}
+for family, path in paths.items():
+    loaded = tf.saved_model.load(path)
+    report = reports[family] = {}
+    for name in ("serving_default", "predict"):
+        out = loaded.signatures[name](text=tf.constant(texts))
+        report[name] = {
+            "keys": sorted(out),
+            "label": [b.decode("utf-8") for b in out["label"].numpy()],
+            "probabilities": out["probabilities"].numpy().tolist(),
+        }
+print(json.dumps(reports))
 """
 
 
@@ -107,10 +110,8 @@ def table(tmp_path_factory):
     return root, test_rows
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_trains_on_a_three_class_table_and_exports(family, table, tmp_path):
-    root, test_rows = table
+def train_and_export(family, root, run_dir, export_dir):
+    """`hatt train FAMILY` on the table, exported to `export_dir/FAMILY`."""
     argv = [
         "train",
         family,
@@ -127,28 +128,46 @@ def test_every_family_trains_on_a_three_class_table_and_exports(family, table, t
         "--epochs",
         "12",
         "--run-dir",
-        str(tmp_path / "run"),
+        str(run_dir),
         "--export-dir",
-        str(tmp_path / "saved"),
+        str(export_dir),
     ]
     for setting in COMMON + SETTINGS[family]:
         argv += ["--set", setting]
-    assert cli.main(argv) == 0
+    assert cli.main(argv) == 0, family
 
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+
+@pytest.fixture(scope="module")
+def trained(table, tmp_path_factory):
+    """Every family trained and exported through the command line, then every export
+    served in ONE fresh process that cannot import hatt or Keras (a server's view):
+    `{family: (run_dir, export_dir, report)}`."""
+    root, test_rows = table
+    folder = tmp_path_factory.mktemp("multiclass")
+    for family in FAMILIES:
+        train_and_export(family, root, folder / family / "run", folder / family / "saved")
+    texts = [row["review"] for row in test_rows]
+    paths = {f: str(folder / f / "saved" / f / "1") for f in FAMILIES}
+    reports = run_json_script(SERVE_SCRIPT, json.dumps(paths), json.dumps(texts))
+    return {f: (folder / f / "run", folder / f / "saved", reports[f]) for f in FAMILIES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_trains_on_a_three_class_table_and_exports(family, table, trained):
+    _, test_rows = table
+    run_dir, export_dir, report = trained[family]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["num_classes"] == 3 and metrics["class_names"] == list(CLASSES)
     assert metrics["test_size"] == len(test_rows)
     assert metrics["test_accuracy"] >= 0.9, metrics["test_accuracy"]
     assert metrics["test"]["confusion_matrix"]["classes"] == list(CLASSES)
     assert np.sum(metrics["test"]["confusion_matrix"]["matrix"]) == len(test_rows)
     assert 0.85 <= metrics["test_macro_f1"] <= 1.0
-    facts = json.loads((tmp_path / "saved" / family / "export.json").read_text())
+    facts = json.loads((export_dir / family / "export.json").read_text())
     assert facts["class_names"] == list(CLASSES) and facts["num_classes"] == 3
 
     texts = [row["review"] for row in test_rows]
-    report = run_json_script(
-        SERVE_SCRIPT, str(tmp_path / "saved" / family / "1"), json.dumps(texts)
-    )
     assert report["predict"]["keys"] == ["label", "probabilities"]  # no "probability" above 2
     for name in ("serving_default", "predict"):
         probabilities = np.array(report[name]["probabilities"])

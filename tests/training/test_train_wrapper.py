@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from hatt import run_dir as run_files
 from hatt import training
 from hatt.data import Imdb
-from hatt.data.unlabeled import IN_MEMORY
+from hatt.data.unlabeled import IN_MEMORY_UNLABELED as IN_MEMORY
 from hatt.training import self_training
 from hatt.training.run import loop, resume
 from tests.conftest import planted
@@ -35,7 +36,7 @@ class FakeFit:
         run_dir.mkdir(parents=True, exist_ok=True)
         labels = np.asarray(self.corpus.validation.labels)
         metrics = {"test_accuracy": 0.75, "train_size": len(texts.train), "fake": True}
-        if run_dir.name == self_training.TEACHER:
+        if run_dir.name == run_files.TEACHER:
             confident = np.where(labels == 1, 0.99, 0.01)  # right, and sure of it
             np.savez(run_dir / "validation_probabilities.npz", probabilities=confident)
             (run_dir / "config.json").write_text(json.dumps(config.to_dict()))

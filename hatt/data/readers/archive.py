@@ -13,6 +13,7 @@ from hatt.data.corpus import DataNotFoundError
 from hatt.progress import Progress
 
 CACHE_ENV_VAR = "HATT_CACHE"
+IMDB_UNSUP = "aclImdb/train/unsup"  # where IMDB's archives hold their unlabeled reviews
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 
 
@@ -114,3 +115,34 @@ def _move_into_place(staging, target):
     except OSError:
         if not (target / COMPLETE_MARKER).exists():
             raise  # not a lost race: a real error
+
+
+# === Streaming: the .txt members one at a time ========================================
+
+
+def _member_wanted(name, folder):
+    name = name.strip("/")
+    if not name.lower().endswith(".txt") or any(_hidden(p) for p in Path(name).parts):
+        return False
+    return folder is None or name.startswith(folder.strip("/") + "/")
+
+
+def _unlabeled_folder(path):
+    """IMDB's archives hold their unlabeled reviews under :data:`IMDB_UNSUP`."""
+    return IMDB_UNSUP if Path(path).name.lower().startswith("aclimdb") else None
+
+
+def archive_texts(path):
+    """``(member name, bytes)`` of each ``.txt`` member of an archive, streamed: an archive's
+    unlabelled documents (IMDB's: only those under :data:`IMDB_UNSUP`)."""
+    folder = _unlabeled_folder(path)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.is_dir() and _member_wanted(info.filename, folder):
+                    yield info.filename, archive.read(info)
+        return
+    with tarfile.open(path, "r|*") as archive:  # a stream: one member in memory at a time
+        for member in archive:
+            if member.isfile() and _member_wanted(member.name, folder):
+                yield member.name, archive.extractfile(member).read()

@@ -100,6 +100,14 @@ def read_texts(path):
     return TextFile(str(path), lines, replaced)
 
 
+def file_lines(path):
+    """``(place, bytes)`` of each line of a text file, one at a time: one document a line."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            yield f"{path.name} line {number}", line.rstrip(b"\r\n")
+
+
 def read_json_object(path):
     """The JSON object (a dict) a file holds: hatt's settings, manifests and states.
 

@@ -21,6 +21,20 @@ def class_folders(folder):
     )
 
 
+def _visible(folder, path):
+    """Whether no part of ``path`` under ``folder`` is hidden (``.git``, ``__MACOSX``)."""
+    return not any(_hidden(part) for part in Path(path).relative_to(folder).parts)
+
+
+def text_files(folder):
+    """``(place, bytes)`` of every ``.txt`` file under ``folder`` (recursively, hidden ones
+    left out), one at a time: a folder's unlabelled documents."""
+    folder = Path(folder)
+    for path in sorted(folder.rglob("*.txt")):
+        if path.is_file() and _visible(folder, path):
+            yield str(path), path.read_bytes()
+
+
 def _leading_number(path):
     head = path.stem.split("_")[0]
     return int(head) if head.isdigit() else -1
@@ -33,15 +47,11 @@ def document_files(folder):
     the file system.
     """
     folder = Path(folder)
-    files = [
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and not any(_hidden(part) for part in p.relative_to(folder).parts)
-    ]
+    files = [p for p in folder.rglob("*") if p.is_file() and _visible(folder, p)]
     return sorted(files, key=lambda p: (_leading_number(p), p.relative_to(folder).as_posix()))
 
 
-def read_documents(paths, log, progress=True, unit="document"):
+def read_files(paths, log, progress=True, unit="document"):
     """The texts of ``paths``: ``(texts, indices of the files kept)``.
 
     A file that is not text (an image dropped in a class folder) or holds only
@@ -113,7 +123,7 @@ def read_class_folders(folder, prefix, log, progress=True):
             log.warn(f"the class folder {class_folder} holds no files; it is not a class")
         paths.extend(files)
         names.extend([class_folder.name] * len(files))
-    texts, kept = read_documents(paths, log, progress)
+    texts, kept = read_files(paths, log, progress)
     if not texts:
         raise ValueError(
             f"Expected documents in the class folders of {str(folder)!r}. Received: none "

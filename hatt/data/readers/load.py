@@ -1,4 +1,8 @@
-"""A labeled corpus from your own documents, or from IMDB: :func:`load_corpus`.
+"""The reader of a source (:func:`reader_for`), and a labeled corpus from it: :func:`load_corpus`.
+
+:func:`reader_for` is the one place a source's format is told: labelled data
+(:func:`load_corpus`, :func:`read_documents`), unlabeled data
+(:func:`hatt.data.unlabeled.read_unlabeled`) and ``hatt predict --file`` all ask it.
 
 Sources (``source=``, ``--data`` on the command line):
 
@@ -23,26 +27,24 @@ repaired is counted (:class:`ReadLog`), printed on standard error and kept in
 ``TextCorpus.report``: nothing is dropped silently.
 """
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from hatt import names
+from hatt.data import corpus as corpus_lib
 from hatt.data import imdb
-from hatt.data.corpus import (
-    DataNotFoundError,
-    RawCorpus,
-    Split,
-    TextCorpus,
-    assemble,
-    check_options,
-    check_size,
-)
-from hatt.data.readers.archive import extract_archive, is_archive
-from hatt.data.readers.folder import read_folder, read_test
+from hatt.data.readers.archive import archive_texts, extract_archive, is_archive
+from hatt.data.readers.files import file_lines
+from hatt.data.readers.folder import read_folder, read_test, text_files
 from hatt.data.readers.read_log import ReadLog
-from hatt.data.readers.table import read_table, table_format
+from hatt.data.readers.table import TABLE_FORMATS, read_table, table_column, table_format
 from hatt.data.readers.tfds import TFDS_PREFIX, read_tfds
+
+# What reader_for tells apart: IMDB, tfds:NAME, a folder, a table, an archive, a text file.
+FORMATS = ("imdb", "tfds", "folder", "table", "archive", "lines")
+LINES = "lines"  # the format= that reads any file as one document a line
 
 
 def _how_to_give(reason):
@@ -58,83 +60,240 @@ def _how_to_give(reason):
     )
 
 
-def _read_path(source, *, labels, text_column, label_column, test, progress, log):
-    """``(RawCorpus, corpus class)`` of a path: a table, an archive or a folder."""
+@dataclasses.dataclass(frozen=True)
+class ReadOptions:
+    """How a labelled source is read: :func:`load_corpus`'s arguments of these names."""
 
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise DataNotFoundError(_how_to_give(f"the path {str(path)!r} does not exist."))
-    if table_format(path):
-        _refuse_labels(labels, path)
-        if progress:
-            print(f"Reading documents from {path}")
-        train = read_table(path, text_column=text_column, label_column=label_column, log=log)
-        test_split = read_test(test, text_column, label_column, progress, log)
-        return RawCorpus(train, test_split, str(path)), TextCorpus
-    if path.is_file() and not is_archive(path):
-        raise ValueError(
-            "Expected the data to be a folder, a .csv / .tsv / .jsonl table (optionally .gz) "
-            f"or a .tar.gz / .tgz / .zip archive. Received: {str(path)!r}"
-        )
-    folder = extract_archive(path, progress) if path.is_file() else path
-    root = imdb.find_root(folder, strict=True)
-    if root is not None and (labels is not None or imdb.is_imdb(root)):
-        _refuse_test(test, "an IMDB folder (it has its own test split)")
-        if progress:
-            print(
-                f"Detected IMDB in {root} (an aclImdb folder: train/ and test/ with neg/ and "
-                f"pos/): reading it as IMDB, labels={labels or 'binary'!r}"
-            )
-        return imdb.read_imdb(
-            root, labels=labels or "binary", progress=progress, log=log
-        ), imdb.Imdb
-    _refuse_labels(labels, path)
-    raw = read_folder(
-        folder,
-        test=test,
-        text_column=text_column,
-        label_column=label_column,
-        progress=progress,
-        log=log,
-    )
-    return raw, TextCorpus
+    labels: str | None = None
+    text_column: str = "text"
+    label_column: str = "label"
+    test: object = None
+    progress: bool = True
 
 
-def _refuse_labels(labels, source):
-    if labels is not None:
+def _refuse_labels(options, source):
+    if options.labels is not None:
         raise ValueError(
             "Expected labels=None for a corpus other than IMDB: labels='binary' / 'rating' "
-            f"picks IMDB's labels and is for IMDB only. Received: labels={labels!r} with "
-            f"source={str(source)!r}"
+            f"picks IMDB's labels and is for IMDB only. Received: labels={options.labels!r} "
+            f"with source={str(source)!r}"
         )
 
 
-def _refuse_test(test, what):
-    if test is not None:
-        raise ValueError(f"Expected test=None with {what}. Received: test={str(test)!r}")
+def _refuse_test(options, what):
+    if options.test is not None:
+        raise ValueError(f"Expected test=None with {what}. Received: test={str(options.test)!r}")
 
 
-def _read_source(source, *, labels, text_column, label_column, test, progress, log):
-    """``(RawCorpus, corpus class)`` of any source (see :func:`load_corpus`)."""
+# === The readers: one a format ======================================================
 
-    if source is None or str(source) == imdb.TFDS_IMDB:
-        _refuse_test(test, "IMDB (it has its own test split)")
-        return imdb.read_imdb(source, labels=labels or "binary", progress=progress, log=log), (
-            imdb.Imdb
+
+class Reader:
+    """What :func:`reader_for` gives: a source's labelled corpus or its documents one at a time.
+
+    Each format's reader reads the source as each use needs it: :meth:`corpus`
+    for labelled data (:func:`load_corpus`, :func:`read_documents`),
+    :meth:`documents` for unlabeled data (:func:`hatt.data.unlabeled.read_unlabeled`);
+    ``hatt predict --file`` reads a ``"table"`` by its text column and any other
+    file one review a line.
+
+    Attributes:
+        format: one of :data:`FORMATS`.
+        source: the source as given.
+        path: the source as a :class:`~pathlib.Path` (``None`` for IMDB and ``tfds:NAME``).
+        kind: a table's format (``"csv"``, ``"tsv"``, ``"jsonl"``), else ``None``.
+    """
+
+    format = None
+    on_disk = True  # a path (IMDB and tensorflow-datasets are found by name: path None)
+
+    def __init__(self, source, kind=None):
+        self.source = source
+        self.path = Path(source).expanduser() if self.on_disk else None
+        self.kind = kind
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.format} {str(self.source)!r}>"
+
+    def corpus(self, options, log):
+        """``(RawCorpus, corpus class)``: the labelled documents, labels still class names."""
+        raise ValueError(
+            "Expected the data to be a folder, a .csv / .tsv / .jsonl table (optionally .gz) "
+            f"or a .tar.gz / .tgz / .zip archive. Received: {str(self.path)!r}"
         )
-    if str(source).startswith(TFDS_PREFIX):
-        _refuse_labels(labels, source)
-        _refuse_test(test, "tensorflow-datasets")
-        return read_tfds(str(source)[len(TFDS_PREFIX) :], log), TextCorpus
-    return _read_path(
-        source,
-        labels=labels,
-        text_column=text_column,
-        label_column=label_column,
-        test=test,
-        progress=progress,
+
+    def documents(self, text_column=None):
+        """``(place, bytes or str)`` of each document, one at a time: unlabeled data.
+
+        ``text_column``: a table's column holding the text (default ``"text"``).
+        """
+        if text_column is not None and self.format != "table":
+            raise ValueError(
+                f"Expected text_column only with a table (.csv, .tsv, .jsonl). Received: "
+                f"text_column={text_column!r} for unlabeled={str(self.source)!r}."
+            )
+        return self._documents(text_column or "text")
+
+    def _documents(self, text_column):
+        raise ValueError(
+            f"Expected unlabeled to name a folder, a table, a text file or an archive. "
+            f"Received: unlabeled={str(self.source)!r}."
+        )
+
+
+class _Imdb(Reader):
+    format = "imdb"
+    on_disk = False
+
+    def corpus(self, options, log):
+        _refuse_test(options, "IMDB (it has its own test split)")
+        raw = imdb.read_imdb(
+            self.source, labels=options.labels or "binary", progress=options.progress, log=log
+        )
+        return raw, imdb.Imdb
+
+
+class _Tfds(Reader):
+    format = "tfds"
+    on_disk = False
+
+    def corpus(self, options, log):
+        _refuse_labels(options, self.source)
+        _refuse_test(options, "tensorflow-datasets")
+        return read_tfds(str(self.source)[len(TFDS_PREFIX) :], log), corpus_lib.TextCorpus
+
+
+def _folder_corpus(folder, source, options, log):
+    """A folder of class folders (IMDB's when it is IMDB's), read as ``source``."""
+    root = imdb.find_root(folder, strict=True)
+    if root is not None and (options.labels is not None or imdb.is_imdb(root)):
+        _refuse_test(options, "an IMDB folder (it has its own test split)")
+        labels = options.labels or "binary"
+        if options.progress:
+            print(
+                f"Detected IMDB in {root} (an aclImdb folder: train/ and test/ with neg/ and "
+                f"pos/): reading it as IMDB, labels={labels!r}"
+            )
+        return imdb.read_imdb(root, labels=labels, progress=options.progress, log=log), imdb.Imdb
+    _refuse_labels(options, source)
+    raw = read_folder(
+        folder,
+        test=options.test,
+        text_column=options.text_column,
+        label_column=options.label_column,
+        progress=options.progress,
         log=log,
     )
+    return raw, corpus_lib.TextCorpus
+
+
+class _Folder(Reader):
+    format = "folder"
+
+    def corpus(self, options, log):
+        return _folder_corpus(self.path, self.path, options, log)
+
+    def _documents(self, text_column):
+        return text_files(self.path)
+
+
+class _Archive(Reader):
+    format = "archive"
+
+    def corpus(self, options, log):  # the folder it holds, extracted once
+        return _folder_corpus(extract_archive(self.path, options.progress), self.path, options, log)
+
+    def _documents(self, text_column):
+        return archive_texts(self.path)
+
+
+class _Table(Reader):
+    format = "table"
+
+    def corpus(self, options, log):
+        _refuse_labels(options, self.path)
+        if options.progress:
+            print(f"Reading documents from {self.path}")
+        text_column, label_column = options.text_column, options.label_column
+        train = read_table(
+            self.path, text_column=text_column, label_column=label_column, log=log, kind=self.kind
+        )
+        test = read_test(options.test, text_column, label_column, options.progress, log)
+        return corpus_lib.RawCorpus(train, test, str(self.path)), corpus_lib.TextCorpus
+
+    def _documents(self, text_column):
+        return table_column(self.path, text_column, self.kind)
+
+
+class _Lines(Reader):
+    format = LINES
+
+    def _documents(self, text_column):
+        return file_lines(self.path)
+
+
+def reader_for(source, format=None):
+    """The reader of ``source``: the one place a source's format is told.
+
+    Labelled data (:func:`load_corpus`, :func:`read_documents`), unlabeled data
+    (:func:`hatt.data.unlabeled.read_unlabeled`) and ``hatt predict --file``
+    all ask it. By what ``source`` is:
+
+    - ``None`` or ``"tfds:imdb_reviews"``: IMDB (``"imdb"``, :mod:`hatt.data.imdb`);
+    - ``"tfds:NAME"``: a tensorflow-datasets data set (``"tfds"``);
+    - a folder: ``"folder"`` (labelled: a subfolder per class; unlabeled: every
+      ``.txt`` file under it);
+    - ``.csv`` / ``.tsv`` / ``.jsonl`` / ``.ndjson`` (optionally ``.gz``): ``"table"``;
+    - ``.tar.gz`` / ``.tgz`` / ``.zip`` (by name, else by content): ``"archive"``;
+    - ``"-"`` (standard input) or any other file: ``"lines"``, one document a line.
+
+    Whether the path exists is the caller's to check (each says so in its words).
+
+    Args:
+        source: a path (str or :class:`~pathlib.Path`), ``"tfds:NAME"`` or ``None``.
+        format: ``None`` (from ``source``), or ``"csv"``, ``"tsv"``, ``"jsonl"``
+            (a table whatever its name) or ``"lines"`` (``hatt predict --format``).
+
+    Returns:
+        A :class:`Reader`; its ``format`` is one of :data:`FORMATS`.
+
+    Raises:
+        ValueError: ``format`` is not one of those.
+
+    Example:
+
+    >>> reader_for("reviews.csv").format, reader_for("reviews.tsv.gz").kind
+    ('table', 'tsv')
+    """
+    kinds = tuple(dict.fromkeys(TABLE_FORMATS.values()))
+    if format is not None and format not in (*kinds, LINES):
+        raise ValueError(
+            f"Expected format to be None or one of {(*kinds, LINES)}. Received: format={format!r}"
+        )
+    if source is None or str(source) == imdb.TFDS_IMDB:
+        return _Imdb(source)
+    if str(source).startswith(TFDS_PREFIX):
+        return _Tfds(source)
+    if format is not None:
+        return _Lines(source) if format == LINES else _Table(source, kind=format)
+    path = Path(source).expanduser()
+    if str(source) == "-":
+        return _Lines(source)
+    if path.is_dir():
+        return _Folder(source)
+    if table_format(path):
+        return _Table(source, kind=table_format(path))
+    return _Archive(source) if is_archive(path) else _Lines(source)
+
+
+def _read_source(source, options, log):
+    """``(RawCorpus, corpus class)`` of any labelled source (see :func:`load_corpus`)."""
+    reader = reader_for(source)
+    if reader.on_disk and not reader.path.exists():
+        raise corpus_lib.DataNotFoundError(
+            _how_to_give(f"the path {str(reader.path)!r} does not exist.")
+        )
+    return reader.corpus(options, log)
 
 
 def load_corpus(
@@ -203,35 +362,12 @@ def load_corpus(
     >>> corpus = hatt.data.load_corpus("reviews.csv", label_column="stars")
     >>> corpus.class_names, corpus.num_classes, len(corpus.train)
     """
-    check_options(
-        labels=labels,
-        classes=classes,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        limit=limit,
-    )
-    check_size(test_size, "test_size")
+    carving = corpus_lib.Carving(classes, validation_size, validation_split, test_size, seed, limit)
+    carving.check(labels)
     log = ReadLog()
-    raw, corpus_class = _read_source(
-        source,
-        labels=labels,
-        text_column=text_column,
-        label_column=label_column,
-        test=test,
-        progress=progress,
-        log=log,
-    )
-    return assemble(
-        raw,
-        log=log,
-        classes=classes,
-        validation_size=validation_size,
-        validation_split=validation_split,
-        test_size=test_size,
-        seed=seed,
-        limit=limit,
-        corpus_class=corpus_class,
-    )
+    options = ReadOptions(labels, text_column, label_column, test, progress)
+    raw, corpus_class = _read_source(source, options, log)
+    return corpus_lib.assemble(raw, log=log, carving=carving, corpus_class=corpus_class)
 
 
 SPLIT_CHOICES = names.SPLIT_CHOICES
@@ -272,15 +408,8 @@ def read_documents(
     if split not in SPLIT_CHOICES:
         raise ValueError(f"Expected split to be one of {SPLIT_CHOICES}. Received: split={split!r}")
     log = ReadLog()
-    raw, _ = _read_source(
-        source,
-        labels=labels,
-        text_column=text_column,
-        label_column=label_column,
-        test=test,
-        progress=progress,
-        log=log,
-    )
+    options = ReadOptions(labels, text_column, label_column, test, progress)
+    raw, _ = _read_source(source, options, log)
     has_test = raw.test is not None and len(raw.test) > 0
     if split == "test" and not has_test:
         raise ValueError(
@@ -293,7 +422,7 @@ def read_documents(
     parts = [part for part in parts if part is not None and len(part)]
     if not parts:
         raise ValueError(f"{raw.source} holds no labelled documents to evaluate.")
-    documents = Split(
+    documents = corpus_lib.Split(
         [t for part in parts for t in part.texts],
         np.concatenate([np.asarray(part.labels, dtype=object) for part in parts]),
         [i for part in parts for i in part.ids],

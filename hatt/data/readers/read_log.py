@@ -90,3 +90,18 @@ def _repair(text):
     """
     repaired, count = _LONE_SURROGATES.subn(REPLACEMENT, text)
     return repaired, count > 0
+
+
+def kept_text(text, where, log):
+    """``text`` repaired (:func:`_repair`), or ``None`` when it is empty: skipped and counted.
+
+    The step every reader takes with each document it read: an empty text is
+    recorded in ``log`` as skipped (``EMPTY_TEXT``), a repaired one as repaired.
+    """
+    text, replaced = _repair(text)
+    if not text.strip():
+        log.skip(EMPTY_TEXT, where)
+        return None
+    if replaced:
+        log.repair(where)
+    return text

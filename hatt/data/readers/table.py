@@ -13,7 +13,7 @@ import numpy as np
 
 from hatt.data.corpus import Split, label_name
 from hatt.data.readers.files import decode_text
-from hatt.data.readers.read_log import EMPTY_LABEL, EMPTY_TEXT, SHORT_ROW, _repair
+from hatt.data.readers.read_log import EMPTY_LABEL, SHORT_ROW, ReadLog, _repair, kept_text
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
@@ -206,30 +206,18 @@ def _records_split(records, prefix, name, log, labelled=True):
     texts, labels, ids = [], [], []
     spellings = {}  # class name -> the label values read as it
     for line, text, label in records:
-        where = f"{name} line {line}"
-        text, replaced = _repair(_text_value(text))
-        if not labelled:
-            if not text.strip():
-                log.skip(EMPTY_TEXT, where)
+        where, text = f"{name} line {line}", _text_value(text)
+        if labelled:
+            written, label = label, _repair(label_name(label))[0]
+            spellings.setdefault(label, set()).add(str(written).strip())
+            if not label and text.strip():  # an empty text is counted as such first
+                log.skip(EMPTY_LABEL, where)
                 continue
-            if replaced:
-                log.repair(where)
-            texts.append(text)
-            labels.append(None)
-            ids.append(f"{prefix}/line{line}")
+        text = kept_text(text, where, log)
+        if text is None:
             continue
-        written, label = label, _repair(label_name(label))[0]
-        spellings.setdefault(label, set()).add(str(written).strip())
-        if not text.strip():
-            log.skip(EMPTY_TEXT, where)
-            continue
-        if not label:
-            log.skip(EMPTY_LABEL, where)
-            continue
-        if replaced:
-            log.repair(where)
         texts.append(text)
-        labels.append(label)
+        labels.append(label if labelled else None)
         ids.append(f"{prefix}/line{line}")
     if not texts:
         wanted = "a text and a label" if labelled else "a text"
@@ -241,6 +229,15 @@ def _records_split(records, prefix, name, log, labelled=True):
     return Split(texts, np.array(labels, dtype=object), ids)
 
 
+def _records(path, kind, text_column, label_column, log):
+    """``(line, text, label)`` of each record of the table ``path`` (``kind``: its format)."""
+    kind, text, name = kind or table_format(path), _table_text(path), path.name
+    if kind == "jsonl":
+        return _jsonl_records(text, text_column, label_column, name)
+    delimiter = "\t" if kind == "tsv" else ","
+    return _csv_records(text, delimiter, text_column, label_column, name, log)
+
+
 def read_table(path, *, text_column="text", label_column="label", prefix="train", log, kind=None):
     """The documents of a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``).
 
@@ -250,16 +247,22 @@ def read_table(path, *, text_column="text", label_column="label", prefix="train"
     overrides the format the file name gives.
     """
     path = Path(path)
-    kind, name = kind or table_format(path), path.name
     if text_column == label_column:
         raise ValueError(
             "Expected text_column and label_column (--text-column, --label-column) to name "
             f"different columns: a model would read its answer. Received: both {text_column!r}"
         )
-    text = _table_text(path)
-    if kind == "jsonl":
-        records = _jsonl_records(text, text_column, label_column, name)
-    else:
-        delimiter = "\t" if kind == "tsv" else ","
-        records = _csv_records(text, delimiter, text_column, label_column, name, log)
-    return _records_split(records, prefix, name, log, labelled=label_column is not None)
+    records = _records(path, kind, text_column, label_column, log)
+    return _records_split(records, prefix, path.name, log, labelled=label_column is not None)
+
+
+def table_column(path, text_column="text", kind=None):
+    """``(place, text)`` of each record of a table's ``text_column``, as written (empty ones too).
+
+    The unlabelled documents of a table (:func:`hatt.data.unlabeled.read_unlabeled`):
+    a record without the column gives ``""``, which the caller counts as empty.
+    """
+    path = Path(path)
+    # no label column: the text column twice (every record, the empty ones too)
+    for line, value, _ in _records(path, kind, text_column, text_column, ReadLog()):
+        yield f"{path.name} line {line}", "" if value is None else str(value)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from hatt.data.corpus import RawCorpus, Split, label_name
-from hatt.data.readers.read_log import EMPTY_TEXT, _repair
+from hatt.data.readers.read_log import kept_text
 
 TFDS_PREFIX = "tfds:"
 TFDS_HOST = "storage.googleapis.com"  # tensorflow-datasets' bucket: the offline probe
@@ -54,12 +54,9 @@ def _tfds_split(tfds, dataset, split, order, log):
         where = f"{split}/{i}"
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="surrogateescape")
-        text, replaced = _repair(str(text))
-        if not text.strip():
-            log.skip(EMPTY_TEXT, where)
+        text = kept_text(str(text), where, log)
+        if text is None:
             continue
-        if replaced:
-            log.repair(where)
         texts.append(text)
         labels.append(order[int(label)] if order else label_name(label))
         ids.append(where)

@@ -68,7 +68,7 @@ class EpochLogits(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.by_epoch[KEY.format(epoch + 1)] = np.asarray(self.predict(), np.float32)
-        partial = self.path.with_name(self.path.name + ".partial")
+        partial = run_files.partial(self.path)
         with open(partial, "wb") as f:
             np.savez(f, **self.by_epoch)
         os.replace(partial, self.path)

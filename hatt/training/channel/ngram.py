@@ -202,38 +202,26 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
     idf = document_idf(counts, settings.min_df) if getattr(layer, "idf", False) else None
     if idf is not None:
         layer.set_idf(idf)
+    # what the two logistic starts share: the layer's features, the grid, the validation split
+    fit = dict(
+        binary=layer.binary,
+        reduction=layer.reduction,
+        idf=idf,
+        C=settings.C,
+        min_df=settings.min_df,
+        validation=validation,
+        seed=config.seed,
+        num_classes=num_classes,
+    )
     if settings.init == "lr":
-        weights, intercept, info = fit_logistic_channel(
-            counts,
-            labels,
-            binary=layer.binary,
-            reduction=layer.reduction,
-            idf=idf,
-            C=settings.C,
-            min_df=settings.min_df,
-            validation=validation,
-            seed=config.seed,
-            num_classes=num_classes,
-        )
+        weights, intercept, info = fit_logistic_channel(counts, labels, **fit)
     elif settings.init == "nb":
         weights = _nb_ratios(counts, labels, num_classes, settings.alpha, settings.min_df)
         info = {"init": "nb", "alpha": settings.alpha, "min_df": settings.min_df}
         if num_classes > 2:
             info["scheme"] = "one-vs-rest"
     else:
-        weights, intercept, info = fit_nb_logistic(
-            counts,
-            labels,
-            binary=layer.binary,
-            reduction=layer.reduction,
-            alpha=settings.alpha,
-            min_df=settings.min_df,
-            C=settings.C,
-            validation=validation,
-            seed=config.seed,
-            num_classes=num_classes,
-            idf=idf,
-        )
+        weights, intercept, info = fit_nb_logistic(counts, labels, alpha=settings.alpha, **fit)
     weights = weights * settings.init_scale
     intercept *= settings.init_scale
     info["scale"] = settings.init_scale

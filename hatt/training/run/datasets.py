@@ -9,27 +9,17 @@ validation / test datasets, and in-order prediction datasets.
 """
 
 import numpy as np
-from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 
-from hatt import data
+from hatt import data, models
 from hatt.data import prepared as prepared_lib
+from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.training.run import distribute
 from hatt.training.settings import limits
-from hatt.training.settings.config import FLAT_FAMILIES, VOCABULARY_FIELDS
+from hatt.training.settings.config import DATA_FIELDS, VOCABULARY_FIELDS
+from hatt.training.settings.limits import packed, sentence_groups
 from hatt.training.starts import transfer
 
 # === Dataset options shared by both sources ==========================================
-
-
-def packed(config):
-    """Whether the run feeds the packed HAN layout."""
-    return config.model == "han" and config.packed
-
-
-def sentence_groups(config):
-    """Widths of the packed sentence groups (the configured ones, or hatt.data's default)."""
-    groups = config.sentence_groups or data.pipeline.default_sentence_groups(config.max_words)
-    return tuple(int(g) for g in groups)
 
 
 def create_vectorizer(config, vocabulary=None):
@@ -41,7 +31,7 @@ def create_vectorizer(config, vocabulary=None):
     return data.Vectorizer(
         max_tokens=max_tokens,
         min_count=config.min_count,
-        output_mode="flat" if config.model in FLAT_FAMILIES else "nested",
+        output_mode=models.family_spec(config.model).layout,
         sequence_length=config.sequence_length,
         max_sentences=config.max_sentences,
         max_words=config.max_words,
@@ -161,7 +151,7 @@ def check_classes(counts, class_names):
 def check_prepared(config, manifest):
     """ONE check of a prepared corpus against ``config``: layout, settings, the channel's fit, word vectors."""
     where = repr(config.prepared)
-    layout = "flat" if config.model in FLAT_FAMILIES else "nested"
+    layout = models.family_spec(config.model).layout
     if manifest["layout"] != layout:
         raise prepared_lib.PreparedDataError(
             f"The corpus in {where} was prepared in the {manifest['layout']} layout "
@@ -197,21 +187,14 @@ def check_prepared(config, manifest):
 # === The corpus =====================================================================
 
 
+# The TrainConfig fields whose load_corpus argument has another name (the others: the same).
+CORPUS_ARGUMENTS = {"data": "source", "test_data": "test"}
+
+
 def load_texts(config):
     """The raw-text splits `config` asks for (:data:`hatt.training.settings.config.DATA_FIELDS`)."""
-    return data.load_corpus(
-        config.data,
-        labels=config.labels,
-        text_column=config.text_column,
-        label_column=config.label_column,
-        test=config.test_data,
-        classes=config.classes,
-        test_size=config.test_size,
-        validation_size=config.validation_size,
-        validation_split=config.validation_split,
-        seed=config.seed,
-        limit=config.limit,
-    )
+    fields = {CORPUS_ARGUMENTS.get(field, field): getattr(config, field) for field in DATA_FIELDS}
+    return data.load_corpus(**fields, validation_split=config.validation_split, seed=config.seed)
 
 
 def read_unlabeled(config, splits, documents=None):
@@ -219,14 +202,14 @@ def read_unlabeled(config, splits, documents=None):
     document equal to a validation or test text dropped (:mod:`hatt.data.unlabeled`).
 
     ``documents``: the documents themselves (a list of str), when
-    ``config.unlabeled`` is ``hatt.data.unlabeled.IN_MEMORY`` (the Python API's).
+    ``config.unlabeled`` is ``hatt.data.unlabeled.IN_MEMORY_UNLABELED`` (the Python API's).
     """
     if config.unlabeled is None:
         return None
     from hatt.data import unlabeled as unlabeled_lib
 
     source = config.unlabeled
-    if source == unlabeled_lib.IN_MEMORY:
+    if source == unlabeled_lib.IN_MEMORY_UNLABELED:
         if documents is None:
             raise ValueError(
                 "Expected the unlabeled documents with unlabeled='(in memory)': a run of "

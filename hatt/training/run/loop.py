@@ -73,7 +73,7 @@ def model_arguments(config, vocabulary_size):
     kwargs["vocabulary_size"] = vocabulary_size
     if packed(config):
         kwargs.setdefault("packed_groups", len(sentence_groups(config)))
-    if config.model == "transformer":
+    if models.family_spec(config.model).positional:
         kwargs.setdefault("sequence_length", config.sequence_length)
     channel = config.ngram.channel() if config.ngram is not None else None
     return {"ngram": channel, **kwargs}
@@ -246,7 +246,7 @@ def fit(run, model, datasets, steps):
         *epoch_logits,
         early_stopping,
         backup,
-        keras.callbacks.TensorBoard(log_dir=str(run.run_dir / "logs"), write_graph=False),
+        keras.callbacks.TensorBoard(log_dir=str(run.run_dir / run_files.LOGS), write_graph=False),
         timer,
         *unfreezing,
         *run.callbacks,
@@ -438,7 +438,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
     ):
         if (run_dir / name).exists():
             metrics[key] = json.loads((run_dir / name).read_text())
-    run.write_json(run_files.METRICS, metrics)
+    run_files.write_metrics(run_dir, metrics)
     run.backup.remove()  # the run is finished; metrics.json marks it
     return metrics
 

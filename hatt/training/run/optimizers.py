@@ -15,10 +15,6 @@ so the factor multiplies the rate inside the optimizer's step.
 
 import keras
 
-OPTIMIZERS = ("adam", "lazy_adam", "clr")
-DECAYS = ("constant", "cosine")
-
-
 # === A learning-rate factor per layer ===============================================
 
 
@@ -260,26 +256,6 @@ class CyclicalSGD(LayerRates, keras.optimizers.SGD):
         config.pop("momentum", None)
         config["momentum_schedule"] = keras.saving.serialize_keras_object(self.momentum_schedule)
         return config
-
-
-def check_learning_rate_decay(config):
-    """Refuses a warm-up outside ``[0, epochs)``, or a schedule for ``clr`` (it has its own).
-
-    The name ``config.learning_rate_decay`` is checked by the config, among ``DECAYS``.
-    """
-    if not 0 <= config.warmup_epochs < config.epochs:
-        raise ValueError(
-            "Expected warmup_epochs to be >= 0 and below epochs "
-            f"({config.epochs}). Received: warmup_epochs={config.warmup_epochs!r}"
-        )
-    schedule = config.learning_rate_decay != "constant" or config.warmup_epochs > 0
-    if config.optimizer == "clr" and schedule:
-        raise ValueError(
-            "optimizer='clr' has its own cyclical schedule; learning_rate_decay and "
-            "warmup_epochs are for 'adam' and 'lazy_adam'. Received: "
-            f"learning_rate_decay={config.learning_rate_decay!r}, "
-            f"warmup_epochs={config.warmup_epochs!r}"
-        )
 
 
 def learning_rate_of(config, steps_per_epoch):

@@ -18,7 +18,6 @@ in place, so it is not used here.
 """
 
 import csv
-import json
 import math
 import os
 import shutil
@@ -30,14 +29,15 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.data.readers.files import read_json_object
+from hatt.run_dir import write_atomic, write_json_atomic
 
-BACKUP_DIR = "backup"
+BACKUP_DIR = run_files.BACKUP
 STATE_FILE = run_files.STATE
 STATUS_FILE = run_files.STATUS
 STATE_FORMAT = 1
 # What `hatt train` writes into a run directory (removed by restart=True).
 RUN_FILES = (*run_files.OUTPUTS, STATUS_FILE)
-RUN_FOLDERS = (BACKUP_DIR, "logs")
+RUN_FOLDERS = (BACKUP_DIR, run_files.LOGS)
 # Settings that may change between the interrupted and the resumed run.
 MAY_DIFFER = ("strategy",)
 
@@ -51,27 +51,6 @@ class NaNLossError(RunError):
 
 
 # === Files ==========================================================================
-
-
-def write_atomic(path, write):
-    """Write ``path`` through ``write(temporary_path)``, then rename it into place."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(temporary)
-        with open(temporary, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-
-
-def write_json_atomic(path, value):
-    def write(target):
-        Path(target).write_text(json.dumps(value, indent=2) + "\n")
-
-    write_atomic(path, write)
 
 
 def _save_arrays(path, arrays):
@@ -312,7 +291,7 @@ class RunBackup(keras.callbacks.Callback):
         self.records = [r for r in self.records if r["epoch"] < epoch]
         self.records.append({"epoch": epoch, **{k: float(v) for k, v in logs.items()}})
         self.backup_dir.mkdir(parents=True, exist_ok=True)
-        weights = f"weights-{epoch:04d}.npz"
+        weights = run_files.BACKUP_WEIGHTS.format(epoch=epoch)
         _save_arrays(self.backup_dir / weights, [np.asarray(v) for v in _all_variables(self.model)])
         stopper = self.early_stopping
         early = None
@@ -322,7 +301,7 @@ class RunBackup(keras.callbacks.Callback):
             if stopper.best_weights is not None and (
                 stopper.best_epoch == epoch or best_weights is None
             ):
-                best_weights = f"best-{epoch:04d}.npz"
+                best_weights = run_files.BACKUP_BEST_WEIGHTS.format(epoch=epoch)
                 _save_arrays(self.backup_dir / best_weights, stopper.best_weights)
             early = {
                 "wait": int(stopper.wait),

@@ -25,8 +25,7 @@ from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
 from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
-from hatt.training.run.distribute import STRATEGIES
-from hatt.training.run.optimizers import DECAYS, OPTIMIZERS, check_learning_rate_decay
+from hatt.names import STRATEGIES
 from hatt.training.settings import scale
 from hatt.training.settings.legacy import (  # noqa: F401
     LEGACY_FIELDS,
@@ -35,12 +34,13 @@ from hatt.training.settings.legacy import (  # noqa: F401
     drop_removed,
     translate_legacy,
 )
+from hatt.training.settings.optimizer import DECAYS, OPTIMIZERS, check_learning_rate_decay
 from hatt.training.settings.scale import SCALED_KEYS
 from hatt.training.settings.semi import check_semi_supervised
-from hatt.training.starts.word_vectors import SCALES as WORD_VECTOR_SCALES
 
-FLAT_FAMILIES = ("cnn", "rnn", "transformer")
+FLAT_FAMILIES = tuple(f for f in models.FAMILIES if not models.family_spec(f).nested)
 NGRAM_FITS = ("joint", "separate")
+WORD_VECTOR_SCALES = ("match", "none")  # word_vectors_scale: fit their norm, or not
 NGRAM_INITS = ("nb", "nblr", "lr", "zeros")
 # ngram.C's grid when none is given, by the layer's reduction: dividing a review's
 # features by the square root of their count (hundreds of n-grams a review) makes them
@@ -290,7 +290,7 @@ class TrainConfig:
     ``preset`` records the preset the settings started from.
     """
 
-    model: str = "cnn"
+    model: str = models.DEFAULT_FAMILY
     preset: str | None = None
     model_kwargs: dict = dataclasses.field(default_factory=dict)
     ngram: NgramSettings | None = None
@@ -663,7 +663,7 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     """
     _check_choice("family", family, models.FAMILIES)
     if preset == DEFAULT_PRESET:
-        preset = family if family in PRESETS else None
+        preset = models.family_spec(family).preset
     if preset == "none":
         preset = None
     config = {"model": family}

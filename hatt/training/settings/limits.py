@@ -1,6 +1,10 @@
-"""What the machine can hold, checked before any data is read (issue 33, item 11)."""
+"""The shape of a batch: its layout (packed HAN sentences) and what the machine can hold,
+checked before any data is read (issue 33, item 11)."""
 
 import os
+
+from hatt import models
+from hatt.data.pipeline import default_sentence_groups
 
 # Floats a review holds at least at once in training: its tokens x the widest layer's
 # units, for the forward values and their gradients (a lower bound: real use is higher).
@@ -19,7 +23,7 @@ def check_batch_memory(config, memory_bytes=None):
     if not memory_bytes:
         return
     tokens = config.sequence_length
-    if config.model == "han":
+    if models.family_spec(config.model).nested:  # sentences of words
         tokens = config.max_sentences * config.max_words
     kwargs = config.model_kwargs or {}
     widths = [kwargs.get(name) for name in WIDTH_ARGUMENTS]
@@ -57,3 +61,17 @@ def _physical_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+# === The batch's layout ===========================================================
+
+
+def packed(config):
+    """Whether the run feeds the packed HAN layout."""
+    return models.family_spec(config.model).nested and config.packed
+
+
+def sentence_groups(config):
+    """Widths of the packed sentence groups (the configured ones, or hatt.data's default)."""
+    groups = config.sentence_groups or default_sentence_groups(config.max_words)
+    return tuple(int(g) for g in groups)

@@ -10,7 +10,12 @@ its term on batches of them); a run that names unlabeled documents needs one of 
 (discriminative rates, :mod:`hatt.training.starts.transfer`) need ``init`` or ``lm_epochs``.
 """
 
-from hatt.training.starts import language_model
+from hatt import models
+
+# The families whose encoders the two stages pretrain (FamilySpec.word_encoder, .sentence_encoder).
+WORD_PRETRAINED = tuple(f for f in models.FAMILIES if models.family_spec(f).word_encoder)
+SENTENCE_PRETRAINED = tuple(f for f in models.FAMILIES if models.family_spec(f).sentence_encoder)
+MIN_WORDS = 2  # a row of the language model with fewer words predicts nothing
 
 ADVERSARIAL = ("none", "at", "vat")
 
@@ -48,7 +53,7 @@ def check_pseudo_labeled(config):
 def check_semi_supervised(config):
     """Raise ``ValueError`` unless ``config``'s unlabeled, self-training, adversarial
     and gradual-unfreezing settings fit together."""
-    language_model.check_settings(config)
+    check_language_model(config)
     _check_unlabeled(config)
     _check_pseudo_labels(config)
     _check_adversarial(config)
@@ -154,4 +159,67 @@ def _check_unfreezing(config):
         raise ValueError(
             f"Expected init_frozen_epochs < epochs (some epochs must train every layer). "
             f"Received: init_frozen_epochs={frozen}, epochs={config.epochs}"
+        )
+
+
+# === The language model's settings ================================================
+
+
+def check_word_pretrained(family):
+    """Raise ``ValueError`` unless ``family`` has a word encoder a language model pretrains."""
+    if family not in WORD_PRETRAINED:
+        raise ValueError(
+            f"Expected a family with a recurrent word encoder ({' or '.join(WORD_PRETRAINED)}) "
+            f"for language-model pretraining. Received: lm_epochs with model={family!r}; drop "
+            "lm_epochs, or start this family's embedding from word2vec (word_vectors='word2vec')."
+        )
+
+
+def check_language_model(config):
+    """Raise ``ValueError`` unless the ``lm_*`` settings are usable (no data needed)."""
+    for name in ("lm_epochs",):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"Expected {name} to be an integer >= 0. Received: {name}={value!r}")
+    for name in ("lm_negatives", "lm_window", "lm_batch_size"):
+        value = getattr(config, name)
+        minimum = MIN_WORDS if name == "lm_window" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(
+                f"Expected {name} to be an integer >= {minimum}. Received: {name}={value!r}"
+            )
+    _check_sentence_epochs(config)
+    if config.lm_epochs:
+        check_word_pretrained(config.model)
+    if config.lm_epochs and config.strategy != "default":
+        raise ValueError(
+            "Expected strategy='default' with lm_epochs (the language model is pretrained on "
+            f"one device). Received: strategy={config.strategy!r}"
+        )
+    if config.lm_epochs and config.prepared:
+        raise ValueError(
+            "Expected a corpus read as text with lm_epochs (the language model reads the "
+            f"documents in memory). Received: prepared={config.prepared!r}; drop --prepared."
+        )
+
+
+def _check_sentence_epochs(config):
+    """``lm_sentence_epochs`` (:mod:`hatt.training.starts.sentence_model`): the HAN, after the LM."""
+    epochs = config.lm_sentence_epochs
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(
+            f"Expected lm_sentence_epochs to be an integer >= 0. Received: "
+            f"lm_sentence_epochs={epochs!r}"
+        )
+    if epochs and config.model not in SENTENCE_PRETRAINED:
+        expected = " or ".join(f"model={family!r}" for family in SENTENCE_PRETRAINED)
+        raise ValueError(
+            f"Expected {expected} with lm_sentence_epochs (it pretrains the HAN's sentence "
+            f"encoder). Received: model={config.model!r}"
+        )
+    if epochs and not config.lm_epochs:
+        raise ValueError(
+            "Expected lm_epochs > 0 with lm_sentence_epochs: the sentence encoder learns from "
+            "sentences read by the word encoder pretrained as a language model first. "
+            f"Received: lm_sentence_epochs={epochs}, lm_epochs={config.lm_epochs!r}"
         )

@@ -46,14 +46,13 @@ import keras
 import numpy as np
 from keras import ops
 
+from hatt import models
 from hatt import run_dir as run_files
 from hatt.data.text import ragged_boolean_mask
 from hatt.models.wiring import EncoderMask
+from hatt.training.settings.semi import MIN_WORDS, check_word_pretrained
 from hatt.training.starts import word_vectors
 
-# The first bidirectional word encoder of each family that has one.
-ENCODERS = {"rnn": "encoder_0", "han": "word_encoder"}
-MIN_WORDS = 2  # a row with fewer words predicts nothing
 UNIGRAM_POWER = 0.75  # the negatives' distribution, as word2vec's
 OOV = 1
 
@@ -68,67 +67,9 @@ def encoder_layers(model, family):
         ValueError: ``family`` has no recurrent word encoder (the CNNs, the
             Transformer), or the model lacks the layers.
     """
-    _check_family(family)
+    check_word_pretrained(family)
     embedding = word_vectors.embedding_layer(model)
-    return embedding, model.get_layer(ENCODERS[family])
-
-
-def _check_family(family):
-    if family not in ENCODERS:
-        raise ValueError(
-            "Expected a family with a recurrent word encoder (rnn or han) for language-model "
-            f"pretraining. Received: lm_epochs with model={family!r}; drop lm_epochs, or "
-            "start this family's embedding from word2vec (word_vectors='word2vec')."
-        )
-
-
-def check_settings(config):
-    """Raise ``ValueError`` unless the ``lm_*`` settings are usable (no data needed)."""
-    for name in ("lm_epochs",):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"Expected {name} to be an integer >= 0. Received: {name}={value!r}")
-    for name in ("lm_negatives", "lm_window", "lm_batch_size"):
-        value = getattr(config, name)
-        minimum = MIN_WORDS if name == "lm_window" else 1
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(
-                f"Expected {name} to be an integer >= {minimum}. Received: {name}={value!r}"
-            )
-    _check_sentence_epochs(config)
-    if config.lm_epochs:
-        _check_family(config.model)
-    if config.lm_epochs and config.strategy != "default":
-        raise ValueError(
-            "Expected strategy='default' with lm_epochs (the language model is pretrained on "
-            f"one device). Received: strategy={config.strategy!r}"
-        )
-    if config.lm_epochs and config.prepared:
-        raise ValueError(
-            "Expected a corpus read as text with lm_epochs (the language model reads the "
-            f"documents in memory). Received: prepared={config.prepared!r}; drop --prepared."
-        )
-
-
-def _check_sentence_epochs(config):
-    """``lm_sentence_epochs`` (:mod:`hatt.training.starts.sentence_model`): the HAN, after the LM."""
-    epochs = config.lm_sentence_epochs
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(
-            f"Expected lm_sentence_epochs to be an integer >= 0. Received: "
-            f"lm_sentence_epochs={epochs!r}"
-        )
-    if epochs and config.model != "han":
-        raise ValueError(
-            "Expected model='han' with lm_sentence_epochs (it pretrains the HAN's sentence "
-            f"encoder). Received: model={config.model!r}"
-        )
-    if epochs and not config.lm_epochs:
-        raise ValueError(
-            "Expected lm_epochs > 0 with lm_sentence_epochs: the sentence encoder learns from "
-            "sentences read by the word encoder pretrained as a language model first. "
-            f"Received: lm_sentence_epochs={epochs}, lm_epochs={config.lm_epochs!r}"
-        )
+    return embedding, model.get_layer(models.family_spec(family).word_encoder)
 
 
 # === The text ===========================================================================
@@ -422,7 +363,7 @@ def restore_checkpoint(lm, path, key, epochs):
 def save_checkpoint(lm, path, key, records):
     """Write ``lm``'s weights and optimizer state, ``key`` and the finished epochs'
     ``records`` to ``path`` (through a partial file: never half written)."""
-    partial = path.with_name(path.name + ".partial.npz")
+    partial = run_files.partial(path)
     arrays = {f"v{i}": keras.ops.convert_to_numpy(v) for i, v in enumerate(_variables(lm))}
     np.savez(
         partial,

@@ -44,7 +44,7 @@ from keras import ops
 
 from hatt import run_dir as run_files
 from hatt.data.pipeline import pack_sentences
-from hatt.training.run.datasets import packed, sentence_groups
+from hatt.training.settings.limits import packed, sentence_groups
 from hatt.training.starts import language_model as lm_lib
 
 CHECKPOINT = run_files.SENTENCE_MODEL_CHECKPOINT

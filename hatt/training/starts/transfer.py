@@ -49,7 +49,6 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.data.readers.files import read_json_object
-from hatt.training.run.optimizers import LayerRates
 
 NEVER = ("ngram_logit",)  # fit on the new corpus
 BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
@@ -301,7 +300,8 @@ def discriminative_rates(model, names, decay):
 def _set_layer_rates(model, rates):
     """Give ``model``'s optimizer ``rates`` and check that each rated layer's variables
     find their factor (a path that does not name its layer would train at full rate)."""
-    if not isinstance(model.optimizer, LayerRates):
+    # LayerRates' face (hatt.training.run.optimizers): a start sits below the run's optimizers
+    if not hasattr(model.optimizer, "rate_of_path"):
         raise ValueError(
             "Expected an optimizer with layer rates (hatt.training.run.optimizers.LayerRates) "
             f"for discriminative rates. Received: {type(model.optimizer).__name__}"

@@ -39,7 +39,6 @@ from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
 
 WORD2VEC = "word2vec"
-SCALES = ("match", "none")
 CACHE_FILE = run_files.WORD_VECTOR_CACHE  # beside word_vectors.json in the run directory
 
 
@@ -252,7 +251,7 @@ def cached_word2vec(
     sentences = [s for part in parts for s in sentences_of(part)]
     vectors, found = train_word2vec(sentences, vocabulary_size, dim, seed=seed, epochs=epochs)
     if cache_path is not None:
-        partial = cache_path.with_name(cache_path.name + ".partial.npz")
+        partial = run_files.partial(cache_path)
         np.savez(partial, key=np.asarray(key), vectors=vectors, found=found)
         partial.replace(cache_path)  # never a half-written cache
     return vectors, found, {**info, "cached": False}

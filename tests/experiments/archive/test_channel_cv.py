@@ -1,17 +1,17 @@
 """experiments/channel_cv.py: block folds, and a run on a made-up aclImdb folder."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
 from tests._planted import write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def channel_cv():
-    return load_experiment("channel_cv")
+    return importlib.import_module("experiments.archive.channel_cv")
 
 
 def test_block_folds_are_balanced_contiguous_and_cover_everything(channel_cv):
@@ -80,7 +80,7 @@ def test_vocabularies_lengths_and_smoothings_are_compared_under_their_own_name(
 def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
     import scipy.sparse as sp
 
-    from hatt.training.channel import nblr
+    from hatt.training import fit_nb_logistic, log_count_ratios
 
     rng = np.random.default_rng(0)
     labels = np.array([0, 1] * 20)
@@ -89,10 +89,10 @@ def test_interpolation_is_linear_in_beta_between_nb_and_nb_lr(channel_cv):
     dense[:, 1] = 1 - labels
     counts = sp.csr_matrix(dense)
     fits = {b: channel_cv.nb_logistic(counts, labels, 1.0, 1.0, b) for b in (0.0, 0.5, 1.0)}
-    plain = nblr.fit_nb_logistic(counts, labels, binary=True, reduction="sum", C=1.0)
+    plain = fit_nb_logistic(counts, labels, binary=True, reduction="sum", C=1.0)
     np.testing.assert_allclose(fits[1.0][0], plain[0], rtol=1e-6)  # β = 1 is hatt's fit
     np.testing.assert_allclose(fits[0.5][0], (fits[0.0][0] + fits[1.0][0]) / 2, rtol=1e-5)
-    ratios = nblr.log_count_ratios(counts, labels, alpha=1.0)
+    ratios = log_count_ratios(counts, labels, alpha=1.0)
     scale = fits[0.0][0] / ratios  # β = 0: every n-gram weighs its NB ratio, times one number
     np.testing.assert_allclose(scale, scale[0], rtol=1e-5)
     assert scale[0] > 0
@@ -115,7 +115,7 @@ def test_betas_are_rows_of_the_table(tmp_path, channel_cv):
 def test_reductions_are_compared_and_each_scores_the_fit_hatt_makes_with_it(tmp_path, channel_cv):
     import scipy.sparse as sp
 
-    from hatt.training.channel import nblr
+    from hatt.training import fit_nb_logistic
 
     rng = np.random.default_rng(0)
     counts = sp.lil_matrix(rng.integers(0, 2, size=(60, 40)).astype(np.float32))
@@ -124,7 +124,7 @@ def test_reductions_are_compared_and_each_scores_the_fit_hatt_makes_with_it(tmp_
     counts = counts.tocsr()
     for reduction in ("sum", "sqrt"):
         weights, intercept = channel_cv.nb_logistic(counts, labels, 1.0, 1.0, 1.0, reduction)
-        expected = nblr.fit_nb_logistic(
+        expected = fit_nb_logistic(
             counts, labels, binary=True, reduction=reduction, C=1.0, alpha=1.0
         )
         np.testing.assert_allclose(weights, expected[0])

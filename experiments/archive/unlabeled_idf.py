@@ -21,7 +21,7 @@ Each is scored at every ``C`` of the baseline's grid (a fixed ``C`` compares the
 IDFs alike; choosing ``C`` on 100 validation reviews would add its own noise). Writes
 ``OUT/idf.json`` and ``OUT/idf.md``.
 
-Run:  nice -n 10 python experiments/unlabeled_idf.py --data aclImdb [--draws 1 2 3]
+Run:  nice -n 10 python -m experiments.archive.unlabeled_idf --data aclImdb [--draws 1 2 3]
       [--tasks polarity rating] [--size 1000]
 """
 
@@ -34,22 +34,19 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import baselines  # noqa: E402
-import mix_tuning  # noqa: E402
-import small_corpora as sc  # noqa: E402
-import unlabeled as unlabeled_rows  # noqa: E402
+from experiments import baselines, harness, mix_tuning
+from experiments import unlabeled as unlabeled_rows
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results" / "unlabeled"
 IDFS = ("draw", "draw + unsup")
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
     parser.add_argument("--unlabeled", default=str(unlabeled_rows.UNSUP))
-    parser.add_argument("--tasks", nargs="+", choices=sc.TASKS, default=["polarity", "rating"])
+    parser.add_argument("--tasks", nargs="+", choices=harness.TASKS, default=["polarity", "rating"])
     parser.add_argument("--draws", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--tuning-size", type=int, default=5000)
@@ -104,13 +101,13 @@ def run_task(args, task, unsup, compare=compare_idfs):
     from hatt.data import Split
     from hatt.data.text import fingerprints
 
-    pools = sc.create_dataset(args.data, task)
+    pools = harness.create_dataset(args.data, task)
     texts, labels = pools["train"].texts, np.asarray(pools["train"].labels)
     num_classes = len(np.unique(labels))
     rows = {}
     for draw in args.draws:
         start = time.perf_counter()
-        drawn = sc.draw_indices(labels, args.size, draw, args.seed)
+        drawn = harness.draw_indices(labels, args.size, draw, args.seed)
         picked = mix_tuning.tuning_indices(
             labels, set(drawn.tolist()), args.tuning_size, draw, args.seed
         )
@@ -167,13 +164,13 @@ def markdown(result, command):
 
 def main(argv=None):
     args = parse_args(argv)
-    return measure(args, compare_idfs, "idf", markdown, "unlabeled_idf.py", argv)
+    return measure(args, compare_idfs, "idf", markdown, "unlabeled_idf", argv)
 
 
 def measure(args, compare, name, write_markdown, script, argv=None):
     """Read ``args.unlabeled`` once, run every task's draws with ``compare``
     (:func:`run_task`), write ``OUT/NAME.json`` and ``write_markdown(result, command)``
-    to ``OUT/NAME.md`` (``command``: ``python experiments/SCRIPT ARGV``)."""
+    to ``OUT/NAME.md`` (``command``: ``python -m experiments.archive.SCRIPT ARGV``)."""
     from hatt.data.text import fingerprints
     from hatt.data.unlabeled import read_unlabeled
 
@@ -188,12 +185,12 @@ def measure(args, compare, name, write_markdown, script, argv=None):
         "seed": args.seed,
         "unlabeled_report": report,
         "tasks": {task: run_task(args, task, unsup, compare) for task in args.tasks},
-        "commit": sc.commit(),
+        "commit": harness.commit(),
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    command = f"python experiments/{script} " + " ".join(argv or sys.argv[1:])
+    command = f"python -m experiments.archive.{script} " + " ".join(argv or sys.argv[1:])
     (out / f"{name}.md").write_text(write_markdown(result, command))
     print(f"wrote {out / f'{name}.md'}")
 

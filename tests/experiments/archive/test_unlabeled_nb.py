@@ -1,19 +1,19 @@
 """experiments/unlabeled_nb.py: NB ratios smoothed by the draw alone or by unlabeled rates."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hatt.training.channel.nblr import log_count_ratios
+from hatt.training import log_count_ratios
 from tests._planted import planted_texts, write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def unlabeled_nb():
-    return load_experiment("unlabeled_nb")
+    return importlib.import_module("experiments.archive.unlabeled_nb")
 
 
 def test_ratios_without_a_prior_are_nb_lrs_and_the_prior_matches_a_hand_count(unlabeled_nb):
@@ -73,7 +73,7 @@ def test_main_scores_every_prior_at_every_point_and_refuses_more_classes(unlabel
         assert row["unlabeled_equal_to_tuning"] >= 30  # tuning reviews among the unlabeled
     table = (tmp_path / "out" / "nb.md").read_text()
     assert "**mean over the grid**" in table and "of 56 (draw, point)" in table
-    assert "unlabeled_nb.py --data" in table
+    assert "python -m experiments.archive.unlabeled_nb --data" in table
 
     with pytest.raises(ValueError, match="two classes"):
         unlabeled_nb.compare_priors(None, None, [], 8, 0)

@@ -8,7 +8,7 @@ the NB ratios, on the NB-LR baseline itself (``experiments/baselines.py``'s feat
 classifier), the model of hatt's channel for two classes: if smoothing by unlabeled
 text does not help the baseline, it will not help the channel.
 
-NB-LR's ratios (Wang & Manning 2012, :func:`hatt.training.channel.nblr.log_count_ratios`) smooth
+NB-LR's ratios (Wang & Manning 2012, :func:`hatt.training.log_count_ratios`) smooth
 every n-gram's document counts alike, ``p = alpha + Σ_pos f̂`` (``q`` likewise). With
 unlabeled text the smoothing can be a prior centred on each n-gram's background rate, as
 a Dirichlet prior smooths a language model with a collection's:
@@ -31,28 +31,24 @@ The question, set before the first run: does a ``μ`` raise the mean tuning accu
 over the 5 draws and the grid's 28 points above ``μ = 0``'s, and on how many of the
 140 (draw, point) is it below? Writes ``OUT/nb.json`` and ``OUT/nb.md``.
 
-Run:  nice -n 10 python experiments/unlabeled_nb.py --data aclImdb --draws 1 2 3 4 5
+Run:  nice -n 10 python -m experiments.archive.unlabeled_nb --data aclImdb --draws 1 2 3 4 5
       [--size 1000] [--priors 30 300]
 """
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import baselines  # noqa: E402
-import small_corpora as sc  # noqa: E402
-import unlabeled_idf  # noqa: E402  (the draws, tuning reviews and exclusion: measure)
+from experiments import baselines, harness
+from experiments.archive import unlabeled_idf  # the draws, tuning reviews and exclusion: measure
 
 PRIORS = (30.0, 300.0)  # μ: about 7 and 70 % of a 1,000-label draw's n-gram mass a class
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=os.environ.get(sc.ENV_VAR), help="IMDB folder")
+    parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
     parser.add_argument("--unlabeled", default=str(unlabeled_idf.unlabeled_rows.UNSUP))
     parser.add_argument("--draws", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--size", type=int, default=1000)
@@ -166,7 +162,7 @@ def main(argv=None):
     def compare(train, tuning, unlabeled_tokens, num_classes, seed):
         return compare_priors(train, tuning, unlabeled_tokens, num_classes, seed, args.priors)
 
-    return unlabeled_idf.measure(args, compare, "nb", markdown, "unlabeled_nb.py", argv)
+    return unlabeled_idf.measure(args, compare, "nb", markdown, "unlabeled_nb", argv)
 
 
 if __name__ == "__main__":

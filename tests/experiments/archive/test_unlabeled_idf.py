@@ -1,17 +1,17 @@
 """experiments/unlabeled_idf.py: the IDF of the draw against the IDF of the draw + unlabeled."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
 from tests._planted import planted_texts, write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def unlabeled_idf():
-    return load_experiment("unlabeled_idf")
+    return importlib.import_module("experiments.archive.unlabeled_idf")
 
 
 def _smooth_idf(documents, vocabulary):

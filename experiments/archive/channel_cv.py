@@ -19,7 +19,7 @@ length normalisation), ``--alpha`` NB smoothings, ``--beta``
 Wang & Manning's interpolation of the logistic regression's coefficients with
 their mean magnitude (β = 1: plain NB-LR, hatt's fit; β = 0: NB's ratios alone).
 
-    python experiments/channel_cv.py [--data PATH] [--seed 1337] [--limit N]
+    python -m experiments.archive.channel_cv [--data PATH] [--seed 1337] [--limit N]
         [--settings 2:1048576 3:1048576 3:4194304] [--C 0.1 0.3]
         [--tokens 30000:800 100000:0] [--reduction sum sqrt]
         [--alpha 1.0] [--beta 1.0] [--name channel_cv]
@@ -37,13 +37,20 @@ from pathlib import Path
 
 import keras
 import numpy as np
+from sklearn.linear_model import LogisticRegression
 
 import hatt
-from hatt.training import assemble_config, create_vectorizer
-from hatt.training.channel import nblr
-from hatt.training.channel import ngram as channel
+from hatt.training import (
+    assemble_config,
+    channel_accuracy,
+    create_vectorizer,
+    fit_nb_logistic,
+    layer_features,
+    log_count_ratios,
+    ngram_counts,
+)
 
-EXPERIMENTS = Path(__file__).resolve().parent
+EXPERIMENTS = Path(__file__).resolve().parents[1]  # experiments/ (this file: archive/)
 RESULTS = EXPERIMENTS / "results"
 EVERY_TOKEN = 1_000_000  # a sequence_length no review reaches (IMDB's longest: ~2,500 words)
 
@@ -106,20 +113,21 @@ def nb_logistic(counts, labels, c, alpha, beta=1.0, reduction="sum"):
     ``reduction`` is the layer's (``"sqrt"`` divides a review's features by the
     square root of their count).
 
-    β = 1 is :func:`hatt.training.channel.nblr.fit_nb_logistic` itself. Below 1, the
+    β = 1 is :func:`hatt.training.fit_nb_logistic` itself. Below 1, the
     logistic regression's coefficients ``w`` (on the NB-scaled features) become
     ``(1 - β) · mean|w| + β · w`` (Wang & Manning 2012's NBSVM interpolation), so
     β = 0 weighs every n-gram by its NB ratio alone.
     """
     if beta == 1.0:
-        return nblr.fit_nb_logistic(
-            counts, labels, binary=True, reduction=reduction, C=c, alpha=alpha
-        )[:2]
+        return fit_nb_logistic(counts, labels, binary=True, reduction=reduction, C=c, alpha=alpha)[
+            :2
+        ]
     import scipy.sparse as sp
 
-    ratios = nblr.log_count_ratios(counts, labels, alpha=alpha)
-    features = nblr.layer_features(counts, True, reduction) @ sp.diags(ratios)
-    model = nblr._logistic(c, 0).fit(features, labels)
+    ratios = log_count_ratios(counts, labels, alpha=alpha)
+    features = layer_features(counts, True, reduction) @ sp.diags(ratios)
+    logistic = LogisticRegression(C=c, solver="liblinear", random_state=0, max_iter=1000)
+    model = logistic.fit(features, labels)  # the binary solver of hatt's channel fits
     coef = model.coef_.ravel()
     coef = (1.0 - beta) * np.abs(coef).mean() + beta * coef
     return (coef * ratios).astype(np.float32), float(model.intercept_[0])
@@ -138,15 +146,13 @@ def evaluate(
     for train, held in folds:
         weights, intercept = fit(train)
         scores.append(
-            channel.channel_accuracy(
-                counts[held], labels[held], weights, True, reduction, intercept
-            )
+            channel_accuracy(counts[held], labels[held], weights, True, reduction, intercept)
         )
     weights, intercept = fit(np.arange(len(labels)))
     return {
         "cv_accuracy": float(np.mean(scores)),
         "fold_accuracies": [float(s) for s in scores],
-        "validation_accuracy": channel.channel_accuracy(
+        "validation_accuracy": channel_accuracy(
             validation_counts, validation_labels, weights, True, reduction, intercept
         ),
         "seconds": round(time.perf_counter() - start, 1),
@@ -202,8 +208,8 @@ def main(argv=None):
         for setting in args.settings:
             ngram, buckets = (int(v) for v in setting.split(":"))
             shape = (vocabulary_size, buckets, ngram)
-            counts = channel.ngram_counts(train_ids, *shape)
-            validation_counts = channel.ngram_counts(validation_ids, *shape)
+            counts = ngram_counts(train_ids, *shape)
+            validation_counts = ngram_counts(validation_ids, *shape)
             for reduction, alpha, beta, c in itertools.product(*fits):
                 row = evaluate(counts, labels, folds, validation_counts, validation_labels,
                                c, alpha, beta, reduction)  # fmt: skip
@@ -212,7 +218,7 @@ def main(argv=None):
                              "beta": beta, "C": c, **row})  # fmt: skip
                 bar.add(1)
     report = {
-        "command": command_line("channel_cv.py"),
+        "command": command_line("channel_cv"),
         "seed": args.seed,
         "folds": args.folds,
         "train_size": len(labels),
@@ -236,7 +242,7 @@ def main(argv=None):
 
 def command_line(script):
     """The command that ran, as the reports quote it."""
-    return f"python experiments/{script} {shlex.join(sys.argv[1:])}".strip()
+    return f"python -m experiments.archive.{script} {shlex.join(sys.argv[1:])}".strip()
 
 
 def write_report(report, header, cells, results, name):

@@ -1,16 +1,15 @@
 """experiments/combine_parts.py on made-up parts: the three combinations and bad runs."""
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from tests._scripts import load_experiment
-
 
 @pytest.fixture(scope="module")
 def combine_parts():
-    return load_experiment("combine_parts")
+    return importlib.import_module("experiments.archive.combine_parts")
 
 
 def write_run(root, deep_signal, seed=0, n=2000, **extra):

@@ -1,16 +1,16 @@
 """experiments/channel_tokens.py: the two tokenizations, and a run with --test on made-up reviews."""
 
+import importlib
 import json
 
 import pytest
 
 from tests._planted import write_planted_imdb
-from tests._scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
 def channel_tokens():
-    return load_experiment("channel_tokens")
+    return importlib.import_module("experiments.archive.channel_tokens")
 
 
 def test_mesnil_tokens_keep_punctuation_and_hatt_tokens_drop_it(channel_tokens):

@@ -17,7 +17,7 @@ It reports each one's validation accuracy and log loss, the likelihood mix's
 5-fold cross-validated accuracy on validation against the channel's on the
 same folds, and the test accuracy of each (read once, after the choice).
 
-    python experiments/combine_parts.py RUN_DIR [RUN_DIR ...] [--name combine_parts]
+    python -m experiments.archive.combine_parts RUN_DIR [RUN_DIR ...] [--name combine_parts]
 
 Writes experiments/results/NAME.json and NAME.md.
 """
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training.channel.nblr import logit_accuracy as accuracy
-from hatt.training.channel.nblr import logit_log_loss as log_loss
+from hatt.training import logit_accuracy as accuracy
+from hatt.training import logit_log_loss as log_loss
 
-EXPERIMENTS = Path(__file__).resolve().parent
+EXPERIMENTS = Path(__file__).resolve().parents[1]  # experiments/ (this file: archive/)
 RESULTS = EXPERIMENTS / "results"
 GRID = np.linspace(0.0, 1.0, 21)
 
@@ -150,7 +150,7 @@ def main(argv=None):
     args = parse_args(argv)
     runs = {str(run): compare(load_parts(run), args.seed) for run in args.runs}
     report = {
-        "command": "python experiments/combine_parts.py "
+        "command": "python -m experiments.archive.combine_parts "
         + shlex.join(sys.argv[1:] if argv is None else argv),
         "grid": GRID.tolist(),
         "runs": runs,

@@ -12,12 +12,12 @@ validation split (the test split is read only with ``--test``):
   Mesnil et al.'s (lower-cased; ``. " , ( ) ! ? ; :`` split off as tokens of their
   own, everything else kept inside words).
 
-The fit is hatt's own (:func:`hatt.training.channel.nblr.fit_nb_logistic`, α = 1).
+The fit is hatt's own (:func:`hatt.training.fit_nb_logistic`, α = 1).
 With ``--test``, each row also fits on all 25,000 labelled reviews (train +
 validation, as Mesnil et al. and ``ngram.refit`` do) and scores the test split:
 the final figure of a recipe, once C is chosen on CV.
 
-    python experiments/channel_tokens.py [--data PATH] [--seed 1337] [--limit N]
+    python -m experiments.archive.channel_tokens [--data PATH] [--seed 1337] [--limit N]
         [--C 0.1 0.3 1.0] [--tokens hatt mesnil] [--test] [--validation-size 2500]
         [--name channel_tokens]
 
@@ -26,19 +26,16 @@ Writes experiments/results/NAME.json and NAME.md.
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
 import keras
 import numpy as np
 
 import hatt
+from experiments.archive.channel_cv import block_folds, command_line, evaluate, write_report
 from hatt.data.text import flatten, tokenize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from channel_cv import block_folds, command_line, evaluate, write_report  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"  # experiments/results
 CHUNK = 1000
 
 
@@ -112,7 +109,7 @@ def main(argv=None):
             rows.append(row)
 
     report = {
-        "command": command_line("channel_tokens.py"),
+        "command": command_line("channel_tokens"),
         "seed": args.seed,
         "folds": args.folds,
         "rows": rows,
@@ -144,14 +141,13 @@ def exact_counts(train, other):
 
 def test_accuracy(counts, test_counts, labels, imdb, c):
     """The fit on ``counts`` (train + validation) at ``C=c``, scored on the test split."""
-    from hatt.training.channel import nblr
-    from hatt.training.channel import ngram as channel
+    from hatt.training import channel_accuracy, fit_nb_logistic
 
-    weights, intercept = nblr.fit_nb_logistic(
+    weights, intercept = fit_nb_logistic(
         counts, labels, binary=True, reduction="sum", C=c, alpha=1.0
     )[:2]
     test_labels = np.asarray(imdb.test.labels)
-    return channel.channel_accuracy(test_counts, test_labels, weights, True, "sum", intercept)
+    return channel_accuracy(test_counts, test_labels, weights, True, "sum", intercept)
 
 
 if __name__ == "__main__":

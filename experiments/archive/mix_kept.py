@@ -4,12 +4,12 @@ Issue 36's few-label runs: the mix (:func:`hatt.training.channel.mix.choose_mix`
 ``a·deep + b·channel + c`` on the validation split, then keeps the deep part only when a
 5-fold check on those reviews shows it lowers the log loss by at least one standard
 error (``KEEP_MARGIN_SE``). At 50-100 validation reviews that check rarely passes. This
-script refits the mix with the deep part (:func:`hatt.training.channel.mix.fit_mix`, the run's
+script refits the mix with the deep part (:func:`hatt.training.fit_mix`, the run's
 own validation logits, ``validation_probabilities.npz``) and applies it to the run's
 test logits (``test_probabilities.npz``): the test accuracy the model would have had,
 beside the run's own, its deep part's and its channel's. It trains nothing.
 
-Run:  python experiments/mix_kept.py RUN_DIR [RUN_DIR ...] [--out FILE.json]
+Run:  python -m experiments.archive.mix_kept RUN_DIR [RUN_DIR ...] [--out FILE.json]
 """
 
 import argparse
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hatt.training.channel import mix as mix_lib
+from hatt.training import fit_mix
 
 
 def accuracy(logits, labels):
@@ -32,9 +32,7 @@ def analyse(run_dir):
     run_dir = Path(run_dir)
     validation = np.load(run_dir / "validation_probabilities.npz")
     test = np.load(run_dir / "test_probabilities.npz")
-    kept = mix_lib.fit_mix(
-        validation["deep_logits"], validation["channel_logits"], validation["labels"]
-    )
+    kept = fit_mix(validation["deep_logits"], validation["channel_logits"], validation["labels"])
     mixed = kept.logits(test["deep_logits"], test["channel_logits"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     channel = metrics.get("ngram_channel") or {}

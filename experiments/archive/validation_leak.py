@@ -9,7 +9,7 @@ in 2–30 reviews) between reviews with consecutive ids, against random pairs. A
 ratio far above 1 means ids come grouped by movie, and a validation split of
 contiguous id blocks would be close to movie-disjoint.
 
-    python experiments/validation_leak.py [--data PATH]
+    python -m experiments.archive.validation_leak [--data PATH]
 """
 
 import argparse

@@ -1,0 +1,1 @@
+"""Speed, memory and load scripts: ``python -m experiments.benchmarks.NAME`` from the project root."""
