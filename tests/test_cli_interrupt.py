@@ -60,7 +60,7 @@ def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(corpus, tmp_path
     if process.returncode == -signal.SIGSEGV and not stderr.strip():
         # once in CI under load (2026-11-27; not reproduced alone, 3 runs) TensorFlow crashed
         # on the interrupt before hatt could say anything. Since then fit stops at a batch
-        # end (hatt.training.run.interrupt; tests/training/test_interrupt.py); should the crash
+        # end (hatt.training.run.resume; tests/training/test_interrupt.py); should the crash
         # come back, it is reported here as a skip with its reason, not hidden
         pytest.skip("the run crashed with SIGSEGV on SIGINT before printing (TensorFlow)")
     assert process.returncode == 130, stderr[-3000:]

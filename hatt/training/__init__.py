@@ -5,16 +5,17 @@ The wings, each a folder with one concern:
 - :mod:`hatt.training.settings`: :class:`TrainConfig` and its sections, presets
   (``hatt/presets/``), ``--set`` overrides, checks, the keys of older files.
 - :mod:`hatt.training.run`: the loop (:func:`train`'s plain run), its datasets
-  (:class:`Corpus`), metrics, resume, interrupt, optimizers and ``tf.distribute``.
+  (:class:`Corpus`), metrics, resume (and Ctrl-C), optimizers, ``tf.distribute``, the
+  :class:`~hatt.training.run.record.Run` record and the methods it calls through one hook list.
 - :mod:`hatt.training.channel`: the n-gram channel: NB ratios, n-gram features,
   cross-fitting and the mix with the deep part.
 - :mod:`hatt.training.starts`: starting points: word vectors, the language model,
   the sentence stage, transfer from a trained model (``--init``).
 
-Beside them, the methods that wrap or extend a run: :mod:`hatt.training.self_training`
-(a teacher labels unlabeled documents, a student trains on them: it wraps the run, see
-:func:`train`) and :mod:`hatt.training.adversarial` (AT / VAT, a train-step hook, one of
-the run's :data:`hatt.training.run.hooks.METHODS`).
+Above them, :mod:`hatt.training.self_training` wraps a run (a teacher labels unlabeled
+documents, a student trains on them; see :func:`train`). Methods that extend a run plug
+into it through one hook list (:data:`hatt.training.run.hooks.METHODS`): the starts, and
+:mod:`~hatt.training.adversarial` (AT / VAT, a train-step hook, in ``run/``).
 
 Everything a user or an experiment needs is named here; the modules' other names are
 internal.
@@ -48,7 +49,7 @@ from hatt.training.channel.ngram import (
     ngram_counts,
     refit_ngram_channel,
 )
-from hatt.training.run import loop
+from hatt.training.run import adversarial, loop
 from hatt.training.run.datasets import (
     Corpus,
     create_datasets,
@@ -89,6 +90,7 @@ from hatt.training.settings.config import (
 )
 
 __all__ = [
+    "adversarial",
     "FLAT_FAMILIES",
     "METRIC_KEYS",
     "NGRAM_FITS",

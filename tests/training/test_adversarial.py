@@ -1,4 +1,4 @@
-"""hatt.training.adversarial: adversarial (AT) and virtual adversarial (VAT) training on the
+"""hatt.training.run.adversarial: adversarial (AT) and virtual adversarial (VAT) training on the
 word embeddings (Miyato et al. 2017; issue 36, item 2)."""
 
 import json
@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import hatt
 from hatt.data import Imdb
-from hatt.training import adversarial
+from hatt.training.run import adversarial
 from tests.conftest import planted
 
 TINY_RNN = {

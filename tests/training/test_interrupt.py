@@ -1,4 +1,4 @@
-"""Ctrl-C during fit stops at a batch end and leaves finished epochs only (hatt.training.run.interrupt)."""
+"""Ctrl-C during fit stops at a batch end and leaves finished epochs only (hatt.training.run.resume)."""
 
 import os
 import signal
@@ -9,7 +9,7 @@ import pytest
 
 from hatt import training
 from hatt.data import Imdb
-from hatt.training.run import interrupt, resume
+from hatt.training.run import resume
 from tests._planted import planted_split
 from tests.training.test_resume import _config
 
@@ -46,7 +46,7 @@ def test_ctrl_c_mid_epoch_stops_at_the_batch_end_with_finished_epochs_only(tmp_p
     with pytest.raises(KeyboardInterrupt) as stopped:
         training.train(config, tmp_path, texts=planted, verbose=0, callbacks=[ctrl_c])
     # raised by the callback at the batch's end, not by Python's handler inside the step
-    assert stopped.traceback[-1].path.name == "interrupt.py"
+    assert stopped.traceback[-1].path.name == "resume.py"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     state = resume.read_state(tmp_path)
     assert state["epoch"] == 1 and len(state["records"]) == 1  # the partial epoch is not one
@@ -56,7 +56,7 @@ def test_ctrl_c_mid_epoch_stops_at_the_batch_end_with_finished_epochs_only(tmp_p
 
 
 def test_a_second_ctrl_c_raises_at_once_and_a_late_one_after_fit(python_sigint):
-    stopper = interrupt.StopOnInterrupt()
+    stopper = resume.StopOnInterrupt()
     stopper.on_train_batch_end(0)  # nothing asked: nothing happens
     stopper.request()
     with pytest.raises(KeyboardInterrupt):
@@ -65,7 +65,7 @@ def test_a_second_ctrl_c_raises_at_once_and_a_late_one_after_fit(python_sigint):
         stopper.on_train_batch_end(1)
     # a signal noted after the last epoch's end still stops, when the block ends
     with pytest.raises(KeyboardInterrupt):
-        with interrupt.at_batch_end() as stopper:
+        with resume.at_batch_end() as stopper:
             assert signal.getsignal(signal.SIGINT) == stopper.request
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -73,7 +73,7 @@ def test_a_second_ctrl_c_raises_at_once_and_a_late_one_after_fit(python_sigint):
 
 def test_an_ignored_sigint_stays_ignored(python_sigint):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with interrupt.at_batch_end() as stopper:
+    with resume.at_batch_end() as stopper:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert not stopper.requested
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hatt.training import TrainConfig, adversarial
-from hatt.training.run import hooks, loop, record
+from hatt.training import TrainConfig
+from hatt.training.run import adversarial, hooks, loop, record
 
 TINY = {"model_kwargs": {"embedding_dim": 4, "filters": 2}, "ngram": None, "word_vectors": None}
 

@@ -4,11 +4,11 @@
 this order (word vectors, then ``--init``'s weights, then the language model over
 both, then adversarial training's train step). The starting points' hooks are here,
 over :mod:`hatt.training.starts`; adversarial training's is in its own module
-(:class:`hatt.training.adversarial.AdversarialHook`).
+(:class:`hatt.training.run.adversarial.AdversarialHook`).
 """
 
 from hatt import run_dir as run_files
-from hatt.training import adversarial
+from hatt.training.run import adversarial
 from hatt.training.run.record import RunHook
 from hatt.training.starts import sentence_model, transfer, word_vectors
 

@@ -35,7 +35,7 @@ from hatt._version import __version__
 from hatt.data.stats import imbalance_warning
 from hatt.models import head as head_lib
 from hatt.training.channel import crossfit, mix, ngram
-from hatt.training.run import distribute, interrupt, resume
+from hatt.training.run import distribute, resume
 from hatt.training.run import metrics as metrics_lib
 from hatt.training.run.datasets import Corpus, packed, sentence_groups
 from hatt.training.run.hooks import METHODS
@@ -252,7 +252,7 @@ def fit(run, model, datasets, steps):
         *run.callbacks,
     ]
     # Ctrl-C stops at a batch end (after the backup of a finished epoch), not mid-step
-    with interrupt.at_batch_end() as stop_on_interrupt:
+    with resume.at_batch_end() as stop_on_interrupt:
         model.fit(
             datasets["train"],
             validation_data=datasets["validation"],

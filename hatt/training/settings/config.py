@@ -360,7 +360,7 @@ class TrainConfig:
     pseudo_label_threshold: float | None = None  # the confidence kept; None: chosen on validation
     pseudo_label_limit: int | None = None  # at most this many (the most confident); None: all
 
-    # adversarial training on the embeddings (hatt.training.adversarial, Miyato et al.)
+    # adversarial training on the embeddings (hatt.training.run.adversarial, Miyato et al.)
     adversarial: str = "none"  # "none", "at" (adversarial) or "vat" (virtual adversarial)
     adversarial_epsilon: float = 5.0  # the perturbation's L2 norm per document
     adversarial_weight: float = 1.0  # the adversarial loss's weight beside the usual loss

@@ -4,7 +4,7 @@
 :mod:`hatt.training.starts.word_vectors`), by language-model pretraining (``lm_epochs``,
 :mod:`hatt.training.starts.language_model`), by self-training (``pseudo_labels``,
 :mod:`hatt.training.self_training`) and by virtual adversarial training
-(``adversarial="vat"`` with ``adversarial_unlabeled``, :mod:`hatt.training.adversarial`:
+(``adversarial="vat"`` with ``adversarial_unlabeled``, :mod:`hatt.training.run.adversarial`:
 its term on batches of them); a run that names unlabeled documents needs one of them.
 ``init_frozen_epochs`` (gradual unfreezing) and ``discriminative_decay``
 (discriminative rates, :mod:`hatt.training.starts.transfer`) need ``init`` or ``lm_epochs``.

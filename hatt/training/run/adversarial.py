@@ -44,7 +44,7 @@ the term is taken on the labeled batch.
 
     >>> model = hatt.models.build("rnn", vocabulary_size=100)
     >>> model.compile(optimizer="adam", loss="binary_crossentropy")
-    >>> hatt.training.adversarial.enable(model, config)  # config.adversarial="at"
+    >>> hatt.training.run.adversarial.enable(model, config)  # config.adversarial="at"
 
 References:
     - [Miyato, Dai and Goodfellow, 2017. Adversarial Training Methods for
