@@ -117,33 +117,17 @@ BASE = {"_version", "_startup", "names", "progress", "lock", "run_dir", "presets
 # What each wing may import besides itself and BASE (docs/layout.md, "Who imports whom").
 # The order, bottom to top: layers, models, data; training's settings, channel, starts,
 # run, then the methods around a run; export; inspect; classifier; serve; the faces.
+# a start may read a trained model through export's one loader (--init, a teacher)
+STARTS = {"layers", "models", "data", "export", "training.settings"}
 ALLOWED = {
     "layers": set(),
     "models": {"layers"},
     "data": set(),
     "training.settings": {"models", "data"},
     "training.channel": {"layers", "models", "data", "training.settings"},
-    # a start may read a trained model through export's one loader (--init, a teacher)
-    "training.starts": {"layers", "models", "data", "export", "training.settings"},
-    "training.run": {
-        "layers",
-        "models",
-        "data",
-        "export",
-        "training.settings",
-        "training.channel",
-        "training.starts",
-    },
-    "training": {
-        "layers",
-        "models",
-        "data",
-        "export",
-        "training.settings",
-        "training.channel",
-        "training.starts",
-        "training.run",
-    },
+    "training.starts": STARTS,
+    "training.run": STARTS | {"training.channel", "training.starts"},
+    "training": STARTS | {"training.channel", "training.starts", "training.run"},
     "export": {"layers", "models", "data"},
     "inspect": {"layers", "models", "data", "export"},
     "classifier": {"layers", "models", "data", "training", "export", "inspect"},
