@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from hatt import run_dir as run_files
 from hatt.training.run import resume
 from tests.training.test_resume import _env, hatt_train, run_hatt
 
@@ -30,7 +31,7 @@ def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(corpus, tmp_path
     # finish between the first backup and the signal (it exited 0 once in CI)
     argv[argv.index("--epochs") + 1] = str(EPOCHS)
     argv[argv.index("patience=3")] = f"patience={EPOCHS}"
-    state_file = run_dir / resume.BACKUP_DIR / resume.STATE_FILE
+    state_file = run_dir / run_files.BACKUP / resume.STATE_FILE
     process = subprocess.Popen(
         argv,
         stdout=subprocess.DEVNULL,

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from hatt import cli, training
+from hatt import run_dir as run_files
 from hatt.training.run import loop, resume
 from tests._planted import write_planted_imdb
 
@@ -93,7 +94,7 @@ def test_sigkill_then_same_command_resumes_from_the_last_finished_epoch(
 ):
     run_dir = tmp_path / "run"
     argv = hatt_train(corpus, run_dir)
-    state_file = run_dir / resume.BACKUP_DIR / resume.STATE_FILE
+    state_file = run_dir / run_files.BACKUP / resume.STATE_FILE
     process = subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env()
     )
@@ -126,7 +127,7 @@ def test_sigkill_then_same_command_resumes_from_the_last_finished_epoch(
         assert {k: float(v) for k, v in zip(header, row, strict=True)} == record
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["resumed_from_epoch"] == done and metrics["epochs"] == 3
-    assert not (run_dir / resume.BACKUP_DIR).exists()  # removed once the run finished
+    assert not (run_dir / run_files.BACKUP).exists()  # removed once the run finished
     # Same weights, optimizer state, random state, data order and early-stopping state
     # as the uninterrupted run: the same history and the same results, exactly.
     assert rows == history_rows(reference)
@@ -223,14 +224,14 @@ def test_a_corrupted_or_mismatched_backup_is_a_clear_error(tmp_path, planted, mo
     with pytest.raises(resume.RunError, match="other settings.*learning_rate"):
         training.train(_config(learning_rate=0.5), run_dir, texts=planted, verbose=0)
 
-    weights = run_dir / resume.BACKUP_DIR / state["weights"]
+    weights = run_dir / run_files.BACKUP / state["weights"]
     good = weights.read_bytes()
     weights.write_bytes(good[: len(good) // 2])  # a partial file
     with pytest.raises(resume.RunError, match="missing or corrupted.*--restart"):
         training.train(_config(), run_dir, texts=planted, verbose=0)
     weights.write_bytes(good)
 
-    state_file = run_dir / resume.BACKUP_DIR / resume.STATE_FILE
+    state_file = run_dir / run_files.BACKUP / resume.STATE_FILE
     state_text = state_file.read_text()
     state_file.write_text(state_text[:40])
     with pytest.raises(resume.RunError, match="is corrupted"):

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from hatt import run_dir as run_files
 from hatt.cli import build_parser
 from hatt.training import TrainConfig, assemble_config, load_preset
 from hatt.training.settings.config import PRESETS
@@ -178,7 +179,7 @@ def test_a_run_saved_before_the_multiclass_keys_resumes(tmp_path, counts, alpha)
 
     def backup(values):
         state = {"format": resume.STATE_FORMAT, "epoch": 1, "config": values}
-        path = tmp_path / "run" / resume.BACKUP_DIR / resume.STATE_FILE
+        path = tmp_path / "run" / run_files.BACKUP / resume.STATE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(state))
 
@@ -216,7 +217,7 @@ def test_a_run_saved_before_the_tfidf_channel(tmp_path, counts, resumes):
     saved = old.fit_to_corpus(counts).to_dict()  # as the run recorded it
     assert saved["ngram"]["init"] == "nblr" and not saved["ngram"]["idf"]
     state = {"format": resume.STATE_FORMAT, "epoch": 1, "config": saved}
-    path = tmp_path / "run" / resume.BACKUP_DIR / resume.STATE_FILE
+    path = tmp_path / "run" / run_files.BACKUP / resume.STATE_FILE
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(state))
     if resumes:

@@ -554,7 +554,7 @@ class _Timer(keras.callbacks.Callback):
 
 def _stop_on_nan(run_dir, where, backup):
     status = {"status": "nan_loss", **where, "last_good_epoch": len(backup.records)}
-    resume.write_json_atomic(Path(run_dir) / resume.STATUS_FILE, status)
+    run_files.write_json_atomic(Path(run_dir) / resume.STATUS_FILE, status)
     raise resume.NaNLossError(
         f"The training loss became {where['loss']} at epoch {where['epoch']}, batch "
         f"{where['batch']}; training stopped (written to {Path(run_dir) / resume.STATUS_FILE}). "

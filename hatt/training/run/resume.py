@@ -53,13 +53,12 @@ from hatt import run_dir as run_files
 from hatt.data.readers.files import read_json_object
 from hatt.run_dir import write_atomic, write_json_atomic
 
-BACKUP_DIR = run_files.BACKUP
 STATE_FILE = run_files.STATE
 STATUS_FILE = run_files.STATUS
 STATE_FORMAT = 1
 # What `hatt train` writes into a run directory (removed by restart=True).
 RUN_FILES = (*run_files.OUTPUTS, STATUS_FILE)
-RUN_FOLDERS = (BACKUP_DIR, run_files.LOGS)
+RUN_FOLDERS = (run_files.BACKUP, run_files.LOGS)
 # Settings that may change between the interrupted and the resumed run.
 MAY_DIFFER = ("strategy",)
 
@@ -123,7 +122,7 @@ def clear_run_dir(run_dir):
 
 def read_state(run_dir):
     """The backup's state (dict) or ``None`` when ``run_dir`` has no backup."""
-    path = Path(run_dir) / BACKUP_DIR / STATE_FILE
+    path = Path(run_dir) / run_files.BACKUP / STATE_FILE
     if not path.exists():
         return None
     try:
@@ -250,7 +249,7 @@ class RunBackup(keras.callbacks.Callback):
     def __init__(self, run_dir, config, early_stopping=None, state=None):
         super().__init__()
         self.run_dir = Path(run_dir)
-        self.backup_dir = self.run_dir / BACKUP_DIR
+        self.backup_dir = self.run_dir / run_files.BACKUP
         self.config = config
         self.early_stopping = early_stopping
         self.state = state
