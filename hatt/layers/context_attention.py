@@ -3,11 +3,28 @@
 import keras
 from keras import ops
 
+from hatt.layers._checks import (
+    check_choice,
+    check_optional_positive_int,
+    check_positive_int,
+    check_rate,
+)
 from hatt.layers._masking import input_width, masked_softmax, to_bool_mask
 from hatt.layers.normalizers import check_normalizer, normalize
 
 SCORES = ("dot", "scaled_dot", "general", "additive")
 HARD = (None, "gumbel")
+# Each weight's initializer, regularizer and constraint: the argument's name and
+# the Keras module that reads (``get``) and writes (``serialize``) it.
+_WEIGHT_SETTINGS = {
+    f"{weight}_{setting}": module
+    for setting, module in (
+        ("initializer", keras.initializers),
+        ("regularizer", keras.regularizers),
+        ("constraint", keras.constraints),
+    )
+    for weight in ("kernel", "bias", "context", "score")
+}
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -191,27 +208,16 @@ class ContextAttention(keras.layers.Layer):
         hard_k=1,
         **kwargs,
     ):
+        given = locals()
         super().__init__(**kwargs)
-        if units is not None and not _is_positive_int(units):
-            raise ValueError(
-                f"Expected units to be a positive int or None. Received: units={units!r}"
-            )
-        if score not in SCORES:
-            raise ValueError(f"Expected score to be one of {SCORES}. Received: score={score!r}")
-        if not _is_positive_int(heads):
-            raise ValueError(f"Expected heads to be a positive int. Received: heads={heads!r}")
+        check_optional_positive_int("units", units)
+        check_choice("score", score, SCORES)
+        check_positive_int("heads", heads)
         if not isinstance(penalty, (int, float)) or isinstance(penalty, bool) or penalty < 0:
             raise ValueError(
                 f"Expected penalty to be a non-negative float. Received: penalty={penalty!r}"
             )
-        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool):
-            raise ValueError(
-                f"Expected dropout to be a float in [0, 1). Received: dropout={dropout!r}"
-            )
-        if not 0 <= dropout < 1:
-            raise ValueError(
-                f"Expected dropout to be a float in [0, 1). Received: dropout={dropout!r}"
-            )
+        check_rate("dropout", dropout)
         _check_options(normalizer, local_p, window, hard, temperature, hard_k)
         self.normalizer = normalizer
         self.local_p = bool(local_p)
@@ -226,18 +232,8 @@ class ContextAttention(keras.layers.Layer):
         self.penalty = float(penalty)
         self.use_bias = use_bias
         self.dropout = float(dropout)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.context_initializer = keras.initializers.get(context_initializer)
-        self.score_initializer = keras.initializers.get(score_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.context_regularizer = keras.regularizers.get(context_regularizer)
-        self.score_regularizer = keras.regularizers.get(score_regularizer)
-        self.kernel_constraint = keras.constraints.get(kernel_constraint)
-        self.bias_constraint = keras.constraints.get(bias_constraint)
-        self.context_constraint = keras.constraints.get(context_constraint)
-        self.score_constraint = keras.constraints.get(score_constraint)
+        for name, kind in _WEIGHT_SETTINGS.items():
+            setattr(self, name, kind.get(given[name]))
         self.seed = seed
         self.skip_masked = bool(skip_masked)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
@@ -415,18 +411,10 @@ class ContextAttention(keras.layers.Layer):
                 "penalty": self.penalty,
                 "use_bias": self.use_bias,
                 "dropout": self.dropout,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "context_initializer": keras.initializers.serialize(self.context_initializer),
-                "score_initializer": keras.initializers.serialize(self.score_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
-                "context_regularizer": keras.regularizers.serialize(self.context_regularizer),
-                "score_regularizer": keras.regularizers.serialize(self.score_regularizer),
-                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
-                "context_constraint": keras.constraints.serialize(self.context_constraint),
-                "score_constraint": keras.constraints.serialize(self.score_constraint),
+                **{
+                    name: kind.serialize(getattr(self, name))
+                    for name, kind in _WEIGHT_SETTINGS.items()
+                },
                 "seed": self.seed,
                 "skip_masked": self.skip_masked,
                 "normalizer": self.normalizer,
@@ -502,7 +490,7 @@ def _check_options(normalizer, local_p, window, hard, temperature, hard_k):
         raise ValueError(
             f"Expected temperature to be a float > 0. Received: temperature={temperature!r}"
         )
-    if not _is_positive_int(hard_k):
+    if not isinstance(hard_k, int) or isinstance(hard_k, bool) or hard_k < 1:
         raise ValueError(f"Expected hard_k to be an int >= 1. Received: hard_k={hard_k!r}")
     if window is not None and (not _is_number(window) or not window > 0):
         raise ValueError(f"Expected window to be a number > 0. Received: window={window!r}")
@@ -519,7 +507,3 @@ def _check_options(normalizer, local_p, window, hard, temperature, hard_k):
 
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0

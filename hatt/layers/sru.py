@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from hatt.layers._checks import check_positive_int
+
 
 @keras.saving.register_keras_serializable(package="hatt")
 class SRU(keras.layers.Layer):
@@ -79,8 +81,7 @@ class SRU(keras.layers.Layer):
         kwargs.pop("return_state", None)
         kwargs.pop("stateful", None)
         super().__init__(**kwargs)
-        if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"Expected units to be a positive int. Received: units={units!r}")
+        check_positive_int("units", units)
         self.units = units
         self.return_sequences = bool(return_sequences)
         self.go_backwards = bool(go_backwards)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from hatt.layers._checks import check_optional_positive_int, check_positive_int, check_rate
 from hatt.layers._masking import input_width, to_bool_mask
 from hatt.layers.normalizers import check_normalizer, normalize
 
@@ -102,23 +103,10 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("num_heads", num_heads), ("intermediate_dim", intermediate_dim)):
-            if not _is_positive_int(value):
-                raise ValueError(
-                    f"Expected {name} to be a positive int. Received: {name}={value!r}"
-                )
-        if key_dim is not None and not _is_positive_int(key_dim):
-            raise ValueError(
-                f"Expected key_dim to be a positive int or None. Received: key_dim={key_dim!r}"
-            )
-        if (
-            not isinstance(dropout, (int, float))
-            or isinstance(dropout, bool)
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(
-                f"Expected dropout to be a float in [0, 1). Received: dropout={dropout!r}"
-            )
+        check_positive_int("num_heads", num_heads)
+        check_positive_int("intermediate_dim", intermediate_dim)
+        check_optional_positive_int("key_dim", key_dim)
+        check_rate("dropout", dropout)
         if activation not in ACTIVATIONS:
             raise ValueError(
                 f"Expected activation to be one of {ACTIVATIONS}. Received: activation={activation!r}"
@@ -336,7 +324,3 @@ class _NormalizedAttention(keras.layers.MultiHeadAttention):
 
     def get_config(self):
         return {**super().get_config(), "normalizer": self.normalizer}
-
-
-def _is_positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0

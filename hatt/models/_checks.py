@@ -4,79 +4,20 @@ A builder starts with `check_arguments(locals())`: its arguments are checked
 by name (`ARGUMENT_CHECKS`), each the same way in every family that takes it.
 """
 
-import functools
-
+from hatt.layers._checks import (
+    check_bool,
+    check_choice,
+    check_optional_non_negative_int,
+    check_optional_positive_int,
+    check_positive_int,
+    check_positive_ints,
+    check_positive_number,
+    check_rate,
+    choice,
+)
 from hatt.layers.context_attention import SCORES, check_attention_arguments
 from hatt.layers.normalizers import NORMALIZERS
 from hatt.layers.position_embedding import MODES
-
-
-def check_positive_int(name, value):
-    """Raise unless `value` is a positive int (bools rejected)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"Expected {name} to be a positive int. Received: {name}={value!r}")
-
-
-def check_optional_positive_int(name, value):
-    """Raise unless `value` is `None` or a positive int."""
-    if value is not None:
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(
-                f"Expected {name} to be a positive int or None. Received: {name}={value!r}"
-            )
-
-
-def check_positive_number(name, value):
-    """Raise unless `value` is an int or float > 0 (bools rejected)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"Expected {name} to be a number > 0. Received: {name}={value!r}")
-
-
-def check_rate(name, value):
-    """Raise unless `value` is a number in `[0, 1)` (a dropout rate)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
-        raise ValueError(f"Expected {name} to be a float in [0, 1). Received: {name}={value!r}")
-
-
-def check_choice(name, value, choices):
-    """Raise unless `value` is one of `choices`."""
-    if value not in choices:
-        raise ValueError(
-            f"Expected {name} to be one of {tuple(choices)}. Received: {name}={value!r}"
-        )
-
-
-def check_optional_non_negative_int(name, value):
-    """Raise unless `value` is `None` or an int >= 0."""
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise ValueError(f"Expected {name} to be an int >= 0 or None. Received: {name}={value!r}")
-
-
-def choice(choices):
-    """The check "one of `choices`" as `ARGUMENT_CHECKS` holds it: `check(name, value)`."""
-    return functools.partial(_check_choice_of, choices)
-
-
-def _check_choice_of(choices, name, value):
-    check_choice(name, value, choices)
-
-
-def check_bool(name, value):
-    """Raise unless `value` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"Expected {name} to be a bool. Received: {name}={value!r}")
-
-
-def check_positive_ints(name, value):
-    """Raise unless `value` is a non-empty list or tuple of positive ints."""
-    if (
-        not isinstance(value, (list, tuple))
-        or not value
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    ):
-        raise ValueError(
-            f"Expected {name} to be a non-empty list of positive ints. Received: {name}={value!r}"
-        )
 
 
 def check_num_classes(value):

@@ -23,46 +23,35 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# The label sets (see the module's docstring).
+BY_ENDPOINT = ("model", "endpoint")
+BY_CODE = (*BY_ENDPOINT, "code")
+BY_REASON = (*BY_ENDPOINT, "reason")
+BY_LANE = ("model", "lane")
 
 
 class Metrics:
     """The counters, histograms and gauges of one server."""
 
     def __init__(self):
-        self.registry = CollectorRegistry()
-        r = self.registry
-        self.requests = Counter(
-            "hatt_requests", "Requests answered", ["model", "endpoint", "code"], registry=r
-        )
+        self.registry = r = CollectorRegistry()
+        self.requests = Counter("hatt_requests", "Requests answered", BY_CODE, registry=r)
         self.errors = Counter(
-            "hatt_request_errors",
-            "Requests answered with a status >= 400",
-            ["model", "endpoint", "code"],
-            registry=r,
+            "hatt_request_errors", "Requests answered with a status >= 400", BY_CODE, registry=r
         )
+        latency = "Time from a request's arrival to its answer"
         self.latency = Histogram(
-            "hatt_request_seconds",
-            "Time from a request's arrival to its answer",
-            ["model", "endpoint"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            "hatt_request_seconds", latency, BY_ENDPOINT, buckets=LATENCY_BUCKETS, registry=r
         )
+        batch = "Reviews a model call took"
         self.batch_size = Histogram(
-            "hatt_batch_size",
-            "Reviews a model call took",
-            ["model", "lane"],
-            buckets=BATCH_BUCKETS,
-            registry=r,
+            "hatt_batch_size", batch, BY_LANE, buckets=BATCH_BUCKETS, registry=r
         )
         self.queue_depth = Gauge(
-            "hatt_queue_depth", "Requests waiting in a lane", ["model", "lane"], registry=r
+            "hatt_queue_depth", "Requests waiting in a lane", BY_LANE, registry=r
         )
-        self.rejections = Counter(
-            "hatt_rejections",
-            "Requests refused (queue full, deadline, shutdown, size, slow body)",
-            ["model", "endpoint", "reason"],
-            registry=r,
-        )
+        refused = "Requests refused (queue full, deadline, shutdown, size, slow body)"
+        self.rejections = Counter("hatt_rejections", refused, BY_REASON, registry=r)
         self.ready = Gauge("hatt_ready", "1 once every model is loaded and warmed up", registry=r)
 
     def observe(self, model, endpoint, status, seconds):
