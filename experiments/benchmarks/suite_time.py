@@ -1,0 +1,156 @@
+"""Where the test suite's time goes: wall time, and seconds per folder, module and test.
+
+    python -m experiments.benchmarks.suite_time [--junit PATH] [--label NAME] [-- PYTEST ARGS]
+
+Without ``--junit`` it runs the TensorFlow suite as ``make test-tf`` does
+(``python -m pytest -q -n auto --dist loadfile``, the extra arguments after
+``--`` appended), timing its wall clock; with ``--junit`` it reads the
+``--junitxml`` report of a run made before (its wall time then comes from the
+report's ``time``). A test's seconds are pytest's: its setup (the fixtures it is
+the first to ask for, e.g. a module's shared runs), call and teardown, so a
+module's sum is what it costs whichever test pays. Under pytest-xdist the sum
+over the workers is about ``workers x wall``: the suite's 10-minute goal on two
+cores is a sum of about 1,200 s.
+
+Writes ``experiments/results/suite_time/LABEL.json`` and ``LABEL.md``; timings
+on these machines are noisy, so compare labels measured the same way (a quiet
+machine, the load average at the start is recorded).
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from experiments import harness
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "experiments" / "results" / "suite_time"
+PYTEST = ["-m", "pytest", "-q", "-n", "auto", "--dist", "loadfile"]
+
+
+def read_junit(path):
+    """``(wall seconds, [(seconds, module path, test name)])`` of a ``--junitxml`` report."""
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    tests = []
+    for case in suite.iter("testcase"):
+        tests.append(
+            (float(case.get("time", 0)), module_of(case.get("classname")), case.get("name"))
+        )
+    return float(suite.get("time", 0)), tests
+
+
+def module_of(classname):
+    """``tests/training/test_loop.py`` for ``tests.training.test_loop`` (or its ``.TestClass``)."""
+    parts = classname.split(".")
+    if parts[-1][:1].isupper():  # a test class
+        parts = parts[:-1]
+    return "/".join(parts) + ".py"
+
+
+def summarize(wall, tests, top=30):
+    """The report: totals, then seconds and test counts per folder and module, the slowest tests."""
+    per_module, per_folder, counts = (collections.Counter() for _ in range(3))
+    for seconds, module, _ in tests:
+        per_module[module] += seconds
+        per_folder[module.rsplit("/", 1)[0]] += seconds
+        counts[module] += 1
+    return {
+        "wall_seconds": round(wall, 1),
+        "summed_seconds": round(sum(seconds for seconds, _, _ in tests), 1),
+        "tests": len(tests),
+        "folders": [{"folder": f, "seconds": round(s, 1)} for f, s in per_folder.most_common()],
+        "modules": [
+            {"module": m, "seconds": round(s, 1), "tests": counts[m]}
+            for m, s in per_module.most_common()
+        ],
+        "slowest": [
+            {"test": f"{module}::{name}", "seconds": round(seconds, 1)}
+            for seconds, module, name in sorted(tests, reverse=True)[:top]
+        ],
+    }
+
+
+def markdown(result):
+    lines = [
+        f"# Test suite time: {result['label']}",
+        "",
+        f"Commit {result['commit']}, load average {result['load_average']} at the start; "
+        f"`{result['command']}`.",
+        "",
+        f"- wall: **{result['wall_seconds']:.0f} s** for {result['tests']} tests",
+        f"- summed over the workers: {result['summed_seconds']:.0f} s",
+        "",
+        "| folder | seconds |",
+        "|---|---:|",
+        *(f"| {row['folder']} | {row['seconds']:.1f} |" for row in result["folders"]),
+        "",
+        "| module | tests | seconds |",
+        "|---|---:|---:|",
+        *(
+            f"| {row['module']} | {row['tests']} | {row['seconds']:.1f} |"
+            for row in result["modules"][:40]
+        ),
+        "",
+        "| slowest test | seconds |",
+        "|---|---:|",
+        *(f"| `{row['test']}` | {row['seconds']:.1f} |" for row in result["slowest"]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run_suite(extra):
+    """Run the suite with a junit report; ``(wall seconds, report path, command)``."""
+    report = Path(tempfile.mkdtemp()) / "junit.xml"
+    argv = [sys.executable, *PYTEST, f"--junitxml={report}", *extra]
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, check=False)
+    return time.perf_counter() - start, report, " ".join(["python", *PYTEST, *extra])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--junit", help="read this --junitxml report instead of running")
+    parser.add_argument("--label", default="latest", help="the results' file name")
+    parser.add_argument("--commit", help="with --junit: the commit the report was made at")
+    parser.add_argument("--load", type=float, help="with --junit: the load average at its start")
+    parser.add_argument("--results", default=str(RESULTS))
+    args, extra = parser.parse_known_args(argv)
+    extra = [a for a in extra if a != "--"]
+    if args.junit:
+        wall, tests = read_junit(args.junit)
+        command = "python " + " ".join(PYTEST) + " --junitxml=REPORT (read afterwards)"
+        commit, load = args.commit or "unknown", args.load
+    else:
+        commit, load = harness.commit(), round(os.getloadavg()[0], 2)
+        measured, report, command = run_suite(extra)
+        _, tests = read_junit(report)
+        wall = measured
+    result = {
+        "label": args.label,
+        "commit": commit,
+        "load_average": load,
+        "command": command,
+        **summarize(wall, tests),
+    }
+    out = Path(args.results)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{args.label}.md").write_text(markdown(result))
+    print(
+        f"{args.label}: wall {result['wall_seconds']:.0f} s, summed {result['summed_seconds']:.0f} s, "
+        f"{result['tests']} tests -> {out / args.label}.md"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
