@@ -5,6 +5,7 @@ settings' checks, and a run that uses it end to end with gradual unfreezing and
 discriminative rates (tests/training/test_language_model.py's HAN run)."""
 
 import json
+import shutil
 
 import keras
 import numpy as np
@@ -177,18 +178,32 @@ def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(tmp
     assert saved["sentence"]["epochs"] == info["sentence"]["epochs"]
 
 
-def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path):
+def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path, monkeypatch):
+    """The run stopped after epoch 1 is the straight run's checkpoint as epoch 1 wrote it
+    (copied aside), so the stage trains 2 + 1 + 1 epochs, not 2 + 1 + 1 + 2."""
     docs, held_out = sm.documents_of(_chains(24, 0)), sm.documents_of(_chains(8, 1))
+    stopped, other_corpus = tmp_path / "stopped", tmp_path / "other"
+    save = lm_lib.save_checkpoint
+
+    def save_and_stop_a_copy_after_epoch_one(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) == 1:
+            for folder in (stopped, other_corpus):
+                folder.mkdir()
+                shutil.copyfile(path, folder / sm.CHECKPOINT)
+
+    monkeypatch.setattr(lm_lib, "save_checkpoint", save_and_stop_a_copy_after_epoch_one)
     straight = _han(_config())
     sm.pretrain(straight, _config(), docs, held_out, run_dir=tmp_path / "straight")
-    stopped = tmp_path / "stopped"
-    sm.pretrain(_han(_config()), _config(lm_sentence_epochs=1), docs, held_out, run_dir=stopped)
+    monkeypatch.undo()
     resumed = _han(_config())
     info = sm.pretrain(resumed, _config(), docs, held_out, run_dir=stopped)
     assert info["resumed_after_epoch"] == 1 and len(info["epochs"]) == 2
     for a, b in zip(straight.get_weights(), resumed.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    other = sm.pretrain(_han(_config()), _config(), docs[:-1], [], run_dir=stopped)
+    # One epoch asked, one in the checkpoint: the same corpus would resume after it.
+    config = _config(lm_sentence_epochs=1)
+    other = sm.pretrain(_han(config), config, docs[:-1], [], run_dir=other_corpus)
     assert other["resumed_after_epoch"] == 0  # another corpus never reads that checkpoint
 
 
