@@ -10,11 +10,11 @@ import pytest
 
 import hatt
 from hatt import training
-from hatt.data import Imdb, pack_sentences
+from hatt.data import pack_sentences
 from hatt.layers import SRU
 from hatt.models.rnn import CELLS, cell_of
+from tests import _suite_b
 from tests._fresh_process import run_json_script
-from tests.conftest import PerFamily, planted
 
 from ._model_test import (
     batch_for,
@@ -98,68 +98,45 @@ def test_an_unknown_cell_names_the_choices():
             hatt.models.build(family, vocabulary_size=10, cell="qrnn")
 
 
-def _train_run(family, run_dir):
-    """`hatt train FAMILY --set model_kwargs.cell=sru` on a tiny planted corpus, 2 epochs."""
-    config = training.assemble_config(
-        family,
-        preset=None,
-        overrides={
-            "max_tokens": 100,
-            "min_count": 1,
-            "sequence_length": 20,
-            "max_sentences": 4,
-            "max_words": 8,
-            "batch_size": 16,
-            "epochs": 2,
-            "word_vectors": None,
-            "ngram": None,
-            "learning_rate": 0.01,
-            "model_kwargs": {"cell": "sru", "embedding_dim": 8, "dropout": 0.0},
-        },
-    )
-    corpus = Imdb(planted(96, 0), planted(16, 1), planted(32, 2), "planted")
-    metrics = training.train(config, run_dir, texts=corpus, verbose=0)
-    return SimpleNamespace(config=config, corpus=corpus, metrics=metrics, run_dir=run_dir)
-
-
 RUN_FAMILIES = ["rnn", "han"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sru_runs(tmp_path_factory):
-    """`{family: run}`, each trained on first use."""
-    root = tmp_path_factory.mktemp("sru_runs")
-    return PerFamily(lambda family: _train_run(family, root / family))
+    """`{family: run}` of `hatt train FAMILY --set model_kwargs.cell=sru` (and
+    `attention_normalizer=sparsemax`, checked by test_survey_options.py), 1 epoch on a tiny
+    planted corpus; each trained on first use, once a session (tests/_suite_b.py)."""
+    return _suite_b.recurrent_runs(tmp_path_factory)
 
 
-# `import hatt` alone, then Keras' loader; the inputs as an .npz (the packed HAN's are a dict).
-# One process for every run: `{model.keras path: inputs.npz path}` -> `{path: outputs}`.
-RELOAD_SCRIPT = r"""
+# One fresh process for every run. First the SavedModels, served while neither hatt nor keras
+# can be imported (`{saved model: texts}`); then `import hatt` alone and Keras' loader for each
+# `model.keras` (`{model.keras: inputs.npz}`, the packed HAN's inputs a dict):
+# `{"served": {saved model: probabilities}, "reloaded": {model.keras: outputs}}`.
+FRESH_SCRIPT = r"""
 import json, sys
+BLOCKED = ("keras", "hatt", "tf_keras")
+for name in BLOCKED:
+    sys.modules[name] = None
 import numpy as np
+import tensorflow as tf
+
+served = {}
+for path, texts in json.loads(sys.argv[1]).items():
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    served[path] = serve(text=tf.constant(texts))["probabilities"].numpy().tolist()
+assert not [n for n in sys.modules if n.split(".")[0] in BLOCKED and sys.modules[n] is not None]
+for name in BLOCKED:
+    del sys.modules[name]
 import hatt, keras
 
-out = {}
-for path, inputs_path in json.loads(sys.argv[1]).items():
+reloaded = {}
+for path, inputs_path in json.loads(sys.argv[2]).items():
     model = keras.saving.load_model(path)
     arrays = dict(np.load(inputs_path))
     inputs = arrays["ids"] if set(arrays) == {"ids"} else arrays
-    out[path] = np.asarray(model(inputs, training=False)).tolist()  # one packed batch
-print(json.dumps(out))
-"""
-
-# The SavedModels in one process that imports neither hatt nor keras: `{path: texts}`.
-SAVED_MODEL_SCRIPT = r"""
-import json, sys
-for name in ("keras", "hatt", "tf_keras"):
-    sys.modules[name] = None
-import tensorflow as tf
-
-out = {}
-for path, texts in json.loads(sys.argv[1]).items():
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    out[path] = serve(text=tf.constant(texts))["probabilities"].numpy().tolist()
-print(json.dumps(out))
+    reloaded[path] = np.asarray(model(inputs, training=False)).tolist()  # one packed batch
+print(json.dumps({"served": served, "reloaded": reloaded}))
 """
 
 
@@ -181,9 +158,9 @@ def _predictions(run, texts):
 
 @pytest.fixture(scope="module")
 def fresh(sru_runs, tmp_path_factory):
-    """Every run's `model.keras` reloaded, and its export served, in fresh processes (one
-    for all the reloads, one for all the SavedModels): `{family: facts}`, with the test
-    texts, the in-process model, its inputs and probabilities, and the fresh ones."""
+    """Every run's export served, and its `model.keras` reloaded, in one fresh process
+    (FRESH_SCRIPT): `{family: facts}`, with the test texts, the in-process model, its inputs
+    and probabilities, and the fresh ones."""
     folder = tmp_path_factory.mktemp("sru_fresh")
     facts = {}
     for family in RUN_FAMILIES:
@@ -197,10 +174,9 @@ def fresh(sru_runs, tmp_path_factory):
         )
     reloads = {str(f.run.run_dir / "model.keras"): str(folder / f"{k}-inputs.npz")
                for k, f in facts.items()}  # fmt: skip
-    reloaded = run_json_script(RELOAD_SCRIPT, json.dumps(reloads))
-    served = run_json_script(
-        SAVED_MODEL_SCRIPT, json.dumps({f.saved_model: f.texts for f in facts.values()})
-    )
+    served = {f.saved_model: f.texts for f in facts.values()}
+    fresh = run_json_script(FRESH_SCRIPT, json.dumps(served), json.dumps(reloads))
+    reloaded, served = fresh["reloaded"], fresh["served"]
     for f in facts.values():
         f.reloaded = np.asarray(reloaded[str(f.run.run_dir / "model.keras")])
         f.served = np.asarray(served[f.saved_model])

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt import training
-from tests.conftest import planted
+from tests import _suite_b
+
+from ._model_test import to_numpy
 
 
 def _ids(model, batch=4):
@@ -42,8 +43,8 @@ def test_a_sparse_normalizer_gives_exact_zeros_and_masked_steps_none(family, nor
     )
     view = hatt.models.attention_model(model)
     ids = _ids(model)
-    outputs = view.predict(ids, verbose=0)
-    weights = np.asarray(outputs["word_attention"])
+    outputs = view(ids, training=False)  # eager: a traced predict adds nothing checked here
+    weights = to_numpy(outputs["word_attention"])
     mask = ids != 0
     assert np.all(weights[~mask] == 0)
     sums = weights.sum(axis=-1)
@@ -52,7 +53,7 @@ def test_a_sparse_normalizer_gives_exact_zeros_and_masked_steps_none(family, nor
     model.save(path)
     reloaded = keras.saving.load_model(path)
     np.testing.assert_allclose(
-        reloaded.predict(ids, verbose=0), model.predict(ids, verbose=0), atol=1e-6
+        to_numpy(reloaded(ids, training=False)), to_numpy(model(ids, training=False)), atol=1e-6
     )
     for name in ATTENTIONS[family]:
         assert reloaded.get_layer(name).get_config()["normalizer"] == normalizer
@@ -92,9 +93,7 @@ def test_local_p_and_hard_attention_reach_the_pooling_and_survive_a_reload(
         config = model.get_layer(name).get_config()
         assert {k: config[k] for k in options} == options
     ids = _ids(model)
-    weights = np.asarray(
-        hatt.models.attention_model(model).predict(ids, verbose=0)["word_attention"]
-    )
+    weights = to_numpy(hatt.models.attention_model(model)(ids, training=False)["word_attention"])
     mask = ids != 0
     assert np.all(weights[~mask] == 0) and np.isfinite(weights).all()
     if "hard" in options:  # inference: 1/k on the k best words of each row (k = 2)
@@ -139,38 +138,26 @@ def test_bad_transformer_attention_options_are_refused(kwargs, message):
         hatt.models.build("transformer", vocabulary_size=60, embedding_dim=8, **kwargs)
 
 
-@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
-def test_a_sparse_attention_trains_through_the_cli_settings(family, tmp_path):
-    """`--set model_kwargs.attention_normalizer=sparsemax` reaches the model and its export."""
-    config = training.assemble_config(
-        family,
-        preset=None,
-        overrides={
-            "max_tokens": 100,
-            "min_count": 1,
-            "sequence_length": 20,
-            "max_sentences": 4,
-            "max_words": 8,
-            "batch_size": 16,
-            "epochs": 1,
-            "word_vectors": None,
-            "ngram": None,
-            "model_kwargs": {
-                "attention_normalizer": "sparsemax",
-                "embedding_dim": 8,
-                **({"attention_window": 3} if family == "transformer" else {}),
-            },
-        },
-    )
-    from hatt.data import Imdb
+@pytest.fixture(scope="session")
+def recurrent_runs(tmp_path_factory):
+    """The rnn and HAN runs of `--set model_kwargs.attention_normalizer=sparsemax` (and
+    `cell=sru`, checked by test_sru_encoders.py), once a session (tests/_suite_b.py)."""
+    return _suite_b.recurrent_runs(tmp_path_factory)
 
-    corpus = Imdb(planted(64, 0), planted(16, 1), planted(16, 2), "planted")
-    metrics = training.train(config, tmp_path / "run", texts=corpus, verbose=0)
-    assert np.isfinite(metrics["test_loss"])
-    model = hatt.export.load(tmp_path / "run")
+
+@pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
+def test_a_sparse_attention_trains_through_the_cli_settings(family, recurrent_runs, tmp_path):
+    """`--set model_kwargs.attention_normalizer=sparsemax` reaches the model and its export."""
+    if family == "transformer":  # no recurrent cell to share a run with
+        kwargs = {"attention_normalizer": "sparsemax", "embedding_dim": 8, "attention_window": 3}
+        run = _suite_b.train_run(family, kwargs, tmp_path / "run")
+    else:
+        run = recurrent_runs[family]
+    assert np.isfinite(run.metrics["test_loss"])
+    model = hatt.export.load(run.run_dir)
     out = model(["A fine film. I liked it."])
     assert np.isfinite(out["probabilities"]).all()
-    trained = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    trained = keras.saving.load_model(run.run_dir / "model.keras")
     for name in ATTENTIONS[family]:
         assert trained.get_layer(name).get_config()["normalizer"] == "sparsemax"
 
