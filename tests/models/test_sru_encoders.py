@@ -13,7 +13,7 @@ from hatt import training
 from hatt.data import pack_sentences
 from hatt.layers import SRU
 from hatt.models.rnn import CELLS, cell_of
-from tests import _suite_b
+from tests import _recurrent_runs
 from tests._fresh_process import run_json_script
 
 from ._model_test import (
@@ -105,8 +105,8 @@ RUN_FAMILIES = ["rnn", "han"]
 def sru_runs(tmp_path_factory):
     """`{family: run}` of `hatt train FAMILY --set model_kwargs.cell=sru` (and
     `attention_normalizer=sparsemax`, checked by test_survey_options.py), 1 epoch on a tiny
-    planted corpus; each trained on first use, once a session (tests/_suite_b.py)."""
-    return _suite_b.recurrent_runs(tmp_path_factory)
+    planted corpus; each trained on first use, once a session (tests/_recurrent_runs.py)."""
+    return _recurrent_runs.recurrent_runs(tmp_path_factory)
 
 
 # One fresh process for every run. First the SavedModels, served while neither hatt nor keras

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hatt
-from tests import _suite_b
+from tests import _recurrent_runs
 
 from ._model_test import to_numpy
 
@@ -141,8 +141,8 @@ def test_bad_transformer_attention_options_are_refused(kwargs, message):
 @pytest.fixture(scope="session")
 def recurrent_runs(tmp_path_factory):
     """The rnn and HAN runs of `--set model_kwargs.attention_normalizer=sparsemax` (and
-    `cell=sru`, checked by test_sru_encoders.py), once a session (tests/_suite_b.py)."""
-    return _suite_b.recurrent_runs(tmp_path_factory)
+    `cell=sru`, checked by test_sru_encoders.py), once a session (tests/_recurrent_runs.py)."""
+    return _recurrent_runs.recurrent_runs(tmp_path_factory)
 
 
 @pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
@@ -150,7 +150,7 @@ def test_a_sparse_attention_trains_through_the_cli_settings(family, recurrent_ru
     """`--set model_kwargs.attention_normalizer=sparsemax` reaches the model and its export."""
     if family == "transformer":  # no recurrent cell to share a run with
         kwargs = {"attention_normalizer": "sparsemax", "embedding_dim": 8, "attention_window": 3}
-        run = _suite_b.train_run(family, kwargs, tmp_path / "run")
+        run = _recurrent_runs.train_run(family, kwargs, tmp_path / "run")
     else:
         run = recurrent_runs[family]
     assert np.isfinite(run.metrics["test_loss"])
