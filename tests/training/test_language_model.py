@@ -222,6 +222,7 @@ def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
         "han",
         max_sentences=4,
         max_words=12,
+        sentence_groups=[12],  # one packed group: one word recurrence to trace, not three
         word_units=4,
         sentence_units=4,
         epochs=2,

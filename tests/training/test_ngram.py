@@ -190,16 +190,35 @@ def test_nblr_start_predicts_what_the_logistic_regression_does(planted):
     assert info["init"] == "nblr" and info["C"] in (0.1, 1.0) and accuracy >= 0.8
 
 
+SEPARATE = [("cnn", False), ("han", False), ("cnn", True)]
+
+
+@pytest.fixture(scope="module")
+def separate_runs(planted, tmp_path_factory):
+    """``run(model, refit)``: ``(run_dir, metrics)`` of a ``training.train`` run with the
+    channel fit separately, trained on first use; the tests below read the same runs."""
+    runs = {}
+
+    def run(model, refit):
+        if (model, refit) not in runs:
+            run_dir = tmp_path_factory.mktemp(f"separate_{model}_{refit}")
+            # one sentence group (not the default's many): the packed HAN traces one recurrence
+            shape = {"max_words": 16, "sentence_groups": [16]} if model == "han" else {}
+            cfg = config(model, fit="separate", epochs=1, **shape)
+            cfg.ngram.refit = refit
+            metrics = training.train(cfg, run_dir, texts=planted, command="test", verbose=0)
+            runs[(model, refit)] = (run_dir, metrics)
+        return runs[(model, refit)]
+
+    return run
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("model, refit", [("cnn", False), ("han", False), ("cnn", True)])
-def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, refit):
-    # two sentence groups (not the default's many) keep the packed HAN's graph small
-    shape = {"max_words": 16, "sentence_groups": [8, 16]} if model == "han" else {}
-    cfg = config(model, fit="separate", epochs=1, **shape)
-    cfg.ngram.refit = refit
-    metrics = training.train(cfg, tmp_path, texts=planted, command="test", verbose=0)
+@pytest.mark.parametrize("model, refit", SEPARATE)
+def test_separate_fit_mixes_the_parts_on_validation(separate_runs, model, refit):
+    run_dir, metrics = separate_runs(model, refit)
     channel = metrics["ngram_channel"]
-    assert json.loads((tmp_path / "ngram_channel.json").read_text()) == channel
+    assert json.loads((run_dir / "ngram_channel.json").read_text()) == channel
     assert channel["fit"] == "separate" and set(channel["mix"]) == {
         "deep",
         "channel",
@@ -218,7 +237,7 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     assert channel["mixed_validation_accuracy"] >= channel["channel_validation_accuracy"] - 0.02
     assert metrics["test_accuracy"] >= 0.85
     # the parts' logits are saved beside the probabilities, and their mix is the model
-    saved = np.load(tmp_path / "validation_probabilities.npz")
+    saved = np.load(run_dir / "validation_probabilities.npz")
     a, b, c = (channel["mix"][k] for k in ("deep", "channel", "bias"))
     own = saved["channel_logits"] - channel["channel_intercept"]
     # c is the model's (beside the final fit); validation's channel is the training
@@ -226,18 +245,28 @@ def test_separate_fit_mixes_the_parts_on_validation(tmp_path, planted, model, re
     final = channel["refit"]["intercept"] if refit else channel["channel_intercept"]
     mixed = a * saved["deep_logits"] + b * own + c - b * (final - channel["channel_intercept"])
     np.testing.assert_allclose(saved["probabilities"], 1 / (1 + np.exp(-mixed)), atol=1e-4)
-    # the channel did not train with the deep part: its weights are exactly the mix's b · fit
-    state = run_json_script(
+
+
+@pytest.mark.slow
+def test_the_separately_fit_channel_is_saved_frozen_beside_the_deep_part(separate_runs):
+    """The channel did not train with the deep part: each saved model (reloaded in one
+    fresh process for the three runs) holds it frozen, with its weights (the mix's b · fit)."""
+    paths = [str(separate_runs(model, refit)[0] / "model.keras") for model, refit in SEPARATE]
+    states = run_json_script(
         """
 import json, sys, numpy as np, keras, hatt
-model = keras.saving.load_model(sys.argv[1])
-layer = model.get_layer("ngram_logit")
-weights = keras.ops.convert_to_numpy(layer.embeddings)
-print(json.dumps({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(weights))}))
+states = []
+for path in sys.argv[1:]:
+    layer = keras.saving.load_model(path).get_layer("ngram_logit")
+    weights = keras.ops.convert_to_numpy(layer.embeddings)
+    states.append({"trainable": layer.trainable, "nonzero": int(np.count_nonzero(weights))})
+print(json.dumps(states))
 """,
-        str(tmp_path / "model.keras"),
+        *paths,
     )
-    assert state["trainable"] is False and state["nonzero"] > 0
+    assert len(states) == len(SEPARATE)
+    for state in states:
+        assert state["trainable"] is False and state["nonzero"] > 0
 
 
 @pytest.mark.parametrize("refit,alpha", [(False, 1.0), (True, 1.0), (True, [0.05, 20.0])])
