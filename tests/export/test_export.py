@@ -559,16 +559,17 @@ def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(
         expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))
         assert row["test_accuracy"] == pytest.approx(expected) and row["finite"]
         assert row["saved_model"].endswith(f"{row['family']}/{exported[row['family']].version}")
-    # measuring one family again keeps the other families' rows
+    # measuring one family again keeps the other families' rows (the transformer: its
+    # SavedModel loads in a fifth of the HAN's time)
     again = module.main(
         ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
-        + ["--families", "han", "--limit", "4"]
+        + ["--families", "transformer", "--limit", "4"]
     )
     assert [row["family"] for row in again] == list(FAMILIES)
-    assert [row for row in again if row["family"] != "han"] == [
-        row for row in rows if row["family"] != "han"
+    assert [row for row in again if row["family"] != "transformer"] == [
+        row for row in rows if row["family"] != "transformer"
     ]
-    assert next(row for row in again if row["family"] == "han")["reviews"] == 4
+    assert next(row for row in again if row["family"] == "transformer")["reviews"] == 4
 
 
 def test_saliency_is_all_zeros_when_every_product_is_zero():
