@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -19,20 +18,34 @@ import hatt
 from hatt import cli, export
 from hatt.data import Vectorizer
 from tests.conftest import EPOCHS, FAMILIES
+from tests.export._loaded import saved_model
 from tests.export.test_export import METHODS
 from tests.inspect._backwards import RECORD, RECORDED_WARNING, write_backwards_run
 
 
-def test_an_export_without_the_explain_signature_asks_for_a_reexport(tiny, tmp_path):
+def _older_export(saved_model, folder, signatures, dropped_keys=()):
+    """``saved_model`` as an older hatt wrote it: only ``signatures``, less ``dropped_keys``.
+
+    The session's export re-saved (its signatures wrapped as they are, not traced again
+    from the Keras model: a HAN's ``explain`` takes tens of seconds to trace)."""
+    loaded = tf.saved_model.load(str(saved_model))
+    spec = tf.TensorSpec([None], tf.string, name="text")
+    functions = {}
+    for name in signatures:
+
+        @tf.function(input_signature=[spec], autograph=False)
+        def function(text, _signature=loaded.signatures[name]):
+            return {k: v for k, v in _signature(text=text).items() if k not in dropped_keys}
+
+        functions[name] = function
+    module = tf.Module()
+    module.loaded = loaded  # its variables and tables, saved again
+    tf.saved_model.save(module, str(folder), signatures=functions)
+
+
+def test_an_export_without_the_explain_signature_asks_for_a_reexport(exported, tmp_path):
     """A SavedModel written before `explain` existed: prediction works, explain says what to do."""
-    text_model = export.load_run(tiny["rnn"].run_dir)
-    text_model(tf.constant(["warm up. warm up."]))
-    archive = keras.export.ExportArchive()
-    archive.track(text_model)
-    spec = [tf.TensorSpec([None], tf.string, name="text")]
-    archive.add_endpoint("serving_default", lambda text: text_model(text), input_signature=spec)
-    archive.add_endpoint("predict", lambda text: text_model.classify(text), input_signature=spec)
-    archive.write_out(str(tmp_path / "1"), verbose=False)
+    _older_export(exported["rnn"].saved_model, tmp_path / "1", ("serving_default", "predict"))
     old = export.load(tmp_path / "1")
     assert old.methods == ()
     assert old.predict(["superb"])["probabilities"].shape == (1, 2)
@@ -42,19 +55,10 @@ def test_an_export_without_the_explain_signature_asks_for_a_reexport(tiny, tmp_p
 
 def test_an_export_without_the_total_view_gets_it_from_its_parts(exported, tiny, tmp_path):
     """A SavedModel written before `total` existed: the Predictor adds it, as the new one has it."""
-    text_model = export.load_run(tiny["han"].run_dir)
-    text_model(tf.constant(["warm up. warm up."]))
-    archive = keras.export.ExportArchive()
-    archive.track(text_model)
-    spec = [tf.TensorSpec([None], tf.string, name="text")]
     new_keys = ("total", "sentence_total", "logit_baseline")
-
-    def old_explain(text):
-        return {k: v for k, v in text_model.explain(text).items() if k not in new_keys}
-
-    archive.add_endpoint("serving_default", lambda text: text_model(text), input_signature=spec)
-    archive.add_endpoint("explain", old_explain, input_signature=spec)
-    archive.write_out(str(tmp_path / "1"), verbose=False)
+    _older_export(
+        exported["han"].saved_model, tmp_path / "1", ("serving_default", "explain"), new_keys
+    )
     old_methods = [m for m in METHODS["han"] if m != "total"]
     (tmp_path / "1" / "assets.extra").mkdir()
     (tmp_path / "1" / export.VERSION_METADATA).write_text(
@@ -63,7 +67,7 @@ def test_an_export_without_the_total_view_gets_it_from_its_parts(exported, tiny,
     old = export.load(tmp_path / "1")
     assert old.methods == tuple(METHODS["han"])
     texts = ["A superb cast. The plot was dreadful!", "", "superb"]
-    got, expected = old.explain(texts), export.load(exported["han"].path).explain(texts)
+    got, expected = old.explain(texts), saved_model(exported["han"].path).explain(texts)
     assert set(got) == set(expected)
     for key in new_keys:
         np.testing.assert_allclose(got[key], expected[key], atol=1e-5, err_msg=key)
@@ -86,7 +90,7 @@ def test_export_metadata_names_family_and_score_kind(exported, tiny):
         assert facts["versions"] == [1]
         # nothing to warn about: the tiny runs record no mix and no warning
         assert facts["warnings"] == inside["warnings"] == [] and "ngram" not in facts
-        assert export.load(result.path).warnings == [] == export.load(tiny[family].run_dir).warnings
+        assert saved_model(result.path).warnings == [] == export.load(tiny[family].run_dir).warnings
         assert Vectorizer.load(result.path / "vectorizer.json").get_vocabulary() == (
             tiny[family].vectorizer.get_vocabulary()
         )
@@ -152,15 +156,17 @@ def test_a_hand_edited_family_that_the_weights_are_not_is_refused(tiny, tmp_path
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_a_model_of_other_classes_never_becomes_a_new_version(tiny, tmp_path, capsys, monkeypatch):
+def test_a_model_of_other_classes_never_becomes_a_new_version(
+    exported, tiny, tmp_path, capsys, monkeypatch
+):
     """Issue 34, item 1: another task is refused before anything is written; --name gives it
     a folder of its own."""
     other = tmp_path / "other-run"
     shutil.copytree(tiny["cnn"].run_dir, other)
     (other / "classes.json").write_text(json.dumps({"class_names": ["ham", "spam"]}))
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["export", str(tiny["cnn"].run_dir)]) == 0
     out = tmp_path / "saved_models" / "cnn"
+    shutil.copytree(exported["cnn"].path, out)  # the session's export of the same run
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     capsys.readouterr()
     assert cli.main(["export", str(other)]) != 0
@@ -312,7 +318,7 @@ def test_two_exports_at_once_take_two_versions(tiny, tmp_path):
 
 
 def test_a_saved_model_serves_text_but_not_edited_ids(exported):
-    predictor = export.load(exported["rnn"].path)
+    predictor = saved_model(exported["rnn"].path)
     with pytest.raises(export.ExportError, match="SavedModel: its signature takes raw text"):
         predictor.ragged_ids(["a review"])
     with pytest.raises(export.ExportError, match="model.keras or the run directory"):
