@@ -55,27 +55,22 @@ def train_run(family, model_kwargs, run_dir):
     return SimpleNamespace(config=config, corpus=texts, metrics=metrics, run_dir=run_dir)
 
 
-_RUNS = {}  # {session's base folder: PerFamily}: one per session, whichever module asks
-
-
 def recurrent_runs(tmp_path_factory):
-    """``{"rnn" | "han": run}`` of :data:`RECURRENT_KWARGS`, each trained on first use."""
-    key = tmp_path_factory.getbasetemp()
-    if key not in _RUNS:
-        root = shared_folder(tmp_path_factory, "sru_sparsemax_runs")
+    """``{"rnn" | "han": run}`` of :data:`RECURRENT_KWARGS`, each trained on first use (by
+    the first xdist worker to ask; the others read its run directory)."""
+    root = shared_folder(tmp_path_factory, "sru_sparsemax_runs")
 
-        def make(family):
-            run = train_run(family, RECURRENT_KWARGS, root / family)
-            return run, {"family": family, "metrics": run.metrics}
+    def make(family):
+        run = train_run(family, RECURRENT_KWARGS, root / family)
+        return run, {"family": family, "metrics": run.metrics}
 
-        def load(facts):
-            family = facts["family"]
-            return SimpleNamespace(
-                config=cli_config(family, RECURRENT_KWARGS),
-                corpus=corpus(),
-                metrics=facts["metrics"],
-                run_dir=root / family,
-            )
+    def load(facts):
+        family = facts["family"]
+        return SimpleNamespace(
+            config=cli_config(family, RECURRENT_KWARGS),
+            corpus=corpus(),
+            metrics=facts["metrics"],
+            run_dir=root / family,
+        )
 
-        _RUNS[key] = PerFamily(lambda family: made_once(root, family, lambda: make(family), load))
-    return _RUNS[key]
+    return PerFamily(lambda family: made_once(root, family, lambda: make(family), load))

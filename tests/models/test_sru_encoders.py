@@ -13,7 +13,6 @@ from hatt import training
 from hatt.data import pack_sentences
 from hatt.layers import SRU
 from hatt.models.rnn import CELLS, cell_of
-from tests import _recurrent_runs
 from tests._fresh_process import run_json_script
 
 from ._model_test import (
@@ -101,14 +100,6 @@ def test_an_unknown_cell_names_the_choices():
 RUN_FAMILIES = ["rnn", "han"]
 
 
-@pytest.fixture(scope="session")
-def sru_runs(tmp_path_factory):
-    """`{family: run}` of `hatt train FAMILY --set model_kwargs.cell=sru` (and
-    `attention_normalizer=sparsemax`, checked by test_survey_options.py), 1 epoch on a tiny
-    planted corpus; each trained on first use, once a session (tests/_recurrent_runs.py)."""
-    return _recurrent_runs.recurrent_runs(tmp_path_factory)
-
-
 # One fresh process for every run. First the SavedModels, served while neither hatt nor keras
 # can be imported (`{saved model: texts}`); then `import hatt` alone and Keras' loader for each
 # `model.keras` (`{model.keras: inputs.npz}`, the packed HAN's inputs a dict):
@@ -157,14 +148,14 @@ def _predictions(run, texts):
 
 
 @pytest.fixture(scope="module")
-def fresh(sru_runs, tmp_path_factory):
+def fresh(recurrent_runs, tmp_path_factory):
     """Every run's export served, and its `model.keras` reloaded, in one fresh process
     (FRESH_SCRIPT): `{family: facts}`, with the test texts, the in-process model, its inputs
     and probabilities, and the fresh ones."""
     folder = tmp_path_factory.mktemp("sru_fresh")
     facts = {}
     for family in RUN_FAMILIES:
-        run = sru_runs[family]
+        run = recurrent_runs[family]
         texts = list(run.corpus.test.texts[:8])
         model, inputs, want = _predictions(run, texts)
         np.savez(folder / f"{family}-inputs.npz", **inputs)

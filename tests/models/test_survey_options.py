@@ -138,13 +138,6 @@ def test_bad_transformer_attention_options_are_refused(kwargs, message):
         hatt.models.build("transformer", vocabulary_size=60, embedding_dim=8, **kwargs)
 
 
-@pytest.fixture(scope="session")
-def recurrent_runs(tmp_path_factory):
-    """The rnn and HAN runs of `--set model_kwargs.attention_normalizer=sparsemax` (and
-    `cell=sru`, checked by test_sru_encoders.py), once a session (tests/_recurrent_runs.py)."""
-    return _recurrent_runs.recurrent_runs(tmp_path_factory)
-
-
 @pytest.mark.parametrize("family", ["rnn", "han", "transformer"])
 def test_a_sparse_attention_trains_through_the_cli_settings(family, recurrent_runs, tmp_path):
     """`--set model_kwargs.attention_normalizer=sparsemax` reaches the model and its export."""

@@ -1,5 +1,6 @@
 """hatt.training.channel.ngram: counts, NB-weighted LR, and the separate fit with its mix."""
 
+import functools
 import json
 
 import keras
@@ -197,18 +198,16 @@ SEPARATE = [("cnn", False), ("han", False), ("cnn", True)]
 def separate_runs(planted, tmp_path_factory):
     """``run(model, refit)``: ``(run_dir, metrics)`` of a ``training.train`` run with the
     channel fit separately, trained on first use; the tests below read the same runs."""
-    runs = {}
 
+    @functools.cache
     def run(model, refit):
-        if (model, refit) not in runs:
-            run_dir = tmp_path_factory.mktemp(f"separate_{model}_{refit}")
-            # one sentence group (not the default's many): the packed HAN traces one recurrence
-            shape = {"max_words": 16, "sentence_groups": [16]} if model == "han" else {}
-            cfg = config(model, fit="separate", epochs=1, **shape)
-            cfg.ngram.refit = refit
-            metrics = training.train(cfg, run_dir, texts=planted, command="test", verbose=0)
-            runs[(model, refit)] = (run_dir, metrics)
-        return runs[(model, refit)]
+        run_dir = tmp_path_factory.mktemp(f"separate_{model}_{refit}")
+        # one sentence group (not the default's many): the packed HAN traces one recurrence
+        shape = {"max_words": 16, "sentence_groups": [16]} if model == "han" else {}
+        cfg = config(model, fit="separate", epochs=1, **shape)
+        cfg.ngram.refit = refit
+        metrics = training.train(cfg, run_dir, texts=planted, command="test", verbose=0)
+        return run_dir, metrics
 
     return run
 
