@@ -40,6 +40,14 @@ from hatt import export
 from hatt.data import Imdb, Split, make_dataset, pack_sentences
 from tests._planted import planted_corpus
 
+if keras.backend.backend() == "tensorflow":
+    # The suite traces hundreds of tiny graphs and runs each a few times: Grappler's
+    # rewrites (semantics-preserving; on for users) cost more than they save on them
+    # (tests/training/test_loop.py 133 -> 116 s). Processes the tests start keep it on.
+    import tensorflow as tf
+
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
 FAMILIES = ("cnn", "rnn", "transformer", "han")
 # Small limits so truncation and sentence wrapping happen on the tiny corpus.
 LIMITS = {"sequence_length": 20, "max_sentences": 6, "max_words": 8}
