@@ -94,10 +94,9 @@ def recorder(run, model, corpus):
     if len(corpus.labels("validation")) > MAX_REVIEWS:
         return None
     deep_model = head.deep_part(model)
-    dataset = run.local(corpus.prediction_dataset("validation", run.replicas))
+    dataset = run.prediction_dataset(corpus, "validation")
     return EpochLogits(
-        Path(run.run_dir) / run_files.EPOCH_LOGITS,
-        lambda: deep_model.predict(dataset, verbose=0),
+        Path(run.run_dir) / run_files.EPOCH_LOGITS, lambda: run.predict(deep_model, dataset)
     )
 
 

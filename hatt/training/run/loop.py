@@ -283,8 +283,7 @@ def mix_channel(run, model, corpus):
     deep_model = head_lib.deep_part(model)
 
     def deep_logits(split):
-        dataset = run.local(corpus.prediction_dataset(split, run.replicas))
-        return deep_model.predict(dataset, verbose=0)
+        return run.predict(deep_model, run.prediction_dataset(corpus, split))
 
     info, logits = mix.mix_ngram_channel(
         model,
@@ -336,9 +335,7 @@ def save_predictions(run, model, corpus, channel_logits):
         if split == "validation" and _refit(run):  # held out, as evaluate's figures
             probabilities = _probabilities(mixed)
         else:
-            probabilities = model.predict(
-                run.local(corpus.prediction_dataset(split, run.replicas)), verbose=0
-            )
+            probabilities = run.predict(model, run.prediction_dataset(corpus, split))
         if corpus.num_classes == 2:
             probabilities = probabilities.reshape(-1)
         np.savez_compressed(

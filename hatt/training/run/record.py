@@ -19,6 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import tensorflow as tf
+
 from hatt import run_dir as run_files
 from hatt.training.run import distribute
 from hatt.training.starts import word_vectors
@@ -48,6 +51,7 @@ class Run:
             validation figures that evaluate reports with a refit).
         unlabeled_ids: the unlabeled documents as ids, encoded once a run
             (:meth:`encoded_unlabeled`).
+        predict_functions: :meth:`predict`'s traced functions, by model.
 
     Derived on construction: ``replicas`` (the strategy's), ``initial_epoch`` (the
     epochs the backup holds) and ``fit_epochs`` (the epochs ``fit`` runs to: the
@@ -66,6 +70,7 @@ class Run:
     backup: Any = None
     channel_info: dict | None = None
     unlabeled_ids: Any = None
+    predict_functions: dict = dataclasses.field(default_factory=dict, repr=False)
     replicas: int = dataclasses.field(init=False, default=1)
     initial_epoch: int = dataclasses.field(init=False, default=0)
     fit_epochs: int = dataclasses.field(init=False, default=0)
@@ -86,6 +91,29 @@ class Run:
     def local(self, dataset):
         """``dataset`` with the options of the run's strategy."""
         return distribute.distribute_options(dataset, self.strategy)
+
+    def prediction_dataset(self, corpus, split):
+        """``split`` of ``corpus`` in its order, inputs only, as :meth:`predict` takes it."""
+        return self.local(corpus.prediction_dataset(split, self.replicas))
+
+    def predict(self, model, dataset):
+        """``model``'s outputs (NumPy) on ``dataset`` (:meth:`prediction_dataset`), in order.
+
+        On one device, through one graph a model, traced for the dataset's element
+        spec: ``model.predict`` traces again for each new batch shape (three or four
+        times a split for a tiny HAN, most of a small run's prediction time). Under a
+        multi-replica strategy ``model.predict`` spreads (and gathers) the batches.
+        """
+        if self.replicas > 1:
+            return model.predict(dataset, verbose=0)
+        spec = dataset.element_spec
+        key = (id(model), repr(spec))
+        if key not in self.predict_functions:  # the model is kept: its id stays its own
+            function = tf.function(lambda x: model(x, training=False), input_signature=[spec])
+            self.predict_functions[key] = (model, function)
+        function = self.predict_functions[key][1]
+        outputs = [function(x) for x in dataset]
+        return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *outputs)
 
     def encoded_unlabeled(self, corpus):
         """The unlabeled documents as ids of the run's vectorizer, encoded once a run
