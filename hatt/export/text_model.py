@@ -403,11 +403,25 @@ class TextModel(keras.Model):
     def probabilities_from_ids(self, ragged):
         """Ragged ids → class probabilities, ``[batch, num_classes]`` NumPy (no scores)."""
         ids = self.vectorizer.densify(ragged)
-        out = np.asarray(self.classifier.predict_on_batch(ids), np.float32)
+        out = np.asarray(self._classifier_graph()(ids), np.float32)
         if self.num_classes == 2:
             out = out.reshape(-1)
             out = np.stack([1.0 - out, out], axis=-1)
         return out
+
+    def _classifier_graph(self):
+        """The classifier on dense ids of any batch and length, traced once (the deletion
+        test's batches change shape, and ``predict_on_batch`` traced again for each)."""
+        graph = self.__dict__.get("_ids_classifier")
+        if graph is None:  # kept out of Keras' tracking, as the explanation graphs
+            classifier = self.classifier
+            graph = tf.function(
+                lambda ids: classifier(ids, training=False),
+                input_signature=[tf.TensorSpec([None] * (3 if self.nested else 2), tf.int32)],
+                autograph=False,
+            )
+            object.__setattr__(self, "_ids_classifier", graph)
+        return graph
 
     def compute_output_spec(self, inputs, training=False):
         dims = (None,) * (3 if self.nested else 2)
