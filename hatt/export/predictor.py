@@ -1,5 +1,6 @@
 """The Predictor: one face for a loaded SavedModel and an in-memory TextModel (batches, NumPy out)."""
 
+import collections
 from pathlib import Path
 
 import numpy as np
@@ -77,9 +78,11 @@ class Predictor:
     computing nothing else (the SavedModel's ``predict`` signature).
     """
 
-    # A Keras model runs eagerly for its first batches (no tracing cost, fine for a
-    # few reviews) and is traced into a graph once it has this many batches to run
-    # in all (a tiny HAN: 6 s to trace, then ~100x faster a batch than eagerly).
+    # A Keras model runs each function (serve, predict, explain) eagerly for its first
+    # batches (no tracing cost, fine for a few reviews) and traces it into a graph once
+    # that function has this many batches to run in all (a tiny HAN: 6 s to trace, then
+    # ~100x faster a batch than eagerly). Counted by function: one review explained after
+    # a large predict runs eagerly (a tiny HAN: about 4 s, against 28 s to trace it).
     GRAPH_FROM_BATCHES = 4
 
     def __init__(
@@ -101,7 +104,7 @@ class Predictor:
         self._functions = {"serve": run, "predict": predict or run, "explain": explain}
         self._graphs = {}
         self._text_model = text_model
-        self._batches = 0
+        self._batches = collections.Counter()  # batches run (or asked for), by function
         self.family = family
         self.score_kind = score_kind
         self.class_names = tuple(class_names or BINARY_CLASS_NAMES)
@@ -232,9 +235,9 @@ class Predictor:
         return out
 
     def _runner(self, name, batches):
-        self._batches += batches
+        self._batches[name] += batches
         function = self._functions[name]
-        if self.kind != "keras" or self._batches < self.GRAPH_FROM_BATCHES:
+        if self.kind != "keras" or self._batches[name] < self.GRAPH_FROM_BATCHES:
             return function
         if name not in self._graphs:
             self._graphs[name] = tf.function(

@@ -1,4 +1,4 @@
-"""`hatt predict` end to end on a tiny exported model."""
+"""`hatt predict` end to end on a tiny exported model, and when a Predictor traces its functions."""
 
 import io
 import json
@@ -140,3 +140,25 @@ def test_predict_format_flags_are_checked(exported, tmp_path, capsys):
     assert "--file" in capsys.readouterr().err
     assert cli.main(["predict", model, "--file", str(text), "--format", "csv"]) == 2
     assert "text_column" in capsys.readouterr().err  # a header without the text column
+
+
+def test_an_in_memory_predictor_traces_a_function_once_it_has_batches_to_pay_for_it(
+    tiny, tiny_corpus
+):
+    """Counted by function: one review explained after a large predict runs eagerly
+    (tracing a HAN's explanation costs many times one eager explanation)."""
+    model = tiny["cnn"]
+    predictor = export.Predictor.from_text_model(export.TextModel(model.model, model.vectorizer))
+    texts = list(tiny_corpus.test.texts)
+    batches = export.Predictor.GRAPH_FROM_BATCHES
+    predictor.predict(texts[: 2 * batches], batch_size=2)  # enough batches: traced
+    eager = predictor.explain(texts[:1])
+    assert set(predictor._graphs) == {"predict"}
+    predictor.explain(texts[: 2 * batches], batch_size=2)  # now explain pays for its trace
+    assert set(predictor._graphs) == {"predict", "explain"}
+    traced = predictor.explain(texts[:1])
+    for key, value in eager.items():
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(traced[key], value, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(traced[key], value)
