@@ -234,6 +234,14 @@ class Predictor:
             )
         return out
 
+    def use_graphs(self):
+        """Run each function of an in-memory model as a graph from its next call on (traced
+        then), whatever its batches: what a server wants, whose requests are a few reviews
+        each (``hatt serve`` calls it, and traces them in its warm-up). Returns ``self``."""
+        for name in self._functions:
+            self._batches[name] = max(self._batches[name], self.GRAPH_FROM_BATCHES)
+        return self
+
     def _runner(self, name, batches):
         self._batches[name] += batches
         function = self._functions[name]

@@ -161,6 +161,8 @@ def served_model(name, predictor):
             "Expected a model name of letters, digits, '.', '_' and '-' (not starting "
             f"with '.', '_' or '-'). Received: name={name!r}"
         )
+    if isinstance(predictor, export.Predictor):
+        predictor.use_graphs()  # the warm-up traces every function, not the first requests
     names = tuple(predictor.class_names)
     model = ServedModel(name, predictor, predictor.version or 1, names, {})
     model.signatures = {

@@ -162,3 +162,7 @@ def test_an_in_memory_predictor_traces_a_function_once_it_has_batches_to_pay_for
             np.testing.assert_allclose(traced[key], value, atol=1e-5)
         else:
             np.testing.assert_array_equal(traced[key], value)
+    # a server's predictor (hatt serve) runs every function as a graph from its first call
+    served = export.Predictor.from_text_model(export.TextModel(model.model, model.vectorizer))
+    served.use_graphs().explain(texts[:1])
+    assert set(served._graphs) == {"explain"}
