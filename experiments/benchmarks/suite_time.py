@@ -1,6 +1,7 @@
 """Where the test suite's time goes: wall time, and seconds per folder, module and test.
 
-    python -m experiments.benchmarks.suite_time [--junit PATH] [--label NAME] [-- PYTEST ARGS]
+    python -m experiments.benchmarks.suite_time [--junit PATH] [--label NAME] [--census]
+        [-- PYTEST ARGS]
 
 Without ``--junit`` it runs the TensorFlow suite as ``make test-tf`` does
 (``python -m pytest -q -n auto --dist loadfile``, the extra arguments after
@@ -11,6 +12,11 @@ the first to ask for, e.g. a module's shared runs), call and teardown, so a
 module's sum is what it costs whichever test pays. Under pytest-xdist the sum
 over the workers is about ``workers x wall``: the suite's 10-minute goal on two
 cores is a sum of about 1,200 s.
+
+With ``--census`` each module's row also counts what its time went to
+(:mod:`experiments.benchmarks.suite_census`: whole training runs, Keras fits,
+fresh Python processes, graph traces and their seconds); ``--census-from DIR``
+reads the census files of a run made before.
 
 Writes ``experiments/results/suite_time/LABEL.json`` and ``LABEL.md``; timings
 on these machines are noisy, so compare labels measured the same way (a quiet
@@ -29,6 +35,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from experiments import harness
+from experiments.benchmarks import suite_census
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results" / "suite_time"
@@ -55,8 +62,10 @@ def module_of(classname):
     return "/".join(parts) + ".py"
 
 
-def summarize(wall, tests, top=30):
-    """The report: totals, then seconds and test counts per folder and module, the slowest tests."""
+def summarize(wall, tests, top=30, census=None):
+    """The report: totals, then seconds and test counts per folder and module, the slowest tests
+    (with ``census``, :func:`experiments.benchmarks.suite_census.read`'s counts by module)."""
+    census = census or {}
     per_module, per_folder, counts = (collections.Counter() for _ in range(3))
     for seconds, module, _ in tests:
         per_module[module] += seconds
@@ -68,14 +77,44 @@ def summarize(wall, tests, top=30):
         "tests": len(tests),
         "folders": [{"folder": f, "seconds": round(s, 1)} for f, s in per_folder.most_common()],
         "modules": [
-            {"module": m, "seconds": round(s, 1), "tests": counts[m]}
+            {"module": m, "seconds": round(s, 1), "tests": counts[m], **census.get(m, {})}
             for m, s in per_module.most_common()
         ],
+        "census_totals": {
+            name: round(sum(row.get(name, 0) for row in census.values()), 1)
+            for name in suite_census.COUNTERS
+        }
+        if census
+        else None,
         "slowest": [
             {"test": f"{module}::{name}", "seconds": round(seconds, 1)}
             for seconds, module, name in sorted(tests, reverse=True)[:top]
         ],
     }
+
+
+def _module_table(result):
+    rows = result["modules"][:40]
+    if not result.get("census_totals"):
+        return [
+            "| module | tests | seconds |",
+            "|---|---:|---:|",
+            *(f"| {row['module']} | {row['tests']} | {row['seconds']:.1f} |" for row in rows),
+        ]
+    names = suite_census.COUNTERS
+    totals = result["census_totals"]
+    return [
+        f"Over the suite: {', '.join(f'{totals[n]:g} {n}' for n in names)}.",
+        "",
+        "| module | tests | seconds | " + " | ".join(names) + " |",
+        "|---|---:|---:|" + "---:|" * len(names),
+        *(
+            f"| {row['module']} | {row['tests']} | {row['seconds']:.1f} | "
+            + " | ".join(f"{row.get(n, 0):g}" for n in names)
+            + " |"
+            for row in rows
+        ),
+    ]
 
 
 def markdown(result):
@@ -92,12 +131,7 @@ def markdown(result):
         "|---|---:|",
         *(f"| {row['folder']} | {row['seconds']:.1f} |" for row in result["folders"]),
         "",
-        "| module | tests | seconds |",
-        "|---|---:|---:|",
-        *(
-            f"| {row['module']} | {row['tests']} | {row['seconds']:.1f} |"
-            for row in result["modules"][:40]
-        ),
+        *_module_table(result),
         "",
         "| slowest test | seconds |",
         "|---|---:|",
@@ -107,12 +141,17 @@ def markdown(result):
     return "\n".join(lines)
 
 
-def run_suite(extra):
-    """Run the suite with a junit report; ``(wall seconds, report path, command)``."""
+def run_suite(extra, census_dir=None):
+    """Run the suite with a junit report (and the census into ``census_dir``);
+    ``(wall seconds, report path, command)``."""
     report = Path(tempfile.mkdtemp()) / "junit.xml"
+    env = dict(os.environ)
+    if census_dir:
+        env["HATT_CENSUS_DIR"] = str(census_dir)
+        extra = ["-p", "experiments.benchmarks.suite_census", *extra]
     argv = [sys.executable, *PYTEST, f"--junitxml={report}", *extra]
     start = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, check=False)
+    subprocess.run(argv, cwd=ROOT, check=False, env=env)
     return time.perf_counter() - start, report, " ".join(["python", *PYTEST, *extra])
 
 
@@ -123,23 +162,28 @@ def main(argv=None):
     parser.add_argument("--commit", help="with --junit: the commit the report was made at")
     parser.add_argument("--load", type=float, help="with --junit: the load average at its start")
     parser.add_argument("--results", default=str(RESULTS))
+    parser.add_argument("--census", action="store_true", help="count runs, fits, processes, traces")
+    parser.add_argument("--census-from", help="with --junit: the census folder of that run")
     args, extra = parser.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
     if args.junit:
         wall, tests = read_junit(args.junit)
         command = "python " + " ".join(PYTEST) + " --junitxml=REPORT (read afterwards)"
         commit, load = args.commit or "unknown", args.load
+        census_dir = args.census_from
     else:
         commit, load = harness.commit(), round(os.getloadavg()[0], 2)
-        measured, report, command = run_suite(extra)
+        census_dir = tempfile.mkdtemp() if args.census else None
+        measured, report, command = run_suite(extra, census_dir)
         _, tests = read_junit(report)
         wall = measured
+    census = suite_census.read(census_dir) if census_dir else None
     result = {
         "label": args.label,
         "commit": commit,
         "load_average": load,
         "command": command,
-        **summarize(wall, tests),
+        **summarize(wall, tests, census=census),
     }
     out = Path(args.results)
     out.mkdir(parents=True, exist_ok=True)

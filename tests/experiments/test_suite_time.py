@@ -34,3 +34,42 @@ def test_a_report_is_summed_by_folder_module_and_test(tmp_path):
     assert result["slowest"][0] == {"test": "tests/training/test_loop.py::test_a", "seconds": 5.0}
     table = (results / "x.md").read_text()
     assert "| tests/training/test_loop.py | 2 | 7.5 |" in table and "**12 s**" in table
+
+
+def test_the_census_counts_by_module_and_joins_the_module_table(tmp_path, monkeypatch):
+    """Each worker's counts by module (suite_census), summed over workers into the report."""
+    from types import SimpleNamespace
+
+    from experiments.benchmarks import suite_census
+
+    monkeypatch.setattr(
+        suite_census,
+        "_counts",
+        suite_census.collections.defaultdict(suite_census.collections.Counter),
+    )
+    owner = SimpleNamespace(fit=lambda x: x + 1)
+    suite_census._wrap(owner, "fit", "keras_fits")
+    item = SimpleNamespace(nodeid="tests/training/test_loop.py::test_a[han]")
+    suite_census.pytest_runtest_protocol(item, None)
+    assert owner.fit(1) == 2 and owner.fit(2) == 3
+    monkeypatch.setenv("HATT_CENSUS_DIR", str(tmp_path))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    suite_census.pytest_runtest_logfinish(item.nodeid, None)
+    other = {"tests/training/test_loop.py": {"keras_fits": 1, "traces": 4, "trace_seconds": 2.5}}
+    (tmp_path / "census-gw1.json").write_text(json.dumps(other))
+    census = suite_census.read(tmp_path)
+    assert census["tests/training/test_loop.py"] == {
+        "loop_runs": 0,
+        "keras_fits": 3,
+        "fresh_processes": 0,
+        "traces": 4,
+        "trace_seconds": 2.5,
+    }
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT)
+    argv = ["--junit", str(report), "--label", "c", "--census-from", str(tmp_path)]
+    assert suite_time.main([*argv, "--results", str(tmp_path / "results")]) == 0
+    result = json.loads((tmp_path / "results" / "c.json").read_text())
+    assert result["modules"][0]["keras_fits"] == 3 and result["census_totals"]["traces"] == 4
+    table = (tmp_path / "results" / "c.md").read_text()
+    assert "| tests/training/test_loop.py | 2 | 7.5 | 0 | 3 | 0 | 4 | 2.5 |" in table
