@@ -6,6 +6,7 @@ discriminative rates (tests/training/test_language_model.py's HAN run)."""
 
 import json
 import shutil
+import types
 
 import keras
 import numpy as np
@@ -140,71 +141,145 @@ def test_the_loss_scores_each_word_of_each_neighbour_against_numpy():
 
 # === Pretraining ========================================================================
 
+EPOCHS, STOPPED_AFTER = 4, 3  # the learning run's epochs; a stopped copy after epoch 3
+
+
+def _topic_vectors(model):
+    """What a language model leaves for the stage to read (a stand-in for the first
+    stage): each topic's words near one another, the word encoder as built."""
+    layer = model.get_layer("word_embedding")
+    rows = np.zeros_like(layer.get_weights()[0])
+    rng = np.random.default_rng(0)
+    for topic, words in enumerate(TOPICS):
+        for word in words:
+            rows[word, 2 * topic] = 1.0
+            rows[word] += 0.1 * rng.normal(size=rows.shape[1])
+    layer.set_weights([rows])
+
+
+def _learn(packed, folder):
+    """The stage on the topic chains for EPOCHS epochs.
+
+    Packed: :func:`sm.pretrain` on the model as built (every layer of it trainable), its
+    checkpoint as epochs 1 and STOPPED_AFTER wrote it copied aside (what a stage stopped
+    there left). Dense: as ``hatt train`` runs it, :func:`sm.pretrain_encoders` after a
+    language model (stubbed: :func:`_topic_vectors`) on training, unlabeled and
+    validation documents, what the language model left recorded (``left``).
+    """
+    config = _config(packed=packed, lm_sentence_epochs=EPOCHS)
+    model = _han(config)
+    before = {layer.name: layer.get_weights() for layer in model.layers}
+    run = types.SimpleNamespace(config=config, model=model, before=before, run_dir=folder)
+    save = lm_lib.save_checkpoint
+    run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
+
+    def save_and_copy_aside(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) in run.stopped:
+            run.stopped[len(records)].mkdir(parents=True)
+            shutil.copyfile(path, run.stopped[len(records)] / sm.CHECKPOINT)
+
+    def language_model(model, *args, **kwargs):
+        _topic_vectors(model)
+        run.left = {name: model.get_layer(name).get_weights() for name in sm.FROZEN}
+        return {"layers": ["word_embedding"]}
+
+    with pytest.MonkeyPatch.context() as patch:
+        if packed:
+            patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+            run.documents = sm.documents_of(_chains(160, 0))
+            run.held_out = sm.documents_of(_chains(40, 1))
+            run.info = sm.pretrain(model, config, run.documents, run.held_out, run_dir=folder)
+        else:
+            patch.setattr(lm_lib, "pretrain", language_model)
+            run.encoders = sm.pretrain_encoders(
+                model, config, _chains(120, 0), _chains(40, 2), _chains(40, 1), run_dir=folder
+            )
+            run.info = run.encoders["sentence"]
+    return run
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """``{packed: the learning run}``, each run on first use (the packed one serves the
+    resume test as its straight run)."""
+    root = tmp_path_factory.mktemp("chains")
+    return PerLayout(lambda packed: _learn(packed, root / ("packed" if packed else "dense")))
+
+
+class PerLayout(dict):
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, packed):
+        self[packed] = self._make(packed)
+        return self[packed]
+
 
 @pytest.mark.parametrize("packed", [True, False], ids=["packed", "dense"])
-def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(packed, tmp_path):
-    config = _config(packed=packed, lm_sentence_epochs=4)
-    model = _han(config)
-    before = {layer.name: layer.get_weights() for layer in model.layers}
-    info = sm.pretrain(
-        model,
-        config,
-        sm.documents_of(_chains(160, 0)),
-        sm.documents_of(_chains(40, 1)),
-        run_dir=tmp_path,
-    )
-    losses = [e["validation_loss"] for e in info["epochs"]]
-    assert len(losses) == 4 and all(np.isfinite(losses))
+def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(packed, learned):
+    """Packed: the stage alone; dense: after the language model, which left the lower
+    levels frozen (the next test)."""
+    run = learned[packed]
+    losses = [e["validation_loss"] for e in run.info["epochs"]]
+    assert len(losses) == EPOCHS and all(np.isfinite(losses))
     assert losses[-1] < 0.75 * losses[0], losses  # the next sentence's topic is learnable
     for name in ("word_attention", "sentence_encoder"):
-        after = model.get_layer(name).get_weights()
-        assert any(not np.allclose(a, b) for a, b in zip(before[name], after, strict=True))
-    assert (tmp_path / sm.CHECKPOINT).is_file()
+        after = run.model.get_layer(name).get_weights()
+        assert any(not np.allclose(a, b) for a, b in zip(run.before[name], after, strict=True))
+    assert (run.run_dir / sm.CHECKPOINT).is_file()
 
 
-def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(tmp_path, monkeypatch):
-    config = _config(lm_sentence_epochs=1)
-    model = _han(config)
-    monkeypatch.setattr(lm_lib, "pretrain", lambda *a, **k: {"layers": ["word_embedding"]})
-    before = {layer.name: layer.get_weights() for layer in model.layers}
-    info = sm.pretrain_encoders(model, config, _chains(40, 0), _chains(40, 1), run_dir=tmp_path)
+def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(learned):
+    run = learned[False]  # pretrain_encoders: the language model (stubbed), then the stage
     for name in sm.FROZEN:
-        for a, b in zip(before[name], model.get_layer(name).get_weights(), strict=True):
+        for a, b in zip(run.left[name], run.model.get_layer(name).get_weights(), strict=True):
             np.testing.assert_array_equal(a, b)
-        assert model.get_layer(name).trainable  # trainable again for the classifier
+        assert run.model.get_layer(name).trainable  # trainable again for the classifier
+    info = run.encoders
     assert info["layers"] == ["word_embedding", "word_attention", "sentence_encoder"]
-    assert info["sentence"]["documents"] == 80
-    saved = json.loads((tmp_path / "language_model.json").read_text())
+    assert info["sentence"]["documents"] == 120 + 40  # the training and unlabeled ones
+    assert info["sentence"]["validation_documents"] == 40
+    saved = json.loads((run.run_dir / "language_model.json").read_text())
     assert saved["sentence"]["epochs"] == info["sentence"]["epochs"]
 
 
-def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path, monkeypatch):
-    """The run stopped after epoch 1 is the straight run's checkpoint as epoch 1 wrote it
-    (copied aside), so the stage trains 2 + 1 + 1 epochs, not 2 + 1 + 1 + 2."""
-    docs, held_out = sm.documents_of(_chains(24, 0)), sm.documents_of(_chains(8, 1))
-    stopped, other_corpus = tmp_path / "stopped", tmp_path / "other"
-    save = lm_lib.save_checkpoint
-
-    def save_and_stop_a_copy_after_epoch_one(lm, path, key, records):
-        save(lm, path, key, records)
-        if len(records) == 1:
-            for folder in (stopped, other_corpus):
-                folder.mkdir()
-                shutil.copyfile(path, folder / sm.CHECKPOINT)
-
-    monkeypatch.setattr(lm_lib, "save_checkpoint", save_and_stop_a_copy_after_epoch_one)
-    straight = _han(_config())
-    sm.pretrain(straight, _config(), docs, held_out, run_dir=tmp_path / "straight")
-    monkeypatch.undo()
-    resumed = _han(_config())
-    info = sm.pretrain(resumed, _config(), docs, held_out, run_dir=stopped)
-    assert info["resumed_after_epoch"] == 1 and len(info["epochs"]) == 2
-    for a, b in zip(straight.get_weights(), resumed.get_weights(), strict=True):
+def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(learned, tmp_path):
+    """The stage stopped after epoch STOPPED_AFTER is the straight (learning) run's
+    checkpoint as that epoch wrote it (copied aside): resumed, it trains the epochs left
+    and ends where the straight run did."""
+    straight = learned[True]
+    config, docs, held_out = straight.config, straight.documents, straight.held_out
+    shutil.copytree(straight.stopped[STOPPED_AFTER], tmp_path / "stopped")
+    resumed = _han(config)
+    info = sm.pretrain(resumed, config, docs, held_out, run_dir=tmp_path / "stopped")
+    assert info["resumed_after_epoch"] == STOPPED_AFTER and len(info["epochs"]) == EPOCHS
+    assert info["epochs"][:STOPPED_AFTER] == straight.info["epochs"][:STOPPED_AFTER]
+    for a, b in zip(straight.model.get_weights(), resumed.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # One epoch asked, one in the checkpoint: the same corpus would resume after it.
-    config = _config(lm_sentence_epochs=1)
-    other = sm.pretrain(_han(config), config, docs[:-1], [], run_dir=other_corpus)
-    assert other["resumed_after_epoch"] == 0  # another corpus never reads that checkpoint
+
+
+def test_a_checkpoint_is_read_by_the_same_corpus_only(learned, tmp_path, monkeypatch):
+    """One epoch asked, one in the checkpoint (the learning run's after epoch 1): the same
+    corpus resumes after it, another (one document less) never reads it. The stage's fit
+    is stubbed: what is read is decided before any training."""
+    straight = learned[True]
+    config = _config(packed=True, lm_sentence_epochs=1)
+    fits = []
+
+    def no_training(lm, *args, **kwargs):
+        fits.append(lm)
+        return types.SimpleNamespace(history={"loss": [1.0]})
+
+    monkeypatch.setattr(sm.NeighbourSentenceModel, "fit", no_training)
+    for name in ("same", "other"):
+        shutil.copytree(straight.stopped[1], tmp_path / name)
+    same = sm.pretrain(_han(config), config, straight.documents, [], run_dir=tmp_path / "same")
+    assert same["resumed_after_epoch"] == 1 and not fits
+    other_documents = straight.documents[:-1]
+    other = sm.pretrain(_han(config), config, other_documents, [], run_dir=tmp_path / "other")
+    assert other["resumed_after_epoch"] == 0 and len(fits) == 1
 
 
 # === Settings ===========================================================================
