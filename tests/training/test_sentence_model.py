@@ -15,6 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from hatt import models
+from hatt.data import pack_sentences
 from hatt.training import TrainConfig
 from hatt.training.run.datasets import sentence_groups
 from hatt.training.starts import language_model as lm_lib
@@ -142,6 +143,8 @@ def test_the_loss_scores_each_word_of_each_neighbour_against_numpy():
 # === Pretraining ========================================================================
 
 EPOCHS, STOPPED_AFTER = 4, 3  # the learning run's epochs; a stopped copy after epoch 3
+# the learning run's documents: training, unlabeled and validation topic chains
+TRAIN, UNLABELED, VALIDATION = _chains(120, 0), _chains(40, 2), _chains(40, 1)
 
 
 def _topic_vectors(model):
@@ -157,106 +160,106 @@ def _topic_vectors(model):
     layer.set_weights([rows])
 
 
-def _learn(packed, folder):
-    """The stage on the topic chains for EPOCHS epochs.
-
-    Packed: :func:`sm.pretrain` on the model as built (every layer of it trainable), its
-    checkpoint as epochs 1 and STOPPED_AFTER wrote it copied aside (what a stage stopped
-    there left). Dense: as ``hatt train`` runs it, :func:`sm.pretrain_encoders` after a
-    language model (stubbed: :func:`_topic_vectors`) on training, unlabeled and
-    validation documents, what the language model left recorded (``left``).
-    """
-    config = _config(packed=packed, lm_sentence_epochs=EPOCHS)
-    model = _han(config)
-    before = {layer.name: layer.get_weights() for layer in model.layers}
-    run = types.SimpleNamespace(config=config, model=model, before=before, run_dir=folder)
-    save = lm_lib.save_checkpoint
-    run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
-
-    def save_and_copy_aside(lm, path, key, records):
-        save(lm, path, key, records)
-        if len(records) in run.stopped:
-            run.stopped[len(records)].mkdir(parents=True)
-            shutil.copyfile(path, run.stopped[len(records)] / sm.CHECKPOINT)
+def _after_a_language_model(patch, left=None):
+    """Stub the first stage (:func:`_topic_vectors`); ``left``: what it left, by layer."""
 
     def language_model(model, *args, **kwargs):
         _topic_vectors(model)
-        run.left = {name: model.get_layer(name).get_weights() for name in sm.FROZEN}
+        if left is not None:
+            left.update({name: model.get_layer(name).get_weights() for name in sm.FROZEN})
         return {"layers": ["word_embedding"]}
 
-    with pytest.MonkeyPatch.context() as patch:
-        if packed:
-            patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
-            run.documents = sm.documents_of(_chains(160, 0))
-            run.held_out = sm.documents_of(_chains(40, 1))
-            run.info = sm.pretrain(model, config, run.documents, run.held_out, run_dir=folder)
-        else:
-            patch.setattr(lm_lib, "pretrain", language_model)
-            run.encoders = sm.pretrain_encoders(
-                model, config, _chains(120, 0), _chains(40, 2), _chains(40, 1), run_dir=folder
-            )
-            run.info = run.encoders["sentence"]
-    return run
+    patch.setattr(lm_lib, "pretrain", language_model)
 
 
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory):
-    """``{packed: the learning run}``, each run on first use (the packed one serves the
-    resume test as its straight run)."""
-    root = tmp_path_factory.mktemp("chains")
-    return PerLayout(lambda packed: _learn(packed, root / ("packed" if packed else "dense")))
+    """THE stage's run, as ``hatt train`` runs it (packed, :func:`sm.pretrain_encoders`
+    after the language model, stubbed) for EPOCHS epochs, with its checkpoint as epochs 1
+    and STOPPED_AFTER wrote it copied aside: what a stage stopped there left."""
+    folder = tmp_path_factory.mktemp("chains")
+    config = _config(lm_sentence_epochs=EPOCHS)
+    model = _han(config)
+    run = types.SimpleNamespace(config=config, model=model, run_dir=folder / "run", left={})
+    run.before = {layer.name: layer.get_weights() for layer in model.layers}
+    run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
+    save = lm_lib.save_checkpoint
+
+    def save_and_copy_aside(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) in run.stopped:
+            run.stopped[len(records)].mkdir()
+            shutil.copyfile(path, run.stopped[len(records)] / sm.CHECKPOINT)
+
+    with pytest.MonkeyPatch.context() as patch:
+        _after_a_language_model(patch, run.left)
+        patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+        run.info = sm.pretrain_encoders(
+            model, config, TRAIN, UNLABELED, VALIDATION, run_dir=run.run_dir
+        )
+    return run
 
 
-class PerLayout(dict):
-    def __init__(self, make):
-        super().__init__()
-        self._make = make
-
-    def __missing__(self, packed):
-        self[packed] = self._make(packed)
-        return self[packed]
-
-
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "dense"])
-def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(packed, learned):
-    """Packed: the stage alone; dense: after the language model, which left the lower
-    levels frozen (the next test)."""
-    run = learned[packed]
-    losses = [e["validation_loss"] for e in run.info["epochs"]]
+def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(learned):
+    losses = [e["validation_loss"] for e in learned.info["sentence"]["epochs"]]
     assert len(losses) == EPOCHS and all(np.isfinite(losses))
     assert losses[-1] < 0.75 * losses[0], losses  # the next sentence's topic is learnable
-    for name in ("word_attention", "sentence_encoder"):
-        after = run.model.get_layer(name).get_weights()
-        assert any(not np.allclose(a, b) for a, b in zip(run.before[name], after, strict=True))
-    assert (run.run_dir / sm.CHECKPOINT).is_file()
+    for name in sm.LAYERS:
+        after = learned.model.get_layer(name).get_weights()
+        assert any(not np.allclose(a, b) for a, b in zip(learned.before[name], after, strict=True))
+    assert (learned.run_dir / sm.CHECKPOINT).is_file()
 
 
 def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(learned):
-    run = learned[False]  # pretrain_encoders: the language model (stubbed), then the stage
     for name in sm.FROZEN:
-        for a, b in zip(run.left[name], run.model.get_layer(name).get_weights(), strict=True):
+        after = learned.model.get_layer(name).get_weights()
+        for a, b in zip(learned.left[name], after, strict=True):
             np.testing.assert_array_equal(a, b)
-        assert run.model.get_layer(name).trainable  # trainable again for the classifier
-    info = run.encoders
+        assert learned.model.get_layer(name).trainable  # trainable again for the classifier
+    info = learned.info
     assert info["layers"] == ["word_embedding", "word_attention", "sentence_encoder"]
     assert info["sentence"]["documents"] == 120 + 40  # the training and unlabeled ones
     assert info["sentence"]["validation_documents"] == 40
-    saved = json.loads((run.run_dir / "language_model.json").read_text())
+    saved = json.loads((learned.run_dir / "language_model.json").read_text())
     assert saved["sentence"]["epochs"] == info["sentence"]["epochs"]
 
 
-def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(learned, tmp_path):
-    """The stage stopped after epoch STOPPED_AFTER is the straight (learning) run's
-    checkpoint as that epoch wrote it (copied aside): resumed, it trains the epochs left
-    and ends where the straight run did."""
-    straight = learned[True]
-    config, docs, held_out = straight.config, straight.documents, straight.held_out
-    shutil.copytree(straight.stopped[STOPPED_AFTER], tmp_path / "stopped")
-    resumed = _han(config)
-    info = sm.pretrain(resumed, config, docs, held_out, run_dir=tmp_path / "stopped")
+def test_the_dense_layout_gives_the_packed_layout_s_loss():
+    """The stage reads documents as the classifier does, packed or dense: the same weights
+    on the same documents give the same loss either way (so what the packed run learns,
+    the dense one does)."""
+    batch = sm.document_batches(sm.documents_of(_chains(8, 3)), 8, seed=0)[0]
+    ragged = tf.RaggedTensor.from_tensor(batch, padding=0, ragged_rank=2)
+    losses = []
+    for packed in (True, False):
+        config = _config(packed=packed)
+        model = _han(config)  # the same seed: the same weights
+        log_q = lm_lib.unigram_log_probabilities([np.arange(2, VOCABULARY)], VOCABULARY)
+        lm = sm.NeighbourSentenceModel(
+            sm.sentence_encoder_of(model), model.get_layer("word_embedding"), log_q, seed=5
+        )
+        inputs = pack_sentences(ragged, sentence_groups(config)) if packed else batch
+        losses.append(ops.convert_to_numpy(lm((inputs, batch))))
+    assert losses[0][1] > 0
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(
+    learned, tmp_path, monkeypatch
+):
+    """The stage stopped after epoch STOPPED_AFTER is the learning run's checkpoint as
+    that epoch wrote it (copied aside): resumed, it trains the epochs left and ends where
+    the straight run did."""
+    shutil.copytree(learned.stopped[STOPPED_AFTER], tmp_path / "stopped")
+    _after_a_language_model(monkeypatch)
+    resumed = _han(learned.config)
+    info = sm.pretrain_encoders(
+        resumed, learned.config, TRAIN, UNLABELED, VALIDATION, run_dir=tmp_path / "stopped"
+    )["sentence"]
     assert info["resumed_after_epoch"] == STOPPED_AFTER and len(info["epochs"]) == EPOCHS
-    assert info["epochs"][:STOPPED_AFTER] == straight.info["epochs"][:STOPPED_AFTER]
-    for a, b in zip(straight.model.get_weights(), resumed.get_weights(), strict=True):
+    straight = learned.info["sentence"]["epochs"]
+    assert info["epochs"][:STOPPED_AFTER] == straight[:STOPPED_AFTER]
+    for a, b in zip(learned.model.get_weights(), resumed.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
@@ -264,22 +267,22 @@ def test_a_checkpoint_is_read_by_the_same_corpus_only(learned, tmp_path, monkeyp
     """One epoch asked, one in the checkpoint (the learning run's after epoch 1): the same
     corpus resumes after it, another (one document less) never reads it. The stage's fit
     is stubbed: what is read is decided before any training."""
-    straight = learned[True]
-    config = _config(packed=True, lm_sentence_epochs=1)
+    config = _config(lm_sentence_epochs=1)
     fits = []
 
     def no_training(lm, *args, **kwargs):
         fits.append(lm)
         return types.SimpleNamespace(history={"loss": [1.0]})
 
+    _after_a_language_model(monkeypatch)
     monkeypatch.setattr(sm.NeighbourSentenceModel, "fit", no_training)
-    for name in ("same", "other"):
-        shutil.copytree(straight.stopped[1], tmp_path / name)
-    same = sm.pretrain(_han(config), config, straight.documents, [], run_dir=tmp_path / "same")
-    assert same["resumed_after_epoch"] == 1 and not fits
-    other_documents = straight.documents[:-1]
-    other = sm.pretrain(_han(config), config, other_documents, [], run_dir=tmp_path / "other")
-    assert other["resumed_after_epoch"] == 0 and len(fits) == 1
+    for name, train in (("same", TRAIN), ("other", TRAIN[:-1])):
+        shutil.copytree(learned.stopped[1], tmp_path / name)
+        info = sm.pretrain_encoders(
+            _han(config), config, train, UNLABELED, None, run_dir=tmp_path / name
+        )
+        assert info["sentence"]["resumed_after_epoch"] == (1 if name == "same" else 0), name
+    assert len(fits) == 1  # the other corpus's stage trains
 
 
 # === Settings ===========================================================================
