@@ -6,6 +6,7 @@ discriminative rates (tests/training/test_language_model.py's HAN run)."""
 
 import json
 import shutil
+import types
 
 import keras
 import numpy as np
@@ -14,6 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from hatt import models
+from hatt.data import pack_sentences
 from hatt.training import TrainConfig
 from hatt.training.run.datasets import sentence_groups
 from hatt.training.starts import language_model as lm_lib
@@ -140,71 +142,145 @@ def test_the_loss_scores_each_word_of_each_neighbour_against_numpy():
 
 # === Pretraining ========================================================================
 
+EPOCHS, STOPPED_AFTER = 4, 3  # the learning run's epochs; a stopped copy after epoch 3
+# the learning run's documents: training, unlabeled and validation topic chains
+TRAIN, UNLABELED, VALIDATION = _chains(120, 0), _chains(40, 2), _chains(40, 1)
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "dense"])
-def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(packed, tmp_path):
-    config = _config(packed=packed, lm_sentence_epochs=4)
+
+def _topic_vectors(model):
+    """What a language model leaves for the stage to read (a stand-in for the first
+    stage): each topic's words near one another, the word encoder as built."""
+    layer = model.get_layer("word_embedding")
+    rows = np.zeros_like(layer.get_weights()[0])
+    rng = np.random.default_rng(0)
+    for topic, words in enumerate(TOPICS):
+        for word in words:
+            rows[word, 2 * topic] = 1.0
+            rows[word] += 0.1 * rng.normal(size=rows.shape[1])
+    layer.set_weights([rows])
+
+
+def _after_a_language_model(patch, left=None):
+    """Stub the first stage (:func:`_topic_vectors`); ``left``: what it left, by layer."""
+
+    def language_model(model, *args, **kwargs):
+        _topic_vectors(model)
+        if left is not None:
+            left.update({name: model.get_layer(name).get_weights() for name in sm.FROZEN})
+        return {"layers": ["word_embedding"]}
+
+    patch.setattr(lm_lib, "pretrain", language_model)
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """THE stage's run, as ``hatt train`` runs it (packed, :func:`sm.pretrain_encoders`
+    after the language model, stubbed) for EPOCHS epochs, with its checkpoint as epochs 1
+    and STOPPED_AFTER wrote it copied aside: what a stage stopped there left."""
+    folder = tmp_path_factory.mktemp("chains")
+    config = _config(lm_sentence_epochs=EPOCHS)
     model = _han(config)
-    before = {layer.name: layer.get_weights() for layer in model.layers}
-    info = sm.pretrain(
-        model,
-        config,
-        sm.documents_of(_chains(160, 0)),
-        sm.documents_of(_chains(40, 1)),
-        run_dir=tmp_path,
-    )
-    losses = [e["validation_loss"] for e in info["epochs"]]
-    assert len(losses) == 4 and all(np.isfinite(losses))
+    run = types.SimpleNamespace(config=config, model=model, run_dir=folder / "run", left={})
+    run.before = {layer.name: layer.get_weights() for layer in model.layers}
+    run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
+    save = lm_lib.save_checkpoint
+
+    def save_and_copy_aside(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) in run.stopped:
+            run.stopped[len(records)].mkdir()
+            shutil.copyfile(path, run.stopped[len(records)] / sm.CHECKPOINT)
+
+    with pytest.MonkeyPatch.context() as patch:
+        _after_a_language_model(patch, run.left)
+        patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+        run.info = sm.pretrain_encoders(
+            model, config, TRAIN, UNLABELED, VALIDATION, run_dir=run.run_dir
+        )
+    return run
+
+
+def test_it_learns_the_topic_chain_and_trains_only_the_sentence_level(learned):
+    losses = [e["validation_loss"] for e in learned.info["sentence"]["epochs"]]
+    assert len(losses) == EPOCHS and all(np.isfinite(losses))
     assert losses[-1] < 0.75 * losses[0], losses  # the next sentence's topic is learnable
-    for name in ("word_attention", "sentence_encoder"):
-        after = model.get_layer(name).get_weights()
-        assert any(not np.allclose(a, b) for a, b in zip(before[name], after, strict=True))
-    assert (tmp_path / sm.CHECKPOINT).is_file()
+    for name in sm.LAYERS:
+        after = learned.model.get_layer(name).get_weights()
+        assert any(not np.allclose(a, b) for a, b in zip(learned.before[name], after, strict=True))
+    assert (learned.run_dir / sm.CHECKPOINT).is_file()
 
 
-def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(tmp_path, monkeypatch):
-    config = _config(lm_sentence_epochs=1)
-    model = _han(config)
-    monkeypatch.setattr(lm_lib, "pretrain", lambda *a, **k: {"layers": ["word_embedding"]})
-    before = {layer.name: layer.get_weights() for layer in model.layers}
-    info = sm.pretrain_encoders(model, config, _chains(40, 0), _chains(40, 1), run_dir=tmp_path)
+def test_the_embedding_and_word_encoder_stay_as_the_language_model_left_them(learned):
     for name in sm.FROZEN:
-        for a, b in zip(before[name], model.get_layer(name).get_weights(), strict=True):
+        after = learned.model.get_layer(name).get_weights()
+        for a, b in zip(learned.left[name], after, strict=True):
             np.testing.assert_array_equal(a, b)
-        assert model.get_layer(name).trainable  # trainable again for the classifier
+        assert learned.model.get_layer(name).trainable  # trainable again for the classifier
+    info = learned.info
     assert info["layers"] == ["word_embedding", "word_attention", "sentence_encoder"]
-    assert info["sentence"]["documents"] == 80
-    saved = json.loads((tmp_path / "language_model.json").read_text())
+    assert info["sentence"]["documents"] == 120 + 40  # the training and unlabeled ones
+    assert info["sentence"]["validation_documents"] == 40
+    saved = json.loads((learned.run_dir / "language_model.json").read_text())
     assert saved["sentence"]["epochs"] == info["sentence"]["epochs"]
 
 
-def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path, monkeypatch):
-    """The run stopped after epoch 1 is the straight run's checkpoint as epoch 1 wrote it
-    (copied aside), so the stage trains 2 + 1 + 1 epochs, not 2 + 1 + 1 + 2."""
-    docs, held_out = sm.documents_of(_chains(24, 0)), sm.documents_of(_chains(8, 1))
-    stopped, other_corpus = tmp_path / "stopped", tmp_path / "other"
-    save = lm_lib.save_checkpoint
+def test_the_dense_layout_gives_the_packed_layout_s_loss():
+    """The stage reads documents as the classifier does, packed or dense: the same weights
+    on the same documents give the same loss either way (so what the packed run learns,
+    the dense one does)."""
+    batch = sm.document_batches(sm.documents_of(_chains(8, 3)), 8, seed=0)[0]
+    ragged = tf.RaggedTensor.from_tensor(batch, padding=0, ragged_rank=2)
+    losses = []
+    for packed in (True, False):
+        config = _config(packed=packed)
+        model = _han(config)  # the same seed: the same weights
+        log_q = lm_lib.unigram_log_probabilities([np.arange(2, VOCABULARY)], VOCABULARY)
+        lm = sm.NeighbourSentenceModel(
+            sm.sentence_encoder_of(model), model.get_layer("word_embedding"), log_q, seed=5
+        )
+        inputs = pack_sentences(ragged, sentence_groups(config)) if packed else batch
+        losses.append(ops.convert_to_numpy(lm((inputs, batch))))
+    assert losses[0][1] > 0
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
 
-    def save_and_stop_a_copy_after_epoch_one(lm, path, key, records):
-        save(lm, path, key, records)
-        if len(records) == 1:
-            for folder in (stopped, other_corpus):
-                folder.mkdir()
-                shutil.copyfile(path, folder / sm.CHECKPOINT)
 
-    monkeypatch.setattr(lm_lib, "save_checkpoint", save_and_stop_a_copy_after_epoch_one)
-    straight = _han(_config())
-    sm.pretrain(straight, _config(), docs, held_out, run_dir=tmp_path / "straight")
-    monkeypatch.undo()
-    resumed = _han(_config())
-    info = sm.pretrain(resumed, _config(), docs, held_out, run_dir=stopped)
-    assert info["resumed_after_epoch"] == 1 and len(info["epochs"]) == 2
-    for a, b in zip(straight.get_weights(), resumed.get_weights(), strict=True):
+def test_a_stopped_stage_resumes_after_its_last_epoch_as_if_never_stopped(
+    learned, tmp_path, monkeypatch
+):
+    """The stage stopped after epoch STOPPED_AFTER is the learning run's checkpoint as
+    that epoch wrote it (copied aside): resumed, it trains the epochs left and ends where
+    the straight run did."""
+    shutil.copytree(learned.stopped[STOPPED_AFTER], tmp_path / "stopped")
+    _after_a_language_model(monkeypatch)
+    resumed = _han(learned.config)
+    info = sm.pretrain_encoders(
+        resumed, learned.config, TRAIN, UNLABELED, VALIDATION, run_dir=tmp_path / "stopped"
+    )["sentence"]
+    assert info["resumed_after_epoch"] == STOPPED_AFTER and len(info["epochs"]) == EPOCHS
+    straight = learned.info["sentence"]["epochs"]
+    assert info["epochs"][:STOPPED_AFTER] == straight[:STOPPED_AFTER]
+    for a, b in zip(learned.model.get_weights(), resumed.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # One epoch asked, one in the checkpoint: the same corpus would resume after it.
+
+
+def test_another_corpus_never_reads_the_checkpoint(learned, tmp_path, monkeypatch):
+    """One epoch asked, one in the checkpoint (the learning run's after epoch 1): the same
+    corpus would resume after it (as the test above resumes), another (one document less)
+    never reads it. The stage's fit is stubbed: what is read is decided before training."""
     config = _config(lm_sentence_epochs=1)
-    other = sm.pretrain(_han(config), config, docs[:-1], [], run_dir=other_corpus)
-    assert other["resumed_after_epoch"] == 0  # another corpus never reads that checkpoint
+    fits = []
+
+    def no_training(lm, *args, **kwargs):
+        fits.append(lm)
+        return types.SimpleNamespace(history={"loss": [1.0]})
+
+    _after_a_language_model(monkeypatch)
+    monkeypatch.setattr(sm.NeighbourSentenceModel, "fit", no_training)
+    shutil.copytree(learned.stopped[1], tmp_path / "other")
+    info = sm.pretrain_encoders(
+        _han(config), config, TRAIN[:-1], UNLABELED, None, run_dir=tmp_path / "other"
+    )
+    assert info["sentence"]["resumed_after_epoch"] == 0 and len(fits) == 1
 
 
 # === Settings ===========================================================================

@@ -1,6 +1,13 @@
-"""--init MODEL (issue 36, item 6): a new model starts from a trained one's weights."""
+"""--init MODEL (issue 36, item 6): a new model starts from a trained one's weights.
+
+The trained model is the session's tiny rnn (tests/conftest.py); the copying, freezing
+and rate helpers are tested on models built here; ONE run with --init (``unfrozen``:
+gradual unfreezing and discriminative rates, on another task's corpus) serves every
+end-to-end check, and its run directory as each resumed test's starting point.
+"""
 
 import json
+import shutil
 import types
 
 import keras
@@ -8,11 +15,10 @@ import numpy as np
 import pytest
 
 import hatt
-from hatt.data import Imdb
 from hatt.training.run import resume
 from hatt.training.starts import transfer
 from tests._fresh_process import run_json_script
-from tests.conftest import planted
+from tests.conftest import TINY_KWARGS, planted
 
 TINY = {
     "max_tokens": 120,
@@ -22,18 +28,16 @@ TINY = {
     "learning_rate": 0.02,
     "epochs": 1,
     "patience": 1,
-    "embedding_dim": 8,
-    "units": 4,
+    "embedding_dim": TINY_KWARGS["rnn"]["embedding_dim"],  # the trained model's shapes
+    "units": TINY_KWARGS["rnn"]["units"],
     "word_vectors": None,
 }
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("source") / "run"
-    corpus = Imdb(planted(80, 0), planted(20, 1), planted(20, 2), "planted")
-    hatt.TextClassifier("rnn", **TINY).fit(corpus, run_dir=run_dir, verbose=0)
-    return run_dir
+def trained(tiny):
+    """The trained model's run directory: the session's tiny rnn."""
+    return tiny["rnn"].run_dir
 
 
 def _new_model(texts, num_classes):
@@ -43,8 +47,8 @@ def _new_model(texts, num_classes):
         "rnn",
         vocabulary_size=vectorizer.vocabulary_size,
         num_classes=num_classes,
-        embedding_dim=8,
-        units=4,
+        embedding_dim=TINY["embedding_dim"],
+        units=TINY["units"],
         ngram={"buckets": 32},
     )
     return model, vectorizer
@@ -87,38 +91,6 @@ def test_another_task_keeps_its_fresh_head(trained):
     info = transfer.init_from_model(model, vectorizer, ("a", "b", "c"), source)
     assert "logit" not in info["copied"] and "encoder_0" in info["copied"]
     assert info["head"].startswith("other classes")
-
-
-def test_fit_with_init_writes_init_json_and_trains(trained, tmp_path):
-    texts = planted(90, 7)
-    names = np.array(["bad", "good"])[texts.labels]
-    clf = hatt.TextClassifier("rnn", init=str(trained), **TINY)
-    clf.fit(texts.texts, names, run_dir=tmp_path / "run", verbose=0)
-    info = json.loads((tmp_path / "run" / "init.json").read_text())
-    assert info["source"].startswith(str(trained)) and info["embedding_words"] > 0
-    assert info["head"].startswith("other classes")  # bad/good are not negative/positive
-    probabilities = clf.predict(["A fine film."])
-    assert np.isfinite(probabilities).all()
-
-
-def test_the_run_reads_every_word_of_the_trained_model_and_its_own(trained, tmp_path):
-    """A small corpus's own vocabulary would leave the trained model's other words OOV."""
-    source = transfer.load_source(trained, "rnn")
-    theirs = source.text_model.vectorizer.get_vocabulary(include_special_tokens=False)
-    texts = planted(40, 8)
-    extra = "A zyzzogeton film. The zyzzogeton again."
-    clf = hatt.TextClassifier("rnn", init=str(trained), **TINY)
-    clf.fit([*texts.texts, extra], [*texts.labels, 1], run_dir=tmp_path / "run", verbose=0)
-
-    vectorizer = hatt.data.Vectorizer.load(tmp_path / "run" / "vectorizer.json")
-    words = vectorizer.get_vocabulary(include_special_tokens=False)
-    assert words[: len(theirs)] == theirs  # its ids are the trained model's ids
-    assert "zyzzogeton" in words[len(theirs) :]  # the corpus's own words after them
-    assert len(words) == len(set(words)) and vectorizer.max_tokens >= len(words) + 2
-    info = json.loads((tmp_path / "run" / "init.json").read_text())
-    assert info["embedding_words"] == len(theirs) and info["vocabulary_size"] == len(words) + 2
-    assert transfer.joint_vocabulary(["b", "a"], ["a", "c", "b", "d"]) == ["b", "a", "c", "d"]
-    assert transfer.source_words(None) is None
 
 
 def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch):
@@ -180,39 +152,51 @@ def _same(a, b):
     return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
+# documents with a word the trained model never saw (several: fit keeps some for validation)
+ONLY_HERE = [f"A zyzzogeton film, number {i}. The zyzzogeton again." for i in range(6)]
+
+
 def _other_task(n=90, seed=7):
+    """Another task's corpus: bad/good (not the trained model's negative/positive), and
+    documents with a word of their own."""
     texts = planted(n, seed)
-    return texts.texts, np.array(["bad", "good"])[texts.labels]
+    labels = [*texts.labels, *[1] * len(ONLY_HERE)]
+    return [*texts.texts, *ONLY_HERE], np.array(["bad", "good"])[labels]
 
 
-class _Crash(Exception):
-    pass
-
-
-def _crash_after(monkeypatch, epochs):
-    """RunBackup backs up ``epochs`` epochs, then the process 'dies'."""
+def _backed_up_as_of(snapshots):
+    """RunBackup.on_epoch_end that also copies the run directory aside after each epoch in
+    ``snapshots`` (``{epochs: folder}``): what a run killed right after that epoch's backup
+    leaves on disk (nothing of the epoch's later callbacks)."""
     save = resume.RunBackup.on_epoch_end
 
-    def crash_after(self, epoch, logs=None):
+    def on_epoch_end(self, epoch, logs=None):
         save(self, epoch, logs)
-        if epoch + 1 >= epochs:
-            raise _Crash
+        if epoch + 1 in snapshots:
+            shutil.copytree(self.run_dir, snapshots[epoch + 1])
 
-    monkeypatch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
+    return on_epoch_end
 
 
 @pytest.fixture(scope="module")
 def unfrozen(trained, tmp_path_factory):
-    """An uninterrupted run with init_frozen_epochs=2 of 3: its weights every epoch."""
+    """ONE uninterrupted run from_model(trained) with init_frozen_epochs=2 of 3 and
+    discriminative rates: its weights every epoch, and its run directory as a run stopped
+    after epoch 1 (inside the frozen epochs) and after epoch 2 (at their end) left it."""
     watch = _Weights()
-    run_dir = tmp_path_factory.mktemp("unfrozen") / "run"
-    clf = hatt.TextClassifier.from_model(trained, preset=None, **UNFREEZE)
-    clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
-    return clf, watch.epochs, run_dir
+    folder = tmp_path_factory.mktemp("unfrozen")
+    stopped = {1: folder / "stopped_after_1", 2: folder / "stopped_after_2"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resume.RunBackup, "on_epoch_end", _backed_up_as_of(stopped))
+        clf = hatt.TextClassifier.from_model(trained, preset=None, **UNFREEZE)
+        clf.fit(*_other_task(), run_dir=folder / "run", callbacks=[watch], verbose=0)
+    return types.SimpleNamespace(
+        clf=clf, epochs=watch.epochs, run_dir=folder / "run", stopped=stopped
+    )
 
 
 def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unfrozen):
-    clf, epochs, run_dir = unfrozen
+    clf, epochs, run_dir = unfrozen.clf, unfrozen.epochs, unfrozen.run_dir
     source = transfer.load_source(trained, "rnn").text_model.classifier
     info = json.loads((run_dir / "init.json").read_text())
     assert info["frozen_epochs"] == 2
@@ -235,39 +219,53 @@ def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unf
     assert np.isfinite(clf.predict(["A fine film."])).all()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("crash_after", [1, 2], ids=["inside", "after"])
-def test_a_resumed_run_freezes_as_the_uninterrupted_one(
-    trained, unfrozen, tmp_path, monkeypatch, crash_after
+def test_the_run_writes_init_json_and_reads_every_word_of_the_trained_model_and_its_own(
+    trained, unfrozen
 ):
-    """Crashed inside the frozen epochs (after 1 of 2) the resumed run still freezes;
-    crashed at their end it trains everything; both end as the uninterrupted run."""
-    whole, whole_epochs, _ = unfrozen
+    """A small corpus's own vocabulary would leave the trained model's other words OOV."""
+    run_dir = unfrozen.run_dir
+    info = json.loads((run_dir / "init.json").read_text())
+    assert info["source"].startswith(str(trained)) and info["embedding_words"] > 0
+    assert info["head"].startswith("other classes")  # bad/good are not negative/positive
+    theirs = transfer.source_words(transfer.load_source(trained, "rnn"))
+    vectorizer = hatt.data.Vectorizer.load(run_dir / "vectorizer.json")
+    words = vectorizer.get_vocabulary(include_special_tokens=False)
+    assert words[: len(theirs)] == theirs  # its ids are the trained model's ids
+    assert "zyzzogeton" in words[len(theirs) :]  # the corpus's own words after them
+    assert len(words) == len(set(words)) and vectorizer.max_tokens >= len(words) + 2
+    assert info["embedding_words"] == len(theirs) and info["vocabulary_size"] == len(words) + 2
+    assert transfer.joint_vocabulary(["b", "a"], ["a", "c", "b", "d"]) == ["b", "a", "c", "d"]
+    assert transfer.source_words(None) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stopped_after", [1, 2], ids=["inside", "after"])
+def test_a_resumed_run_freezes_as_the_uninterrupted_one(trained, unfrozen, tmp_path, stopped_after):
+    """Stopped inside the frozen epochs (after 1 of 2) the resumed run still freezes;
+    stopped at their end it trains everything; both end as the uninterrupted run."""
+    whole, whole_epochs = unfrozen.clf, unfrozen.epochs
     run_dir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        _crash_after(patch, crash_after)
-        with pytest.raises(_Crash):
-            hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE).fit(
-                *_other_task(), run_dir=run_dir, verbose=0
-            )
+    shutil.copytree(unfrozen.stopped[stopped_after], run_dir)
+    assert not (run_dir / "metrics.json").exists()  # an unfinished run
     watch = _Weights()
     clf = hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE)
     clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
-    assert sorted(watch.epochs) == list(range(crash_after, 3))
-    if crash_after == 1:  # epoch 2 (index 1) frozen: the encoder still as copied
+    assert sorted(watch.epochs) == list(range(stopped_after, 3))
+    if stopped_after == 1:  # epoch 2 (index 1) frozen: the encoder still as copied
         assert _same(watch.epochs[1]["encoder_0"], whole_epochs[0]["encoder_0"])
     assert not _same(watch.epochs[2]["encoder_0"], whole_epochs[1]["encoder_0"])  # then trains
     for name in WATCHED:  # every epoch as the uninterrupted run's
         for epoch, weights in watch.epochs.items():
             for mine, theirs in zip(weights[name], whole_epochs[epoch][name], strict=True):
                 np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
-    assert clf.metrics["resumed_from_epoch"] == crash_after and clf.metrics["epochs"] == 3
+    assert clf.metrics["resumed_from_epoch"] == stopped_after and clf.metrics["epochs"] == 3
     assert clf.metrics["validation_accuracy"] == pytest.approx(whole.metrics["validation_accuracy"])
     assert [int(r["epoch"]) for r in hatt.training.read_history(run_dir)] == [0, 1, 2]
+    assert np.isfinite(clf.predict(["A fine film."])).all()
 
 
 def test_from_model_takes_the_family_and_starts_from_the_trained_model(trained, unfrozen):
-    clf, _, run_dir = unfrozen  # from_model(trained, ...).fit on another tiny corpus
+    clf, run_dir = unfrozen.clf, unfrozen.run_dir  # from_model(trained, ...).fit, another task
     assert clf.family == "rnn" and clf.config.init == str(trained)
     info = json.loads((run_dir / "init.json").read_text())
     assert {"embedding", "encoder_0", "word_attention"} <= set(info["copied"])
@@ -324,7 +322,9 @@ def _one_step(run_dir, decay):
     config = hatt.training.TrainConfig(
         model="rnn", init="trained", discriminative_decay=decay, learning_rate=0.01
     )
-    model.compile(optimizer=hatt.training.create_optimizer(config, 1), loss="binary_crossentropy")
+    optimizer = hatt.training.create_optimizer(config, 1)
+    # eager: the same step, without tracing a train function for one call
+    model.compile(optimizer=optimizer, loss="binary_crossentropy", run_eagerly=True)
     copied = ["embedding", "encoder_0", "word_attention", "logit"]
     (run_dir / "init.json").write_text(json.dumps({"copied": copied}))
     assert transfer.fine_tuning(model, config, run_dir) == []  # nothing frozen

@@ -3,14 +3,14 @@
 validation / test texts never reaching training."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import hatt
 from hatt.data import Imdb
 from hatt.training import TrainConfig, assemble_config
+from tests import _starts_runs as starts_runs
+from tests._starts_runs import ONLY_UNLABELED
 from tests.conftest import planted
 
 TINY_RNN = {
@@ -27,7 +27,6 @@ TINY_RNN = {
     "word_vectors": "word2vec",
     "word_vectors_epochs": 1,
 }
-ONLY_UNLABELED = "zyzzogeton"  # a word no labeled document holds
 
 
 @pytest.fixture(scope="module")
@@ -35,62 +34,35 @@ def corpus():
     return Imdb(planted(80, 0), planted(20, 1), planted(20, 2), "planted")
 
 
-def _unlabeled(corpus):
-    """Unlabeled documents: new ones with an unseen word, and one copy of a test text."""
-    new = [f"The {ONLY_UNLABELED} scene was a {ONLY_UNLABELED} delight {i}." for i in range(30)]
-    return [*new, corpus.test.texts[3].upper(), "   "]
-
-
-def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(corpus, tmp_path):
-    clf = hatt.TextClassifier("rnn", unlabeled_vocabulary=True, **TINY_RNN)
-    clf.fit(corpus, run_dir=tmp_path / "with", verbose=0, unlabeled=_unlabeled(corpus))
-    report = json.loads((tmp_path / "with" / "unlabeled.json").read_text())
+def test_fit_learns_the_vocabulary_and_vectors_from_unlabeled_text(tmp_path_factory):
+    """The shared fit with unlabeled documents and unlabeled_vocabulary=true
+    (tests/_starts_runs.py; tests/training/test_word_vectors.py checks its learning)."""
+    run_dir = starts_runs.word2vec_run(tmp_path_factory)["run_dir"]
+    report = json.loads((run_dir / "unlabeled.json").read_text())
     assert report["source"] == "(in memory)"
     assert (report["read"], report["empty"], report["excluded"], report["kept"]) == (32, 1, 1, 30)
-    info = json.loads((tmp_path / "with" / "word_vectors.json").read_text())
+    info = json.loads((run_dir / "word_vectors.json").read_text())
     assert info["unlabeled_documents"] == 30
-    vocabulary = hatt.data.Vectorizer.load(tmp_path / "with" / "vectorizer.json").get_vocabulary()
+    vocabulary = hatt.data.Vectorizer.load(run_dir / "vectorizer.json").get_vocabulary()
     assert ONLY_UNLABELED in vocabulary
-    assert (tmp_path / "with" / "word_vectors.npz").is_file()
-    config = json.loads((tmp_path / "with" / "config.json").read_text())
+    assert (run_dir / "word_vectors.npz").is_file()
+    config = json.loads((run_dir / "config.json").read_text())
     assert config["unlabeled"] == "(in memory)"
 
-    # the default: word2vec learns from them, the vocabulary does not
-    alone = tmp_path / "alone"
-    hatt.TextClassifier("rnn", **TINY_RNN).fit(
-        corpus, run_dir=alone, verbose=0, unlabeled=_unlabeled(corpus)
-    )
-    vocabulary = hatt.data.Vectorizer.load(alone / "vectorizer.json").get_vocabulary()
+
+def test_hatt_train_reads_a_folder_of_unlabeled_documents(tmp_path_factory):
+    """The shared ``hatt train --unlabeled FOLDER`` run (tests/_starts_runs.py), with the
+    defaults: word2vec learns from them, the vocabulary does not."""
+    run = starts_runs.cli_run(tmp_path_factory)
+    assert run["code"] == 0, run["printed"][-2000:]
+    assert "Unlabeled: 30 documents kept of 32 read from" in run["printed"]
+    assert "1 equal to a validation/test text and removed" in run["printed"]
+    report = json.loads((run["run_dir"] / "unlabeled.json").read_text())
+    assert report["source"] == str(run["unsup"]) and report["excluded"] == 1
+    vocabulary = hatt.data.Vectorizer.load(run["run_dir"] / "vectorizer.json").get_vocabulary()
     assert ONLY_UNLABELED not in vocabulary
-    assert json.loads((alone / "word_vectors.json").read_text())["unlabeled_documents"] == 30
-
-
-def test_hatt_train_reads_a_folder_of_unlabeled_documents(corpus, tmp_path):
-    data = tmp_path / "data"
-    for split, name in ((corpus.train, "train"), (corpus.test, "test")):
-        for i, (text, label) in enumerate(zip(split.texts, split.labels, strict=True)):
-            folder = data / name / ("pos" if label else "neg")
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{i}.txt").write_text(text)
-    unsup = tmp_path / "unsup"
-    unsup.mkdir()
-    for i, text in enumerate(_unlabeled(corpus)):
-        (unsup / f"{i}.txt").write_text(text)
-    settings = ["--set", f"model_kwargs={json.dumps({'embedding_dim': 8, 'units': 4})}"]
-    for key, value in TINY_RNN.items():
-        if key not in ("embedding_dim", "units"):
-            settings += ["--set", f"{key}={json.dumps(value)}"]
-    command = [
-        sys.executable, "-m", "hatt.cli", "train", "rnn", "--data", str(data),
-        "--unlabeled", str(unsup), "--run-dir", str(tmp_path / "run"), "--export-dir", "",
-        "--preset", "none", *settings,
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Unlabeled: 30 documents kept of 32 read from" in done.stdout
-    assert "1 equal to a validation/test text and removed" in done.stdout
-    report = json.loads((tmp_path / "run" / "unlabeled.json").read_text())
-    assert report["source"] == str(unsup) and report["excluded"] == 1
+    info = json.loads((run["run_dir"] / "word_vectors.json").read_text())
+    assert info["unlabeled_documents"] == 30
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import hatt
 from hatt import models, training
-from hatt.data import Imdb
 from hatt.training.starts import word_vectors
-from tests._planted import planted_split
+from tests import _starts_runs as starts_runs
 
 WORDS = ["", "[UNK]", "good", "great", "bad", "awful", "film"]
 
@@ -131,22 +129,13 @@ def test_bad_settings_fail_before_any_data(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_started_from_word2vec_learns_and_records_the_vectors(tmp_path):
-    planted = Imdb(planted_split(160, 0), planted_split(40, 1), planted_split(40, 2), "planted")
-    config = training.TrainConfig(
-        model="rnn",
-        model_kwargs={"embedding_dim": 8, "units": 4},
-        word_vectors="word2vec",
-        word_vectors_epochs=2,
-        epochs=3,
-        batch_size=16,
-        min_count=1,
-        learning_rate=1e-2,
-        patience=3,
-    )
-    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
+def test_a_run_started_from_word2vec_learns_and_records_the_vectors(tmp_path_factory):
+    """The shared fit (tests/_starts_runs.py: word2vec over the training split and the
+    unlabeled documents, which the vocabulary reads too)."""
+    run = starts_runs.word2vec_run(tmp_path_factory)
+    metrics = run["metrics"]
     assert metrics["test_accuracy"] >= 0.9
-    recorded = json.loads((tmp_path / "word_vectors.json").read_text())
+    recorded = json.loads((run["run_dir"] / "word_vectors.json").read_text())
     assert metrics["word_vectors"] == recorded and recorded["source"] == "word2vec"
     # every training word has a vector; the planted cue words are among them
     assert recorded["words_with_vectors"] == recorded["words"]
@@ -154,27 +143,16 @@ def test_a_run_started_from_word2vec_learns_and_records_the_vectors(tmp_path):
 
 
 @pytest.mark.slow
-def test_frozen_vectors_stay_as_the_file_gave_them(tmp_path):
-    planted = Imdb(planted_split(64, 0), planted_split(16, 1), planted_split(16, 2), "planted")
-    rng = np.random.default_rng(0)
-    words = ["superb", "dreadful", *(f"w{i}" for i in range(10))]
-    given = {word: rng.normal(size=8).round(3) for word in words}
-    lines = [" ".join([word, *map(str, vector)]) for word, vector in given.items()]
-    path = write(tmp_path / "vectors.txt", "\n".join(lines) + "\n")
-    config = training.TrainConfig(
-        model="rnn",
-        model_kwargs={"embedding_dim": 8, "units": 4},
-        word_vectors=str(path),
-        word_vectors_scale="none",
-        word_vectors_trainable=False,
-        epochs=2,
-        batch_size=16,
-        min_count=1,
-    )
-    training.train(config, tmp_path / "run", texts=planted, verbose=0)
-    model = keras.saving.load_model(tmp_path / "run" / "model.keras")
+def test_frozen_vectors_stay_as_word2vec_gave_them(tmp_path_factory):
+    """The shared ``hatt train`` run (tests/_starts_runs.py) with
+    word_vectors_trainable=false and word_vectors_scale=none: after training, each row
+    with a vector is the vector word2vec gave (its cache, word_vectors.npz); how a vectors
+    file's rows land is test_init_sets_found_rows_scaled_to_the_start_and_keeps_the_rest."""
+    run_dir = starts_runs.cli_run(tmp_path_factory)["run_dir"]
+    model = keras.saving.load_model(run_dir / "model.keras")
     assert not model.get_layer("embedding").trainable
     rows = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
-    vocabulary = hatt.data.Vectorizer.load(tmp_path / "run" / "vectorizer.json").get_vocabulary()
-    for word, vector in given.items():
-        np.testing.assert_allclose(rows[vocabulary.index(word)], vector, rtol=1e-6)
+    with np.load(run_dir / word_vectors.CACHE_FILE) as cached:
+        vectors, found = cached["vectors"], cached["found"]
+    assert found.sum() > 10 and len(found) == len(rows)
+    np.testing.assert_allclose(rows[found], vectors[found], rtol=1e-6)
