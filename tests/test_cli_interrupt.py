@@ -5,26 +5,19 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from hatt import run_dir as run_files
 from hatt.training.run import resume
-from tests.training.test_resume import _env, hatt_train, run_hatt
+from tests._resume_runs import env, hatt_train, run_hatt, wait_for_a_backup, write_corpus
 
 EPOCHS = 8
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    from tests._planted import write_planted_imdb
-
-    return write_planted_imdb(tmp_path_factory.mktemp("planted"), n_train=600, n_test=100)
-
-
 @pytest.mark.slow
-def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(corpus, tmp_path):
+def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(tmp_path):
+    corpus = write_corpus(tmp_path / "planted")
     run_dir = tmp_path / "run"
     argv = hatt_train(corpus, run_dir)
     # 8 epochs that early stopping cannot cut: on a loaded machine a 3-epoch run could
@@ -37,19 +30,12 @@ def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume_it(corpus, tmp_path
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=env(),
         # a pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored in its
         # children: Python then never raises KeyboardInterrupt and the run finishes (exit 0)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if json.loads(state_file.read_text())["epoch"] >= 1:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.01)
+    wait_for_a_backup(process, run_dir)
     if process.poll() is not None:
         pytest.skip(f"the run ended (exit {process.returncode}) before it could be interrupted")
     process.send_signal(signal.SIGINT)

@@ -19,8 +19,10 @@ import hatt
 from tests._fresh_process import run_json_script
 from tests._planted import write_planted_imdb
 
+EPOCHS = 2
 MIRRORED_SCRIPT = r"""
-import json, sys
+import json, sys, time
+EPOCHS = int(sys.argv[2])
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -28,30 +30,37 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import numpy as np
 from hatt import training
 from hatt.data import Imdb, Split
-from tests._planted import planted_texts
+from tests._planted import planted_corpus
 
 def split(n, seed):
-    texts, labels = planted_texts(n, seed)
+    # 41 words a review in 5 sentences, and splits of whole batches: every batch has one
+    # padded shape, so each of Keras' functions is traced once (each trace costs twice
+    # under 2 replicas)
+    texts, labels = planted_corpus(n, seed, words=(40, 41), sentences=5)
     return Split(texts, np.array(labels), [str(i) for i in range(n)])
 
-imdb = Imdb(split(240, 0), split(60, 1), split(60, 2), "planted")
+imdb = Imdb(split(224, 0), split(64, 1), split(64, 2), "planted")
+small = Imdb(split(48, 0), split(16, 1), split(16, 2), "planted")  # the HAN's: it only must train
 out = {}
-for name, model, kwargs, strategy in (
-    ("single", "cnn", {"embedding_dim": 16, "filters": 8}, "default"),
-    ("mirrored", "cnn", {"embedding_dim": 16, "filters": 8}, "mirrored"),
-    ("han", "han", {"embedding_dim": 8, "word_units": 4, "sentence_units": 4}, "mirrored"),
+for name, model, kwargs, strategy, texts in (
+    ("single", "cnn", {"embedding_dim": 16, "filters": 8}, "default", imdb),
+    ("mirrored", "cnn", {"embedding_dim": 16, "filters": 8}, "mirrored", imdb),
+    ("han", "han", {"embedding_dim": 8, "word_units": 4, "sentence_units": 4}, "mirrored", small),
 ):
     config = training.TrainConfig(
-        model=model, model_kwargs=kwargs, epochs=3 if model == "cnn" else 1, batch_size=16, min_count=1,
-        learning_rate=1e-2, patience=3, strategy=strategy, packed=False,
-        max_sentences=6, max_words=12,  # the dense HAN: 6 x 12 steps a review, not 30 x 50
+        model=model, model_kwargs=kwargs, epochs=EPOCHS if model == "cnn" else 1, batch_size=16,
+        min_count=1, learning_rate=1e-2, patience=EPOCHS, strategy=strategy, packed=False,
+        num_buckets=1,  # one padded shape a split: fewer traces (each costs 2 replicas)
+        max_sentences=4, max_words=8,  # the dense HAN: 4 x 8 steps a review, not 30 x 50
     )
     run_dir = f"{sys.argv[1]}/{name}"
-    metrics = training.train(config, run_dir, texts=imdb, command="test", verbose=0)
+    start = time.perf_counter()
+    metrics = training.train(config, run_dir, texts=texts, command="test", verbose=0)
     out[name] = {
         "metrics": metrics,
         "config": json.load(open(f"{run_dir}/config.json")),
         "history": training.read_history(run_dir),
+        "seconds": time.perf_counter() - start,
     }
 try:
     training.train(training.TrainConfig(model="han", strategy="mirrored"), f"{sys.argv[1]}/x", texts=imdb)
@@ -63,12 +72,12 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_mirrored_over_two_logical_cpus_matches_the_single_device_run(tmp_path):
-    out = run_json_script(MIRRORED_SCRIPT, str(tmp_path), timeout=400)
+    out = run_json_script(MIRRORED_SCRIPT, str(tmp_path), str(EPOCHS), timeout=400)
     single, mirrored = out["single"], out["mirrored"]
     assert single["metrics"]["replicas"] == 1 and mirrored["metrics"]["replicas"] == 2
     assert mirrored["metrics"]["strategy"] == mirrored["config"]["strategy"] == "mirrored"
     # the global batch is split across the replicas: same steps, same amount of data
-    assert len(mirrored["history"]) == len(single["history"]) == 3
+    assert len(mirrored["history"]) == len(single["history"]) == EPOCHS
     assert single["metrics"]["test_accuracy"] >= 0.9
     assert mirrored["metrics"]["test_accuracy"] == pytest.approx(
         single["metrics"]["test_accuracy"], abs=0.05
@@ -88,9 +97,12 @@ def _free_ports(n):
     return ports
 
 
+N_TEST = 40
+
+
 @pytest.mark.slow
 def test_multiworker_with_two_processes_trains_to_completion(tmp_path):
-    root = write_planted_imdb(tmp_path / "corpus", n_train=240, n_test=60)
+    root = write_planted_imdb(tmp_path / "corpus", n_train=120, n_test=N_TEST)
     run_dir = tmp_path / "run"
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = []
@@ -101,7 +113,7 @@ def test_multiworker_with_two_processes_trains_to_completion(tmp_path):
         argv = [sys.executable, "-m", "hatt.cli", "train", "cnn", "--preset", "none"]
         argv += ["--strategy", "multiworker"]
         argv += ["--data", str(root), "--epochs", "2", "--set", "batch_size=16"]
-        argv += ["--set", "min_count=1", "--set", "validation_size=40"]
+        argv += ["--set", "min_count=1", "--set", "validation_size=40"]  # 80 to train on
         argv += ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]
         argv += ["--run-dir", str(run_dir), "--export-dir", ""]
         log = open(tmp_path / f"worker-{index}.log", "w")  # noqa: SIM115
@@ -128,7 +140,7 @@ def test_multiworker_with_two_processes_trains_to_completion(tmp_path):
     assert chief["test_accuracy"] == other["test_accuracy"]  # one model, synchronised
     # the gathered predictions are in the split's order: they match the saved model
     saved = np.load(run_dir / "test_probabilities.npz")
-    assert saved["probabilities"].shape == (60,)
+    assert saved["probabilities"].shape == (N_TEST,)
     model = keras.saving.load_model(run_dir / "model.keras")
     vectorizer = hatt.data.Vectorizer.load(run_dir / "vectorizer.json")
     imdb = hatt.data.load_imdb(str(root), validation_size=40, progress=False)

@@ -1,17 +1,18 @@
 """Resume after a crash (SIGKILL), reproducible runs (--seed), NaN loss, run-directory checks.
 
-The CLI runs are subprocesses on a planted corpus (tests/_planted.py) with a
-tiny CNN; they are shared by the tests of this module.
+The CLI runs are fresh processes on a planted corpus (tests/_resume_runs.py) with a
+tiny CNN: one straight run, one killed and resumed, one of another seed. The
+in-process checks share one straight run that stops early; a run that crashed after
+epoch N is a copy of its run directory as epoch N's backup left it (what a crash
+right then leaves), so no check trains the epochs before its crash again.
 """
 
 import copy
 import csv
 import json
-import os
+import shutil
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import keras
@@ -22,51 +23,14 @@ from hatt import cli, training
 from hatt import run_dir as run_files
 from hatt.training.run import loop, resume
 from tests._planted import write_planted_imdb
-
-MODEL_ARGS = ["--set", "model_kwargs.embedding_dim=16", "--set", "model_kwargs.filters=8"]
-
-
-def hatt_train(corpus, run_dir, seed=5, *extra):
-    return [
-        sys.executable,
-        "-m",
-        "hatt.cli",
-        "train",
-        "cnn",
-        "--preset",
-        "none",
-        "--data",
-        str(corpus),
-        "--epochs",
-        "3",
-        "--seed",
-        str(seed),
-        "--set",
-        "batch_size=8",
-        "--set",
-        "min_count=1",
-        "--set",
-        "validation_size=100",
-        "--set",
-        "patience=3",
-        *MODEL_ARGS,
-        "--run-dir",
-        str(run_dir),
-        "--export-dir",
-        "",
-        *extra,
-    ]
-
-
-def _env():
-    return {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
-
-
-def run_hatt(argv, timeout=300):
-    result = subprocess.run(
-        argv, capture_output=True, text=True, env=_env(), timeout=timeout, check=False
-    )
-    return result
+from tests._resume_runs import (
+    MODEL_ARGS,
+    env,
+    hatt_train,
+    run_hatt,
+    wait_for_a_backup,
+    write_corpus,
+)
 
 
 def history_rows(run_dir):
@@ -74,9 +38,13 @@ def history_rows(run_dir):
         return list(csv.reader(f))
 
 
+def _weights(run_dir):
+    return keras.saving.load_model(Path(run_dir) / "model.keras").get_weights()
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return write_planted_imdb(tmp_path_factory.mktemp("planted"), n_train=600, n_test=100)
+    return write_corpus(tmp_path_factory.mktemp("planted"))
 
 
 @pytest.fixture(scope="module")
@@ -90,23 +58,18 @@ def reference(corpus, tmp_path_factory):
 
 @pytest.mark.slow
 def test_sigkill_then_same_command_resumes_from_the_last_finished_epoch(
-    corpus, reference, tmp_path
+    corpus, reference, tmp_path, capsys
 ):
+    """Also: the same --seed gives the same run in another process (the killed and the
+    resumed processes together give the reference's history, results and weights)."""
     run_dir = tmp_path / "run"
     argv = hatt_train(corpus, run_dir)
     state_file = run_dir / run_files.BACKUP / resume.STATE_FILE
     process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env()
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env()
     )
-    deadline = time.monotonic() + 240
     try:
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                if json.loads(state_file.read_text())["epoch"] >= 1:
-                    break
-            except (OSError, ValueError):
-                pass  # not written yet (the rename makes a half-written state impossible)
-            time.sleep(0.01)
+        wait_for_a_backup(process, run_dir)
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait(timeout=60)
@@ -132,40 +95,35 @@ def test_sigkill_then_same_command_resumes_from_the_last_finished_epoch(
     # as the uninterrupted run: the same history and the same results, exactly.
     assert rows == history_rows(reference)
     expected = json.loads((reference / "metrics.json").read_text())
-    for key in ("test_accuracy", "test_loss", "validation_accuracy", "best_epoch"):
+    assert expected["deterministic"] is True and expected["seed"] == 5
+    keys = ("test_accuracy", "test_loss", "validation_accuracy", "validation_loss", "best_epoch")
+    for key in keys:
         assert metrics[key] == expected[key], key
     np.testing.assert_array_equal(
         np.load(run_dir / "test_probabilities.npz")["probabilities"],
         np.load(reference / "test_probabilities.npz")["probabilities"],
     )
+    for a, b in zip(_weights(reference), _weights(run_dir), strict=True):
+        np.testing.assert_array_equal(a, b)
 
-    # A finished run is not trained again silently.
-    again = run_hatt(argv)
-    assert again.returncode == 2 and "holds a finished run" in again.stderr
-    assert "Traceback" not in again.stderr
+    # A finished run is not trained again silently (the command's own exit code and words).
+    capsys.readouterr()
+    assert cli.main(argv[3:]) == 2
+    err = capsys.readouterr().err
+    assert "holds a finished run" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
-def test_same_seed_gives_identical_runs_and_another_seed_other_weights(corpus, reference, tmp_path):
-    same, other = tmp_path / "same", tmp_path / "other"
-    for run_dir, seed in ((same, 5), (other, 6)):
-        result = run_hatt(hatt_train(corpus, run_dir, seed))
-        assert result.returncode == 0, result.stderr[-3000:]
-    first = json.loads((reference / "metrics.json").read_text())
-    second = json.loads((same / "metrics.json").read_text())
-    assert first["deterministic"] is True and first["seed"] == 5
-    for key in ("test_accuracy", "test_loss", "validation_accuracy", "validation_loss"):
-        assert first[key] == second[key], key
-    assert history_rows(reference) == history_rows(same)
-    weights = {
-        name: keras.saving.load_model(run_dir / "model.keras").get_weights()
-        for name, run_dir in (("first", reference), ("same", same), ("other", other))
-    }
-    for a, b in zip(weights["first"], weights["same"], strict=True):
-        np.testing.assert_array_equal(a, b)
+def test_another_seed_gives_other_weights(corpus, reference, tmp_path):
+    """(The same seed giving the same run, in another process, is checked on the killed
+    and resumed run above.)"""
+    other = tmp_path / "other"
+    result = run_hatt(hatt_train(corpus, other, 6))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((other / "metrics.json").read_text())["seed"] == 6
     assert any(
         a.shape != b.shape or not np.array_equal(a, b)
-        for a, b in zip(weights["first"], weights["other"], strict=True)
+        for a, b in zip(_weights(reference), _weights(other), strict=True)
     )
 
 
@@ -196,83 +154,81 @@ def _config(**overrides):
     return training.TrainConfig(**{**values, **overrides})
 
 
-class _Crash(Exception):
-    pass
+# The straight run's settings: it stops early (so resuming must carry the early-stopping
+# state) well before its 12 epochs.
+EARLY = {"epochs": 12, "patience": 1, "monitor": "val_loss", "learning_rate": 0.3}
 
 
-def _interrupted_run(run_dir, planted, monkeypatch, after_epochs=1):
-    """Train until ``after_epochs`` epochs are backed up, then 'crash'."""
+@pytest.fixture(scope="module")
+def straight(planted, tmp_path_factory):
+    """``(metrics, after)``: one uninterrupted run, and ``after(n)``: a copy of its run
+    directory as the backup after epoch ``n`` left it (a crash then leaves just that)."""
+    root = tmp_path_factory.mktemp("straight")
     save = resume.RunBackup.on_epoch_end
 
-    def crash_after(self, epoch, logs=None):
+    def save_and_copy(self, epoch, logs=None):
         save(self, epoch, logs)
-        if epoch + 1 >= after_epochs:
-            raise _Crash
+        shutil.copytree(self.run_dir, root / f"after-{epoch + 1}")
 
-    with monkeypatch.context() as patch:
-        patch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
-        with pytest.raises(_Crash):
-            training.train(_config(), run_dir, texts=planted, verbose=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resume.RunBackup, "on_epoch_end", save_and_copy)
+        metrics = training.train(_config(**EARLY), root / "run", texts=planted, verbose=0)
+
+    def after(epochs, run_dir):
+        shutil.copytree(root / f"after-{epochs}", run_dir)
+        return run_dir
+
+    return metrics, after
 
 
-def test_a_corrupted_or_mismatched_backup_is_a_clear_error(tmp_path, planted, monkeypatch):
-    run_dir = tmp_path / "run"
-    _interrupted_run(run_dir, planted, monkeypatch)
+def test_a_corrupted_or_mismatched_backup_is_a_clear_error_and_the_run_resumes_as_one(
+    tmp_path, planted, straight
+):
+    """The errors leave the backup as it was: the run then resumes, keeping the
+    early-stopping state (best weights and patience), and stops and restores as one run."""
+    whole, after = straight
+    config = _config(**EARLY)
+    assert whole["epochs"] < 12  # it stopped early
+    crashed = whole["epochs"] - 1  # one epoch before the stop
+    run_dir = after(crashed, tmp_path / "run")
     state = resume.read_state(run_dir)
-    assert state["epoch"] == 1 and len(state["records"]) == 1
+    assert state["epoch"] == crashed and len(state["records"]) == crashed
+    assert not state["training_done"]
 
     with pytest.raises(resume.RunError, match="other settings.*learning_rate"):
-        training.train(_config(learning_rate=0.5), run_dir, texts=planted, verbose=0)
+        training.train(
+            _config(**{**EARLY, "learning_rate": 0.5}), run_dir, texts=planted, verbose=0
+        )
 
     weights = run_dir / run_files.BACKUP / state["weights"]
     good = weights.read_bytes()
     weights.write_bytes(good[: len(good) // 2])  # a partial file
     with pytest.raises(resume.RunError, match="missing or corrupted.*--restart"):
-        training.train(_config(), run_dir, texts=planted, verbose=0)
+        training.train(config, run_dir, texts=planted, verbose=0)
     weights.write_bytes(good)
 
     state_file = run_dir / run_files.BACKUP / resume.STATE_FILE
     state_text = state_file.read_text()
     state_file.write_text(state_text[:40])
     with pytest.raises(resume.RunError, match="is corrupted"):
-        training.train(_config(), run_dir, texts=planted, verbose=0)
+        training.train(config, run_dir, texts=planted, verbose=0)
     # the command line says the same, without a traceback
     argv = ["train", "cnn", "--preset", "none", "--run-dir", str(run_dir), "--export-dir", ""]
     assert cli.main(argv) == 2
 
     state_file.write_text(state_text)
-    metrics = training.train(_config(), run_dir, texts=planted, verbose=0)
-    assert metrics["resumed_from_epoch"] == 1 and metrics["epochs"] == 3
-    assert [int(r["epoch"]) for r in training.read_history(run_dir)] == [0, 1, 2]
-
-    # --restart starts over in the same directory
-    metrics = training.train(_config(), run_dir, texts=planted, verbose=0, restart=True)
-    assert metrics["resumed_from_epoch"] == 0 and metrics["epochs"] == 3
-
-
-def test_resume_keeps_the_early_stopping_state(tmp_path, planted, monkeypatch):
-    """Best weights and patience carry over: the resumed run stops and restores as one run."""
-    config = _config(epochs=12, patience=1, monitor="val_loss", learning_rate=0.3)
-    whole = training.train(config, tmp_path / "whole", texts=planted, verbose=0)
-    assert whole["epochs"] < 12  # it stopped early
-    run_dir = tmp_path / "split"
-    save = resume.RunBackup.on_epoch_end
-
-    def crash_after(self, epoch, logs=None):
-        save(self, epoch, logs)
-        if epoch + 1 == whole["epochs"] - 1:  # crash one epoch before the stop
-            raise _Crash
-
-    with monkeypatch.context() as patch:
-        patch.setattr(resume.RunBackup, "on_epoch_end", crash_after)
-        with pytest.raises(_Crash):
-            training.train(config, run_dir, texts=planted, verbose=0)
     resumed = training.train(config, run_dir, texts=planted, verbose=0)
-    assert resumed["resumed_from_epoch"] == whole["epochs"] - 1
+    assert resumed["resumed_from_epoch"] == crashed
     for key in ("epochs", "best_epoch", "validation_loss", "test_loss", "test_accuracy"):
         assert resumed[key] == pytest.approx(whole[key], rel=1e-5), key
-    losses = [float(r["val_loss"]) for r in training.read_history(run_dir)]
+    history = training.read_history(run_dir)
+    assert [int(r["epoch"]) for r in history] == list(range(whole["epochs"]))
+    losses = [float(r["val_loss"]) for r in history]
     assert resumed["best_epoch"] == int(np.argmin(losses)) + 1
+
+    # --restart starts over in the same directory
+    metrics = training.train(config, run_dir, texts=planted, verbose=0, restart=True)
+    assert metrics["resumed_from_epoch"] == 0 and metrics["epochs"] == whole["epochs"]
 
 
 def test_a_nan_loss_stops_the_run_with_a_clear_message(tmp_path, planted, capsys):
@@ -308,13 +264,13 @@ def test_the_cli_reports_a_nan_loss_without_a_traceback(tmp_path, capsys, monkey
     assert json.loads((tmp_path / "run" / "status.json").read_text())["status"] == "nan_loss"
 
 
-def test_a_crash_after_the_last_epoch_only_writes_the_results(tmp_path, planted, monkeypatch):
-    run_dir = tmp_path / "run"
-    _interrupted_run(run_dir, planted, monkeypatch, after_epochs=3)  # every epoch backed up
+def test_a_crash_after_the_last_epoch_only_writes_the_results(tmp_path, planted, straight):
+    whole, after = straight
+    run_dir = after(whole["epochs"], tmp_path / "run")  # every epoch backed up
     state = resume.read_state(run_dir)
-    assert state["epoch"] == 3 and state["training_done"]
-    metrics = training.train(_config(), run_dir, texts=planted, verbose=0)
-    assert metrics["resumed_from_epoch"] == 3 and metrics["epochs"] == 3
+    assert state["epoch"] == whole["epochs"] and state["training_done"]
+    metrics = training.train(_config(**EARLY), run_dir, texts=planted, verbose=0)
+    assert metrics["resumed_from_epoch"] == whole["epochs"] and metrics["epochs"] == whole["epochs"]
     assert metrics["best_epoch"] == state["early_stopping"]["best_epoch"] + 1
-    assert [int(r["epoch"]) for r in training.read_history(run_dir)] == [0, 1, 2]
+    assert [int(r["epoch"]) for r in training.read_history(run_dir)] == list(range(whole["epochs"]))
     assert (run_dir / "model.keras").exists() and np.isfinite(metrics["test_loss"])

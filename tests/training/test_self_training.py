@@ -4,6 +4,7 @@ teacher, its cached pseudo labels and the test documents kept out."""
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,12 +79,27 @@ def corpus():
     return Imdb(planted(80, 0), planted(30, 1), planted(30, 2), "planted")
 
 
-def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(corpus, tmp_path):
-    unlabeled = [*planted(60, 3).texts, corpus.test.texts[0], ""]
-    run_dir = tmp_path / "self"
-    clf = hatt.TextClassifier("cnn", pseudo_labels=True, **TINY)
-    clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
+@pytest.fixture(scope="module")
+def unlabeled(corpus):
+    """60 new documents, a test document's copy and an empty one (both kept out)."""
+    return [*planted(60, 3).texts, corpus.test.texts[0], ""]
 
+
+@pytest.fixture(scope="module")
+def taught(corpus, unlabeled, tmp_path_factory):
+    """One finished self-training run (threshold chosen on validation), trained once for
+    the module; each test works on a copy (``taught(folder)``)."""
+    run_dir = tmp_path_factory.mktemp("taught") / "self"
+    hatt.TextClassifier("cnn", pseudo_labels=True, **TINY).fit(
+        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
+    )
+    return lambda folder: Path(shutil.copytree(run_dir, folder))
+
+
+def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(
+    corpus, unlabeled, taught, tmp_path
+):
+    run_dir = taught(tmp_path / "self")
     teacher = json.loads((run_dir / "teacher" / "metrics.json").read_text())
     assert teacher["train_size"] == 80
     teacher_config = json.loads((run_dir / "teacher" / "config.json").read_text())
@@ -129,34 +145,27 @@ def test_pseudo_labels_without_unlabeled_documents_fail_before_any_data(corpus, 
     assert not (tmp_path / "none").exists()
 
 
-def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_path):
-    unlabeled = planted(40, 4).texts
-    run_dir = tmp_path / "resumed"
-    settings = {**TINY, "pseudo_labels": True, "pseudo_label_threshold": 0.5}
-    hatt.TextClassifier("cnn", **settings).fit(
-        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
-    )
-    # as if the student had crashed: its results gone, the teacher's and the labels kept
+def test_an_interrupted_student_reuses_the_teacher_and_its_labels(
+    corpus, unlabeled, taught, tmp_path
+):
+    run_dir = taught(tmp_path / "resumed")
+    settings = {**TINY, "pseudo_labels": True}
+    # as if the student had crashed: its results gone, the teacher's and the labels kept.
+    # Run again with another limit (which the teacher's settings do not hold), it reuses
+    # the teacher and its probabilities
     (run_dir / "metrics.json").unlink()
     teacher_stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
     labels_stamp = (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns
-    hatt.TextClassifier("cnn", **settings).fit(
-        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
-    )
-    assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
-    assert (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns == labels_stamp
-    assert json.loads((run_dir / "metrics.json").read_text())["self_training"]["kept"] >= 0
-
-    # another limit reuses the teacher and its probabilities; a teacher of other settings
-    # is refused (it would teach what the run did not ask for)
-    (run_dir / "metrics.json").unlink()
     hatt.TextClassifier("cnn", **settings, pseudo_label_limit=3).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
     )
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
+    assert (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns == labels_stamp
     summary = json.loads((run_dir / "pseudo_labels.json").read_text())
     assert summary["kept"] <= 3 and summary["limit"] == 3
-    assert json.loads((run_dir / "metrics.json").read_text())["train_size"] == 80 + summary["kept"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["train_size"] == 80 + summary["kept"]
+    assert metrics["self_training"]["kept"] == summary["kept"]
     (run_dir / "metrics.json").unlink()
 
     # a finished run copied in as teacher/ teaches a new run without training again
@@ -169,8 +178,8 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(corpus, tmp_pa
     )
     assert (fresh / "teacher" / "metrics.json").stat().st_mtime_ns == stamp
     teacher = json.loads((fresh / "teacher" / "metrics.json").read_text())
-    taught = json.loads((fresh / "metrics.json").read_text())["self_training"]["teacher"]
-    assert taught["test_accuracy"] == teacher["test_accuracy"]
+    taught_by = json.loads((fresh / "metrics.json").read_text())["self_training"]["teacher"]
+    assert taught_by["test_accuracy"] == teacher["test_accuracy"]
 
     with pytest.raises(resume.RunError, match="teacher .* other settings .*filters"):
         hatt.TextClassifier("cnn", **{**settings, "filters": 6}).fit(
