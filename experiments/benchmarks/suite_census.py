@@ -6,9 +6,9 @@ loads it into every pytest(-xdist) worker (``-p experiments.benchmarks.suite_cen
 with ``HATT_CENSUS_DIR`` naming a folder; each worker writes there, at its end,
 ``census-WORKER.json`` (after each test): ``{module: {counter: value}}`` of
 
-- ``loop_runs``: whole training runs (``hatt.training.run.loop.fit``, the loop's
-  step 6: every ``hatt.training.train``, ``TextClassifier.fit`` and in-process
-  ``hatt train``, resumed runs included);
+- ``training_runs``: calls of ``hatt.training.train`` (every ``TextClassifier.fit``
+  and in-process ``hatt train``, resumed runs included; a self-training run, teacher
+  and student, is one call);
 - ``keras_fits``: ``keras.Model.fit`` calls (the loop's and every other);
 - ``fresh_processes``: Python processes a test starts (``subprocess.Popen`` of
   ``sys.executable``; each imports TensorFlow again);
@@ -29,13 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-COUNTERS = ("loop_runs", "keras_fits", "fresh_processes", "traces", "trace_seconds")
+COUNTERS = ("training_runs", "keras_fits", "fresh_processes", "traces", "trace_seconds")
 _counts = collections.defaultdict(collections.Counter)
-_module = ["(before the first test)"]
+_module = [None]  # the running test's module; None before any (and in an xdist controller)
 
 
 def _count(name, value=1):
-    _counts[_module[0]][name] += value
+    if _module[0] is not None:  # the controller's own processes (its workers) are no test's
+        _counts[_module[0]][name] += value
 
 
 def _wrap(owner, attribute, counter):
@@ -85,9 +86,9 @@ def pytest_configure(config):
         return
     import keras
 
-    from hatt.training.run import loop
+    import hatt.training
 
-    _wrap(loop, "fit", "loop_runs")
+    _wrap(hatt.training, "train", "training_runs")
     _wrap(keras.Model, "fit", "keras_fits")
     _count_traces()
     _count_fresh_processes()

@@ -59,7 +59,7 @@ def test_the_census_counts_by_module_and_joins_the_module_table(tmp_path, monkey
     (tmp_path / "census-gw1.json").write_text(json.dumps(other))
     census = suite_census.read(tmp_path)
     assert census["tests/training/test_loop.py"] == {
-        "loop_runs": 0,
+        "training_runs": 0,
         "keras_fits": 3,
         "fresh_processes": 0,
         "traces": 4,
