@@ -101,3 +101,28 @@ def test_the_loop_sets_nothing_on_the_fly_and_knows_no_method_by_name():
     modules = {value.__name__ for value in vars(loop).values() if inspect.ismodule(value)}
     for method in ("self_training", "adversarial", "word_vectors", "sentence_model"):
         assert not any(name.endswith(method) for name in modules), method
+
+
+def test_predict_is_model_predict_through_one_graph_whatever_the_batch_shapes(tmp_path):
+    """Batches of different shapes (as a padded, length-bucketed split gives) through one
+    trace a model; the outputs are ``model.predict``'s, in the dataset's order."""
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((None,), dtype="int32")
+    pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(20, 4)(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(1)(pooled))
+    rows = [np.arange(1, 1 + length) % 20 for length in (3, 5, 2, 7, 4)]
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(rows), output_signature=tf.TensorSpec([None], tf.int32)
+    ).padded_batch(2)  # [2, 5], [2, 7], [1, 4]
+    run = _run(tmp_path)
+    traces = []
+    original = model.call
+    model.call = lambda *args, **kwargs: traces.append(1) or original(*args, **kwargs)
+    predicted = run.predict(model, dataset)
+    assert len(traces) == 1  # three batch shapes, one trace
+    run.predict(model, dataset)  # the second split: the same graph
+    assert len(traces) == 1 and len(run.predict_functions) == 1
+    np.testing.assert_allclose(predicted, model.predict(dataset, verbose=0), atol=1e-6)

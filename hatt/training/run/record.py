@@ -51,7 +51,7 @@ class Run:
             validation figures that evaluate reports with a refit).
         unlabeled_ids: the unlabeled documents as ids, encoded once a run
             (:meth:`encoded_unlabeled`).
-        predict_functions: :meth:`predict`'s traced functions, by model.
+        predict_functions: :meth:`predict`'s traced functions, by model and input spec.
 
     Derived on construction: ``replicas`` (the strategy's), ``initial_epoch`` (the
     epochs the backup holds) and ``fit_epochs`` (the epochs ``fit`` runs to: the
@@ -107,12 +107,12 @@ class Run:
         if self.replicas > 1:
             return model.predict(dataset, verbose=0)
         spec = dataset.element_spec
-        key = (id(model), repr(spec))
-        if key not in self.predict_functions:  # the model is kept: its id stays its own
-            function = tf.function(lambda x: model(x, training=False), input_signature=[spec])
-            self.predict_functions[key] = (model, function)
-        function = self.predict_functions[key][1]
-        outputs = [function(x) for x in dataset]
+        key = (model, repr(spec))  # a model hashes as itself
+        if key not in self.predict_functions:
+            self.predict_functions[key] = tf.function(
+                lambda x: model(x, training=False), input_signature=[spec]
+            )
+        outputs = [self.predict_functions[key](x) for x in dataset]
         return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *outputs)
 
     def encoded_unlabeled(self, corpus):
