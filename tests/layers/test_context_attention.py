@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import ContextAttention
 
-from ._layer_test import assert_reload_in_fresh_process, gradients, run_layer_test, to_numpy
+from ._layer_test import gradients, run_layer_test, to_numpy
 
 SCORES = ["dot", "scaled_dot", "general", "additive"]
 
@@ -442,7 +442,8 @@ def test_bigru_model_attends_to_the_planted_word():
 # --- saving -------------------------------------------------------------------------------
 
 
-def test_models_reload_in_fresh_process(tmp_path):
+def reload_cases():
+    """`(name, model, inputs)` for tests/layers/test_reload.py (one fresh process for all)."""
     rng = np.random.default_rng(11)
     ids = rng.integers(0, 12, size=(4, 7)).astype("int32")
     ids[0] = 0
@@ -455,4 +456,4 @@ def test_models_reload_in_fresh_process(tmp_path):
         )(x, return_attention_scores=True)
         model = keras.Model(tokens, [keras.layers.Dense(2, name="head")(pooled), weights])
         models.append((f"{score}_{heads}", model, ids))
-    assert_reload_in_fresh_process(tmp_path, models)
+    return models

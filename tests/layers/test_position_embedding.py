@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import PositionEmbedding
 
-from ._layer_test import assert_reload_in_fresh_process, run_layer_test, to_numpy
+from ._layer_test import run_layer_test, to_numpy
 
 
 @pytest.mark.parametrize("mode", ["learned", "sinusoidal"])
@@ -70,7 +70,8 @@ def test_invalid_arguments(kwargs, message):
         PositionEmbedding(**kwargs)
 
 
-def test_models_reload_in_fresh_process(tmp_path):
+def reload_cases():
+    """`(name, model, inputs)` for tests/layers/test_reload.py (one fresh process for all)."""
     ids = np.random.default_rng(0).integers(1, 12, size=(2, 5)).astype("int32")
     models = []
     for mode in ("learned", "sinusoidal"):
@@ -78,4 +79,4 @@ def test_models_reload_in_fresh_process(tmp_path):
         x = keras.layers.Embedding(12, 6)(tokens)
         x = keras.layers.Add()([x, PositionEmbedding(8, mode=mode, name="positions")(x)])
         models.append((f"positions_{mode}", keras.Model(tokens, x), ids))
-    assert_reload_in_fresh_process(tmp_path, models)
+    return models

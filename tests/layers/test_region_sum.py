@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import RegionSum
 
-from ._layer_test import assert_reload_in_fresh_process, run_layer_test, to_numpy
+from ._layer_test import run_layer_test, to_numpy
 
 
 def one_hot_convolution(ids, table, widths, filters, bias=None):
@@ -95,10 +95,9 @@ def test_bad_arguments(kwargs, inputs, message):
         layer(np.zeros(inputs, "float32"))
 
 
-def test_reload_in_fresh_process(tmp_path):
+def reload_cases():
+    """`(name, model, inputs)` for tests/layers/test_reload.py (one fresh process for all)."""
     ids = keras.Input((None,), dtype="int32")
     lookups = keras.layers.Embedding(20, 3 * 4)(ids)
     model = keras.Model(ids, RegionSum([1, 2], activation="relu")(lookups))
-    assert_reload_in_fresh_process(
-        tmp_path, [("region_sum", model, np.array([[3, 4, 5, 0]], "int32"))]
-    )
+    return [("region_sum", model, np.array([[3, 4, 5, 0]], "int32"))]

@@ -6,7 +6,7 @@ import pytest
 
 from hatt.layers import TransformerBlock
 
-from ._layer_test import assert_reload_in_fresh_process, gradients, run_layer_test, to_numpy
+from ._layer_test import gradients, run_layer_test, to_numpy
 
 MASK = np.array(
     [[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], bool
@@ -163,7 +163,8 @@ def test_invalid_shapes():
         TransformerBlock(num_heads=2, intermediate_dim=8)(np.ones((2, 8), "float32"))
 
 
-def test_models_reload_in_fresh_process(tmp_path):
+def reload_cases():
+    """`(name, model, inputs)` for tests/layers/test_reload.py (one fresh process for all)."""
     ids = np.random.default_rng(2).integers(0, 12, size=(3, 6)).astype("int32")
     ids[0, 3:] = 0
     models = []
@@ -175,4 +176,4 @@ def test_models_reload_in_fresh_process(tmp_path):
         )
         model = keras.Model(tokens, [x, scores])
         models.append((f"transformer_{norm_first}", model, ids))
-    assert_reload_in_fresh_process(tmp_path, models)
+    return models
