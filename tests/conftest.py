@@ -48,6 +48,21 @@ if keras.backend.backend() == "tensorflow":
 
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
+# The seconds each module took in the last measured suite (experiments.benchmarks.suite_time
+# writes it): under pytest-xdist the heaviest modules start first, so that no long module
+# starts last while the other worker has nothing left to do.
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the modules heaviest first (each module's tests in their order);
+    a module not measured yet goes first. Every worker sorts alike, as xdist requires."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or not MODULE_SECONDS.exists():
+        return
+    seconds = json.loads(MODULE_SECONDS.read_text())["seconds"]
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], float("inf")))
+
+
 FAMILIES = ("cnn", "rnn", "transformer", "han")
 # Small limits so truncation and sentence wrapping happen on the tiny corpus.
 LIMITS = {"sequence_length": 20, "max_sentences": 6, "max_words": 8}

@@ -18,7 +18,9 @@ With ``--census`` each module's row also counts what its time went to
 fresh Python processes, graph traces and their seconds); ``--census-from DIR``
 reads the census files of a run made before.
 
-Writes ``experiments/results/suite_time/LABEL.json`` and ``LABEL.md``; timings
+Writes ``experiments/results/suite_time/LABEL.json`` and ``LABEL.md`` and, when
+they go there, ``tests/module_seconds.json``: each module's seconds, by which
+tests/conftest.py starts the heaviest modules first under pytest-xdist. Timings
 on these machines are noisy, so compare labels measured the same way (a quiet
 machine, the load average at the start is recorded).
 """
@@ -39,6 +41,7 @@ from experiments.benchmarks import suite_census
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results" / "suite_time"
+ORDER = ROOT / "tests" / "module_seconds.json"  # read by tests/conftest.py
 PYTEST = ["-m", "pytest", "-q", "-n", "auto", "--dist", "loadfile"]
 
 
@@ -155,6 +158,14 @@ def run_suite(extra, census_dir=None):
     return time.perf_counter() - start, report, " ".join(["python", *PYTEST, *extra])
 
 
+def write_order(result, path):
+    """``{"measured": ..., "seconds": {module: seconds}}``: the order tests/conftest.py
+    gives the modules under pytest-xdist, heaviest first."""
+    seconds = {row["module"]: row["seconds"] for row in result["modules"]}
+    measured = f"{result['label']} at {result['commit']}"
+    path.write_text(json.dumps({"measured": measured, "seconds": seconds}, indent=1) + "\n")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--junit", help="read this --junitxml report instead of running")
@@ -189,6 +200,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / f"{args.label}.md").write_text(markdown(result))
+    if out.resolve() == RESULTS.resolve():  # a measurement of this suite, not a test's
+        write_order(result, ORDER)
     print(
         f"{args.label}: wall {result['wall_seconds']:.0f} s, summed {result['summed_seconds']:.0f} s, "
         f"{result['tests']} tests -> {out / args.label}.md"

@@ -73,3 +73,23 @@ def test_the_census_counts_by_module_and_joins_the_module_table(tmp_path, monkey
     assert result["modules"][0]["keras_fits"] == 3 and result["census_totals"]["traces"] == 4
     table = (tmp_path / "results" / "c.md").read_text()
     assert "| tests/training/test_loop.py | 2 | 7.5 | 0 | 3 | 0 | 4 | 2.5 |" in table
+
+
+def test_a_measurement_of_the_suite_writes_the_order_its_modules_start_in(tmp_path, monkeypatch):
+    """Into the project's results, a run also writes each module's seconds for
+    tests/conftest.py (heaviest first under xdist); a test's own results folder does not."""
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT)
+    monkeypatch.setattr(suite_time, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(suite_time, "ORDER", tmp_path / "module_seconds.json")
+    argv = ["--junit", str(report), "--label", "x", "--commit", "abc"]
+    assert suite_time.main([*argv, "--results", str(tmp_path / "elsewhere")]) == 0
+    assert not suite_time.ORDER.exists()
+    assert suite_time.main([*argv, "--results", str(tmp_path / "results")]) == 0
+    order = json.loads(suite_time.ORDER.read_text())
+    assert order["measured"] == "x at abc"
+    assert order["seconds"] == {
+        "tests/training/test_loop.py": 7.5,
+        "tests/models/test_han.py": 3.0,
+        "tests/test_cli.py": 1.0,
+    }
