@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import hatt
 from hatt import export
-from hatt.data import Vectorizer, pack_sentences
+from hatt.data import Vectorizer, load_imdb, pack_sentences
 from tests._fresh_process import run_json_script
 from tests._planted import write_planted_imdb
 from tests._scripts import load_experiment
@@ -29,11 +29,14 @@ BAD_INPUTS = [
     "<br /><br />",
 ]
 
-# Runs with `keras` and `hatt` unimportable (TensorFlow then treats Keras as absent): each
-# SavedModel loaded once, its `serving_default` and `predict` signatures, then `explain`.
+# One fresh process for every check that needs one. First with `keras` and `hatt`
+# unimportable (TensorFlow then treats Keras as absent): each SavedModel loaded once, its
+# `serving_default` and `predict` signatures, then `explain`. Then `import hatt` alone and
+# Keras' own loader on saved_models/NAME/model.keras (argv[4]: `{family: path}`).
 SAVED_MODEL_SCRIPT = r"""
 import json, sys
-for name in ("keras", "hatt", "tf_keras"):
+BLOCKED = ("keras", "hatt", "tf_keras")
+for name in BLOCKED:
     sys.modules[name] = None
 import numpy as np
 import tensorflow as tf
@@ -82,26 +85,20 @@ for family, path in paths.items():
         "empty_batch": {k: v.shape.as_list() for k, v in explain(text=tf.zeros([0], tf.string)).items()},
     }
 report["modules"] = sorted(
-    {m.split(".")[0] for m, module in sys.modules.items() if module is not None}
-    & {"keras", "hatt", "tf_keras"}
+    {m.split(".")[0] for m, module in sys.modules.items() if module is not None} & set(BLOCKED)
 )
-print(json.dumps(report))
-"""
 
-# `import hatt` alone, then Keras' own loader on saved_models/NAME/model.keras.
-KERAS_SCRIPT = r"""
-import json, sys
-import numpy as np
+for name in BLOCKED:  # now `import hatt` alone, then Keras' own loader
+    del sys.modules[name]
 import hatt, keras
 
-paths, texts = json.loads(sys.argv[1]), json.loads(open(sys.argv[2], encoding="utf-8").read())
-report = {}
-for family, path in paths.items():
+report["keras"] = {}
+for family, path in json.loads(sys.argv[4]).items():
     model = keras.saving.load_model(path)
-    out = model(texts["batch"])
-    np.savez(sys.argv[3] + f"/{family}.npz", probability=out["probability"].numpy(),
-             word_attention=out["word_attention"].numpy())
-    report[family] = [type(model).__name__, model.family, model.score_kind]
+    outputs = model(texts["keras"])
+    np.savez(out + f"/keras-{family}.npz", probability=outputs["probability"].numpy(),
+             word_attention=outputs["word_attention"].numpy())
+    report["keras"][family] = [type(model).__name__, model.family, model.score_kind]
 print(json.dumps(report))
 """
 
@@ -160,20 +157,32 @@ def _check_contract(family, out, reference_ids, vectorizer):
         _check_weights(np.where(sentences, "s", ""), out["sentence_attention"])
 
 
+# The .keras files reloaded in the fresh process: the CNN (saliency through a gradient) and
+# the HAN (dense twin of the packed model); the other families' load in-process below.
+KERAS_FAMILIES = ("cnn", "han")
+
+
 @pytest.fixture(scope="module")
 def served(exported, tiny_corpus, tmp_path_factory):
-    """The four SavedModels' signatures on the tests' texts, run in one fresh process that
-    cannot import hatt or Keras: ``(texts, report, folder)``, the arrays as
-    ``folder/serve-FAMILY.npz`` and ``folder/explain-FAMILY.npz``."""
+    """The four SavedModels' signatures on the tests' texts, run in one fresh process while
+    it cannot import hatt or Keras, then (``import hatt`` alone) the :data:`KERAS_FAMILIES`'
+    ``model.keras`` files in the same process: ``(texts, report, folder)``, the arrays as
+    ``folder/serve-FAMILY.npz``, ``folder/explain-FAMILY.npz`` and ``folder/keras-FAMILY.npz``."""
     folder = tmp_path_factory.mktemp("served")
     texts = {
         **_texts(tiny_corpus),
         "explain": list(tiny_corpus.test.texts)[:8] + ["", "   ", "superb"],
+        "keras": list(tiny_corpus.test.texts) + BAD_INPUTS[:2] + BAD_INPUTS[3:],
     }
     (folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     paths = {f: str(exported[f].saved_model) for f in FAMILIES}
+    keras_files = {f: str(exported[f].keras_file) for f in KERAS_FAMILIES}
     report = run_json_script(
-        SAVED_MODEL_SCRIPT, json.dumps(paths), str(folder / "texts.json"), str(folder)
+        SAVED_MODEL_SCRIPT,
+        json.dumps(paths),
+        str(folder / "texts.json"),
+        str(folder),
+        json.dumps(keras_files),
     )
     return texts, report, folder
 
@@ -337,23 +346,17 @@ def test_explain_signature_serves_every_method_without_hatt_or_keras(served, exp
                 np.testing.assert_allclose(local[key], batch[key], atol=1e-4, err_msg=key)
 
 
-def test_keras_file_is_the_same_model_after_import_hatt_alone(exported, tiny_corpus, tmp_path):
-    # the CNN (saliency through a gradient) and the HAN (dense twin of the packed model);
-    # the other families' .keras files load in-process in the tests below
-    texts = {"batch": list(tiny_corpus.test.texts) + BAD_INPUTS[:2] + BAD_INPUTS[3:]}
-    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    paths = {f: str(exported[f].keras_file) for f in ("cnn", "han")}
-    report = run_json_script(
-        KERAS_SCRIPT, json.dumps(paths), str(tmp_path / "texts.json"), str(tmp_path)
-    )
-    for family in paths:
+def test_keras_file_is_the_same_model_after_import_hatt_alone(served, exported):
+    texts, report, folder = served  # the .keras files reloaded in the served process
+    assert set(report["keras"]) == set(KERAS_FAMILIES)
+    for family in KERAS_FAMILIES:
         kind = "saliency" if family == "cnn" else "attention"
-        assert report[family] == ["TextModel", family, kind]
-        from_keras = np.load(tmp_path / f"{family}.npz")
-        served = saved_model(exported[family].path)(texts["batch"])
-        assert served.keys() >= {"probability", "word_attention"}
+        assert report["keras"][family] == ["TextModel", family, kind]
+        from_keras = np.load(folder / f"keras-{family}.npz")
+        served_out = saved_model(exported[family].path)(texts["keras"])
+        assert served_out.keys() >= {"probability", "word_attention"}
         for key in ("probability", "word_attention"):
-            np.testing.assert_allclose(from_keras[key], served[key], atol=1e-5, rtol=0)
+            np.testing.assert_allclose(from_keras[key], served_out[key], atol=1e-5, rtol=0)
 
 
 def test_load_accepts_every_form_and_batches_consistently(exported, tiny, tiny_corpus):
@@ -559,8 +562,16 @@ def test_evaluate_exports_scores_the_newest_saved_models_on_raw_test_text(
         expected = float(np.mean((np.asarray(served).reshape(-1) > 0.5) == labels))
         assert row["test_accuracy"] == pytest.approx(expected) and row["finite"]
         assert row["saved_model"].endswith(f"{row['family']}/{exported[row['family']].version}")
+
     # measuring one family again keeps the other families' rows (the transformer: its
-    # SavedModel loads in a fifth of the HAN's time)
+    # SavedModel loads in a fifth of the HAN's time). `--limit` reaches the reader, which
+    # runs here what its child process runs (load_imdb), rather than a second child
+    def read_limited(data, limit):
+        assert (data, limit) == (str(root), 4)
+        imdb = load_imdb(data, limit=limit, validation_size=0, progress=False)
+        return list(imdb.test.texts), np.asarray(imdb.test.labels)
+
+    monkeypatch.setattr(module, "read_test_split", read_limited)
     again = module.main(
         ["--data", str(root), "--saved-models", str(saved_models), "--results", str(tmp_path)]
         + ["--families", "transformer", "--limit", "4"]

@@ -3,6 +3,8 @@ metadata and warnings an export carries, older exports, damaged files and the lo
 errors, and the exports it refuses (the serving contract: test_export.py)."""
 
 import concurrent.futures
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -128,19 +130,6 @@ def test_model_warnings_read_the_mix_of_two_and_more_classes():
     below = {**fine, "deep_validation_accuracy": 0.8}
     (warning,) = export.model_warnings(below)
     assert "0.8000 against 0.8900" in warning
-
-
-def test_reexport_takes_the_next_free_version(exported, tiny, tmp_path, capsys):
-    out = tmp_path / "cnn"
-    shutil.copytree(exported["cnn"].path, out)  # the session's export: version 1
-    (out / "3").mkdir()  # an incomplete version: its number is taken, but never loaded
-    (out / ".tmp-4-99").mkdir()  # a crashed export's leftovers
-    assert export.load(out).version == 1
-    assert cli.main(["export", str(tiny["cnn"].run_dir), "--out", str(out)]) == 0
-    assert "(version 4)" in capsys.readouterr().out
-    assert export.load(out).version == 4
-    assert json.loads((out / export.EXPORT_FILE).read_text())["versions"] == [1, 4]
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [".tmp-4-99"]
 
 
 def test_a_hand_edited_family_that_the_weights_are_not_is_refused(tiny, tmp_path, capsys):
@@ -271,16 +260,20 @@ def _dead_pid():
     return child.pid
 
 
-def test_a_killed_export_is_cleaned_up_and_export_json_follows_the_versions(
-    exported, tiny, tmp_path
-):
-    out = tmp_path / "rnn"
-    shutil.copytree(exported["rnn"].path, out)
+@pytest.fixture(scope="module")
+def reexported(exported, tiny, tmp_path_factory):
+    """The session's RNN export as killed and crashed exports left it, then ``hatt export``
+    of its run again: one export checked by the two tests below. ``(out, before, printed,
+    running)``: ``before`` the version ``export.load`` picked before the export."""
+    out = tmp_path_factory.mktemp("reexport") / "rnn"
+    shutil.copytree(exported["rnn"].path, out)  # the session's export: version 1
     # killed after its version folder was in place, before export.json named it
     shutil.copytree(out / "1", out / "2")
     inside = json.loads((out / "2" / export.VERSION_METADATA).read_text())
     (out / "2" / export.VERSION_METADATA).write_text(json.dumps({**inside, "version": 2}))
     assert json.loads((out / export.EXPORT_FILE).read_text())["version"] == 1  # stale
+    (out / "3").mkdir()  # an incomplete version: its number is taken, but never loaded
+    (out / ".tmp-4-99").mkdir()  # a recent leftover of an older hatt: not yet stale
     # killed while writing: a half SavedModel, a 0-byte .keras; an old leftover of an
     # older hatt; and the temporaries of an export still running (this process)
     dead = _dead_pid()
@@ -293,13 +286,29 @@ def test_a_killed_export_is_cleaned_up_and_export_json_follows_the_versions(
     running.mkdir()
 
     latest = export.load(out)  # the highest complete version, whatever export.json says
-    assert (latest.version, latest.family) == (2, "rnn")
-    result = export.export(tiny["rnn"].run_dir, out)
-    assert result.version == 3
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-")) == [running.name]
+    before = (latest.version, latest.family)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli.main(["export", str(tiny["rnn"].run_dir), "--out", str(out)]) == 0
+    return out, before, printed.getvalue(), running
+
+
+def test_reexport_takes_the_next_free_version(reexported):
+    out, before, printed, _ = reexported
+    assert before == (2, "rnn")  # not the incomplete 3
+    assert "(version 4)" in printed  # 3 is taken
+    assert export.load(out).version == 4
+    assert json.loads((out / export.EXPORT_FILE).read_text())["versions"] == [1, 2, 4]
+
+
+def test_a_killed_export_is_cleaned_up_and_export_json_follows_the_versions(reexported):
+    out, _, _, running = reexported
+    left = sorted(p.name for p in out.iterdir() if p.name.startswith(".tmp-"))
+    assert left == sorted([".tmp-4-99", running.name])  # the running and the recent ones
     facts = json.loads((out / export.EXPORT_FILE).read_text())
-    assert (facts["version"], facts["versions"]) == (3, [1, 2, 3])
-    assert export.load(out).version == 3
+    assert (facts["version"], facts["versions"]) == (4, [1, 2, 4])
+    inside = json.loads((out / "4" / export.VERSION_METADATA).read_text())
+    assert (inside["version"], inside["family"]) == (4, "rnn")
 
 
 def test_two_exports_at_once_take_two_versions(tiny, tmp_path):
