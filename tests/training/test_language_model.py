@@ -3,6 +3,8 @@ softmax against NumPy, the rows it reads, that it learns, that it resumes exactl
 settings' checks, and a run that pretrains on unlabeled text end to end."""
 
 import json
+import shutil
+import types
 
 import keras
 import numpy as np
@@ -128,36 +130,79 @@ def test_batches_hold_every_row_once_padded_and_are_fixed_by_seed_and_epoch():
 # === Pretraining ========================================================================
 
 
-def test_the_language_model_learns_the_planted_order_and_trains_the_encoder(tmp_path):
-    config = _config(lm_epochs=4)
+EPOCHS, STOPPED_AFTER = 4, 3  # the learning run's epochs; a stopped copy after epoch 3
+# the learning run's rows: training, unlabeled and validation cycles
+TRAIN, UNLABELED, VALIDATION = _cycles(120, 0), _cycles(120, 1), _cycles(30, 2)
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """THE pretraining run (EPOCHS epochs), with its checkpoint as epochs 1 and
+    STOPPED_AFTER wrote it copied aside: what a pretraining stopped there left."""
+    folder = tmp_path_factory.mktemp("cycles")
+    config = _config(lm_epochs=EPOCHS)
     model = _rnn(config)
-    before = [w.copy() for w in model.get_layer("encoder_0").get_weights()]
-    info = lm_lib.pretrain(
-        model, config, _cycles(120, 0), _cycles(120, 1), _cycles(30, 2), run_dir=tmp_path
-    )
+    run = types.SimpleNamespace(config=config, model=model, run_dir=folder / "run")
+    run.before = [w.copy() for w in model.get_layer("encoder_0").get_weights()]
+    run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
+    save = lm_lib.save_checkpoint
+
+    def save_and_copy_aside(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) in run.stopped:
+            run.stopped[len(records)].mkdir()
+            shutil.copyfile(path, run.stopped[len(records)] / path.name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+        run.info = lm_lib.pretrain(model, config, TRAIN, UNLABELED, VALIDATION, run_dir=run.run_dir)
+    return run
+
+
+def test_the_language_model_learns_the_planted_order_and_trains_the_encoder(learned):
+    info = learned.info
     losses = [e["validation_loss"] for e in info["epochs"]]
-    assert len(losses) == 4 and all(np.isfinite(losses))
+    assert len(losses) == EPOCHS and all(np.isfinite(losses))
     assert losses[-1] < 0.6 * losses[0], losses  # the next word is learnable
     assert info["unlabeled_rows"] > 0 and info["layers"] == ["embedding", "encoder_0"]
-    after = model.get_layer("encoder_0").get_weights()
-    assert any(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
-    assert json.loads((tmp_path / "language_model.json").read_text())["epochs"] == info["epochs"]
+    after = learned.model.get_layer("encoder_0").get_weights()
+    assert any(not np.allclose(a, b) for a, b in zip(learned.before, after, strict=True))
+    saved = json.loads((learned.run_dir / "language_model.json").read_text())
+    assert saved["epochs"] == info["epochs"]
 
 
-def test_a_stopped_pretraining_resumes_after_its_last_epoch_as_if_never_stopped(tmp_path):
-    train, unlabeled = _cycles(40, 0), _cycles(40, 1)
-    straight = _rnn(_config())
-    lm_lib.pretrain(straight, _config(), train, unlabeled, run_dir=tmp_path / "straight")
-    stopped = tmp_path / "stopped"
-    lm_lib.pretrain(_rnn(_config()), _config(lm_epochs=1), train, unlabeled, run_dir=stopped)
-    resumed = _rnn(_config())
-    info = lm_lib.pretrain(resumed, _config(), train, unlabeled, run_dir=stopped)
-    assert info["resumed_after_epoch"] == 1 and len(info["epochs"]) == 2
-    for a, b in zip(straight.get_weights(), resumed.get_weights(), strict=True):
+def test_a_stopped_pretraining_resumes_after_its_last_epoch_as_if_never_stopped(learned, tmp_path):
+    """The pretraining stopped after epoch STOPPED_AFTER is the learning run's checkpoint
+    as that epoch wrote it (copied aside): resumed, it trains the epochs left and ends
+    where the straight run did."""
+    shutil.copytree(learned.stopped[STOPPED_AFTER], tmp_path / "stopped")
+    resumed = _rnn(learned.config)
+    info = lm_lib.pretrain(
+        resumed, learned.config, TRAIN, UNLABELED, VALIDATION, run_dir=tmp_path / "stopped"
+    )
+    assert info["resumed_after_epoch"] == STOPPED_AFTER and len(info["epochs"]) == EPOCHS
+    assert info["epochs"][:STOPPED_AFTER] == learned.info["epochs"][:STOPPED_AFTER]
+    for a, b in zip(learned.model.get_weights(), resumed.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # another corpus never reads that checkpoint
-    other = lm_lib.pretrain(_rnn(_config()), _config(), _cycles(40, 5), None, run_dir=stopped)
-    assert other["resumed_after_epoch"] == 0
+
+
+def test_another_corpus_never_reads_the_checkpoint(learned, tmp_path, monkeypatch):
+    """One epoch asked, one in the checkpoint (the learning run's after epoch 1): the same
+    corpus resumes after it, another (one document less) never reads it. The language
+    model's fit is stubbed: what is read is decided before training."""
+    config = _config(lm_epochs=1)
+    fits = []
+
+    def no_training(lm, *args, **kwargs):
+        fits.append(lm)
+        return types.SimpleNamespace(history={"loss": [1.0]})
+
+    monkeypatch.setattr(lm_lib.BidirectionalLanguageModel, "fit", no_training)
+    for name, train, resumed_after, trained in (("same", TRAIN, 1, 0), ("other", TRAIN[:-1], 0, 1)):
+        shutil.copytree(learned.stopped[1], tmp_path / name)
+        fits.clear()
+        info = lm_lib.pretrain(_rnn(config), config, train, UNLABELED, run_dir=tmp_path / name)
+        assert info["resumed_after_epoch"] == resumed_after and len(fits) == trained, name
 
 
 def test_a_frozen_embedding_stays_as_it_was(tmp_path):
@@ -212,10 +257,38 @@ def _tiny(family, **values):
     return hatt.TextClassifier(family, **shared, **lm, **values)
 
 
+PRETRAINED = ["word_embedding", "word_encoder", "word_attention", "sentence_encoder"]
+
+
+class _PretrainedWeights(keras.callbacks.Callback):
+    """The pretrained layers' weights as training begins and after each epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_begin(self, logs=None):
+        self.seen.append(
+            {
+                name: [w.copy() for w in self.model.get_layer(name).get_weights()]
+                for name in PRETRAINED
+            }
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.on_train_begin()
+
+
+def _same(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
 @pytest.mark.slow
 def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
     """Both stages (the word encoder, then the sentence encoder: lm_sentence_epochs), the
-    four pretrained layers frozen for the first epoch, then at discriminative rates."""
+    four pretrained layers frozen for the first epoch (init_frozen_epochs), then trained
+    at discriminative rates. (The language model's hook is the same for the rnn: its
+    flat rows are pretrained on their own above.)"""
     corpus = _planted_corpus()
     unlabeled = [f"The plot was a delight. The acting was dull, scene {i}." for i in range(40)]
     clf = _tiny(
@@ -232,10 +305,15 @@ def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
         discriminative_decay=2.0,
     )
     run_dir = tmp_path / "run"
-    clf.fit(corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled)
+    watch = _PretrainedWeights()
+    clf.fit(corpus, run_dir=run_dir, callbacks=[watch], verbose=0, unlabeled=unlabeled)
     info = json.loads((run_dir / "language_model.json").read_text())
-    layers = ["word_embedding", "word_encoder", "word_attention", "sentence_encoder"]
-    assert info["layers"] == info["frozen_layers"] == layers
+    assert info["layers"] == info["frozen_layers"] == PRETRAINED and info["frozen_epochs"] == 1
+    start, first, second = watch.seen
+    for name in PRETRAINED:  # frozen through the first epoch
+        assert _same(start[name], first[name]), name
+    for name in ("word_encoder", "sentence_encoder"):  # then they train
+        assert not _same(first[name], second[name]), name
     assert info["layer_rates"] == {
         "sentence_encoder": 0.5,
         "word_attention": 0.25,
@@ -249,43 +327,9 @@ def test_a_han_pretrained_on_unlabeled_text_trains_saves_and_reloads(tmp_path):
     assert (run_dir / "language_model.npz").is_file()
     assert (run_dir / "sentence_model.npz").is_file()
     assert json.loads((run_dir / "unlabeled.json").read_text())["kept"] == 40
-    texts = corpus.test.texts[:4]
+    # saved and reloaded, it predicts as the run did (its test split's probabilities,
+    # from the trained model: no second text model to trace)
     clf.save(tmp_path / "han.keras")
-    np.testing.assert_allclose(
-        hatt.load(tmp_path / "han.keras").predict(texts), clf.predict(texts), atol=1e-6
-    )
-
-
-class _EncoderWeights(keras.callbacks.Callback):
-    """``encoder_0``'s weights as training begins and after each epoch."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def on_train_begin(self, logs=None):
-        self.seen.append([w.copy() for w in self.model.get_layer("encoder_0").get_weights()])
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.on_train_begin()
-
-
-@pytest.mark.slow
-def test_the_pretrained_encoder_stays_frozen_for_init_frozen_epochs_then_trains(tmp_path):
-    corpus = _planted_corpus()
-    watch = _EncoderWeights()
-    clf = _tiny(
-        "rnn",
-        sequence_length=20,
-        units=4,
-        epochs=2,
-        patience=2,
-        learning_rate=0.02,
-        init_frozen_epochs=1,
-    )
-    clf.fit(corpus, run_dir=tmp_path / "run", callbacks=[watch], verbose=0)
-    info = json.loads((tmp_path / "run" / "language_model.json").read_text())
-    assert info["frozen_epochs"] == 1 and info["frozen_layers"] == ["embedding", "encoder_0"]
-    start, first, second = watch.seen
-    assert all(np.array_equal(a, b) for a, b in zip(start, first, strict=True))  # frozen
-    assert not all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))  # trains
+    reloaded = hatt.load(tmp_path / "han.keras").predict(corpus.test.texts)[:, 1]
+    trained = np.load(run_dir / "test_probabilities.npz")["probabilities"]
+    np.testing.assert_allclose(reloaded, trained, atol=1e-6)

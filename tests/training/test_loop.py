@@ -1,3 +1,4 @@
+import functools
 import json
 
 import keras
@@ -16,72 +17,98 @@ def planted():
     return Imdb(planted_split(160, 0), planted_split(40, 1), planted_split(40, 2), "planted")
 
 
+# The module's runs of ``training.train``, each trained once on first use and read by
+# several tests: the CNN with its NB-initialised channel, stopped early on the validation
+# loss (up to 30 epochs, patience 1); the HAN (at 6 sentences of 12 words in ONE packed
+# group: every group is a recurrence to trace); and Johnson & Zhang's one-hot CNN under
+# LazyAdam with the cosine schedule and its warm-up. The last two train every epoch
+# (patience = epochs).
+RUNS = {
+    "cnn-ngram": {
+        "model": "cnn",
+        "model_kwargs": {"embedding_dim": 16, "filters": 8},
+        "ngram": {"buckets": 64},  # NB-initialised
+        "learning_rate": 3e-2,
+        "epochs": 30,
+        "patience": 1,
+        "monitor": "val_loss",
+    },
+    "han": {
+        "model": "han",
+        "model_kwargs": {"embedding_dim": 16, "word_units": 8, "sentence_units": 8},
+        "max_sentences": 6,
+        "max_words": 12,
+        "sentence_groups": [12],
+        "learning_rate": 1e-2,
+        "epochs": 4,
+        "patience": 4,
+    },
+    "one-hot-cosine": {
+        "model": "cnn",
+        "model_kwargs": {"words": "one_hot", "kernel_sizes": [3], "filters": 8},
+        "optimizer": "lazy_adam",
+        "learning_rate": 0.02,
+        "learning_rate_decay": "cosine",
+        "warmup_epochs": 0.5,
+        "epochs": 3,
+        "patience": 3,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def runs(planted, tmp_path_factory):
+    """``run(name)``: ``(config, run_dir, metrics)`` of ``training.train`` with
+    ``RUNS[name]``, trained on first use."""
+
+    @functools.cache
+    def run(name):
+        run_dir = tmp_path_factory.mktemp(name)
+        config = training.TrainConfig(**RUNS[name], batch_size=16, min_count=1)
+        metrics = training.train(config, run_dir, texts=planted, command="test", verbose=0)
+        return config, run_dir, metrics
+
+    return run
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "model,kwargs,ngram",
-    [
-        ("cnn", {"embedding_dim": 16, "filters": 8}, None),
-        ("cnn", {"embedding_dim": 16, "filters": 8}, {"buckets": 64}),  # NB-initialised
-        ("han", {"embedding_dim": 16, "word_units": 8, "sentence_units": 8}, None),
-    ],
-)
-def test_train_writes_the_run_directory_and_learns(tmp_path, planted, model, kwargs, ngram):
-    # The HAN at 6 sentences of 12 words: 3 packed groups, not the 9 of the defaults
-    # (every group is a recurrence to trace; the test's time halves).
-    limits = {"max_sentences": 6, "max_words": 12} if model == "han" else {}
-    config = training.TrainConfig(
-        model=model,
-        model_kwargs=kwargs,
-        ngram=ngram,
-        **limits,
-        epochs=4,
-        batch_size=16,
-        min_count=1,
-        learning_rate=1e-2,
-        patience=4,
-    )
-    metrics = training.train(config, tmp_path, texts=planted, command="test", verbose=0)
+@pytest.mark.parametrize("name", list(RUNS))
+def test_train_writes_the_run_directory_and_learns(runs, planted, name):
+    config, run_dir, metrics = runs(name)
     assert set(training.METRIC_KEYS) <= set(metrics)
-    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
-    assert json.loads((tmp_path / "config.json").read_text())["model"] == model
-    history = training.read_history(tmp_path)
-    assert list(history[0])[0] == "epoch" and len(history) == metrics["epochs"] == 4
+    assert json.loads((run_dir / "metrics.json").read_text()) == metrics
+    assert json.loads((run_dir / "config.json").read_text())["model"] == config.model
+    history = training.read_history(run_dir)
+    assert list(history[0])[0] == "epoch" and len(history) == metrics["epochs"]
+    if config.patience >= config.epochs:  # it cannot stop early: every epoch ran
+        assert metrics["epochs"] == config.epochs
     assert metrics["test_accuracy"] >= 0.9 and metrics["hatt_version"] == hatt.__version__
-    assert (tmp_path / "logs").is_dir()
+    assert (run_dir / "logs").is_dir()
     # test probabilities in the split's order agree with the reported accuracy
-    saved = np.load(tmp_path / "test_probabilities.npz")
+    saved = np.load(run_dir / "test_probabilities.npz")
     assert saved["probabilities"].shape == (len(planted.test),)
     np.testing.assert_array_equal(saved["labels"], planted.test.labels)
     accuracy = np.mean((saved["probabilities"] > 0.5) == planted.test.labels)
     assert accuracy == pytest.approx(metrics["test_accuracy"], abs=1e-6)
     # the saved model reloads and gives the metrics' test accuracy back
-    reloaded = keras.saving.load_model(tmp_path / "model.keras")
-    vectorizer = hatt.data.Vectorizer.load(tmp_path / "vectorizer.json")
+    reloaded = keras.saving.load_model(run_dir / "model.keras")
+    vectorizer = hatt.data.Vectorizer.load(run_dir / "vectorizer.json")
     test = hatt.data.make_dataset(
         planted.test.texts,
         planted.test.labels,
         vectorizer=vectorizer,
         packed=config.model == "han",
+        sentence_groups=config.sentence_groups,
     )
     _, accuracy = reloaded.evaluate(test, verbose=0)
     assert accuracy == pytest.approx(metrics["test_accuracy"])
 
 
-def test_early_stopping_restores_the_best_epoch(tmp_path, planted):
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 4},
-        epochs=30,
-        batch_size=16,
-        min_count=1,
-        learning_rate=3e-2,
-        patience=1,
-        monitor="val_loss",
-    )
-    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
-    history = training.read_history(tmp_path)
+def test_early_stopping_restores_the_best_epoch(runs):
+    config, run_dir, metrics = runs("cnn-ngram")  # patience 1 on the validation loss
+    history = training.read_history(run_dir)
     losses = [float(row["val_loss"]) for row in history]
-    assert metrics["epochs"] < 30  # stopped early
+    assert metrics["epochs"] < config.epochs == 30  # stopped early
     assert metrics["best_epoch"] == int(np.argmin(losses)) + 1
     assert metrics["validation_loss"] == pytest.approx(min(losses), rel=1e-4)
 
@@ -118,34 +145,10 @@ def test_cyclical_sgd_follows_its_momentum_and_round_trips(tmp_path):
     )
 
 
-def test_clr_optimizer_trains(tmp_path, planted):
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 4},
-        epochs=2,
-        batch_size=16,
-        min_count=1,
-        optimizer="clr",
-    )
-    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
-    assert np.isfinite(metrics["test_loss"])
-
-
-def test_cosine_schedule_with_warmup_trains_and_ends_at_zero(tmp_path, planted):
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"embedding_dim": 8, "filters": 4},
-        epochs=3,
-        patience=3,
-        batch_size=16,
-        min_count=1,
-        learning_rate=0.01,
-        learning_rate_decay="cosine",
-        warmup_epochs=0.5,
-    )
-    metrics = training.train(config, tmp_path / "run", texts=planted, verbose=0)
+def test_cosine_schedule_with_warmup_trains_and_ends_at_zero(runs):
+    _, run_dir, metrics = runs("one-hot-cosine")  # warm-up for half an epoch, then cosine
     assert metrics["test_accuracy"] > 0.9  # the planted words are found
-    model = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    model = keras.saving.load_model(run_dir / "model.keras")
     optimizer = model.optimizer
     assert int(optimizer.iterations) > 0
     assert float(optimizer.learning_rate) == pytest.approx(0.0, abs=1e-7)  # the last step's
@@ -174,6 +177,8 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
         "validation_size=4",
         "--set",
         "batch_size=4",
+        "--set",
+        "optimizer=clr",  # the cyclical optimizer trains (test_loss finite, below)
         "--run-dir",
         str(tmp_path / "run"),
         "--export-dir",
@@ -184,7 +189,9 @@ def test_hatt_train_command_end_to_end(tmp_path, monkeypatch, capsys):
     assert "test accuracy" in out and "run directory" in out
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["command"].startswith("hatt train cnn") and metrics["test_size"] == 4
-    assert json.loads((tmp_path / "run" / "config.json").read_text())["preset"] is None
+    assert np.isfinite(metrics["test_loss"])
+    saved_config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved_config["preset"] is None and saved_config["optimizer"] == "clr"
     assert (tmp_path / "saved" / "cnn" / "model.keras").exists()
     assert (tmp_path / "saved" / "cnn" / "1" / "saved_model.pb").exists()
     assert "exported to" in out and "version 1" in out
@@ -240,20 +247,11 @@ def test_nb_log_ratios_match_a_direct_count():
     assert frequent[5] == frequent[6] == 0 and frequent[2] == ratios[2] and frequent[3] == ratios[3]
 
 
-def test_one_hot_cnn_learns_the_planted_word_with_lazy_adam(tmp_path, planted):
+def test_one_hot_cnn_learns_the_planted_word_with_lazy_adam(runs):
     """Johnson & Zhang's one-hot CNN, its embedding updated row by row (LazyAdam)."""
-    config = training.TrainConfig(
-        model="cnn",
-        model_kwargs={"words": "one_hot", "kernel_sizes": [3], "filters": 8},
-        epochs=3,
-        batch_size=16,
-        min_count=1,
-        optimizer="lazy_adam",
-        learning_rate=0.01,
-    )
-    metrics = training.train(config, tmp_path, texts=planted, verbose=0)
+    _, run_dir, metrics = runs("one-hot-cosine")
     assert metrics["test_accuracy"] >= 0.9
-    model = keras.saving.load_model(tmp_path / "model.keras")
+    model = keras.saving.load_model(run_dir / "model.keras")
     assert isinstance(model.optimizer, training.LazyAdam)
     assert model.get_layer("embedding").output_dim == 3 * 8
 

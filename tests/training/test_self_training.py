@@ -2,6 +2,7 @@
 chosen on validation): the threshold and balancing math, and a tiny end-to-end run with its
 teacher, its cached pseudo labels and the test documents kept out."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -10,10 +11,15 @@ import numpy as np
 import pytest
 
 import hatt
+from hatt import run_dir as run_files
+from hatt import training
 from hatt.data import Imdb
+from hatt.data.unlabeled import IN_MEMORY_UNLABELED
 from hatt.training import self_training
-from hatt.training.run import resume
+from hatt.training.run import loop, resume
 from tests.conftest import planted
+from tests.training.test_train_wrapper import FakeFit
+from tests.training.test_train_wrapper import _labels as fake_labels
 
 TINY = {
     "max_tokens": 200,
@@ -21,8 +27,8 @@ TINY = {
     "sequence_length": 20,
     "batch_size": 16,
     "learning_rate": 0.02,
-    "epochs": 2,
-    "patience": 2,
+    "epochs": 1,  # a teacher and a student of one epoch: what they decide is tested
+    "patience": 1,
     "embedding_dim": 8,
     "filters": 4,
     "ngram": None,
@@ -96,8 +102,37 @@ def taught(corpus, unlabeled, tmp_path_factory):
     return lambda folder: Path(shutil.copytree(run_dir, folder))
 
 
+@pytest.fixture
+def students(monkeypatch):
+    """The student's run faked (the teacher's is the loop's): what the wrapper decides
+    (which teacher, which pseudo labels, which documents the student gets) needs no
+    student trained; the module's ``taught`` run trains a real one. The fake returns
+    the metrics the wrapper completes: ``train_size``, the documents it was given."""
+    real, seen = loop.train, []
+
+    def fit(config, run_dir, *, texts=None, **kwargs):
+        if run_dir.name == run_files.TEACHER:
+            return real(config, run_dir, texts=texts, **kwargs)
+        seen.append(config)
+        return {"train_size": len(texts.train), "student": "faked"}
+
+    monkeypatch.setattr(loop, "train", fit)
+    return seen
+
+
+def train(corpus, unlabeled, run_dir, restart=False, **settings):
+    """``hatt.TextClassifier("cnn", **TINY, **settings).fit(corpus, run_dir=...,
+    unlabeled=unlabeled)``'s own call of ``hatt.training.train`` (fit goes on to read
+    the student's history, which a faked student has not written)."""
+    config = hatt.TextClassifier("cnn", **{**TINY, **settings}).config
+    config = dataclasses.replace(config, unlabeled=IN_MEMORY_UNLABELED)
+    return training.train(
+        config, run_dir, texts=corpus, unlabeled=unlabeled, restart=restart, verbose=0
+    )
+
+
 def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(
-    corpus, unlabeled, taught, tmp_path
+    corpus, unlabeled, taught, tmp_path, monkeypatch
 ):
     run_dir = taught(tmp_path / "self")
     teacher = json.loads((run_dir / "teacher" / "metrics.json").read_text())
@@ -122,16 +157,20 @@ def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(
     probabilities = hatt.load(run_dir).predict(["a test"])
     assert np.isfinite(probabilities).all()
 
-    # a finished run is refused before the teacher is looked at; --restart trains both again
+    # a finished run is refused before the teacher is looked at; --restart trains both
+    # again (the runs faked as tests/training/test_train_wrapper.py fakes them: the
+    # taught run above is the real teacher and student; what --restart decides is here)
     with pytest.raises(resume.RunError, match="finished run"):
         hatt.TextClassifier("cnn", pseudo_labels=True, **TINY).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )
     stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
-    hatt.TextClassifier("cnn", pseudo_labels=True, pseudo_label_threshold=0.5, **TINY).fit(
-        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=True
-    )
+    fake = FakeFit(corpus)
+    monkeypatch.setattr(loop, "train", fake)
+    monkeypatch.setattr(self_training, "_label_unlabeled", fake_labels)
+    train(corpus, unlabeled, run_dir, restart=True, pseudo_labels=True, pseudo_label_threshold=0.5)
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns != stamp
+    assert [folder.name for _, folder, *_ in fake.calls] == ["teacher", "self"]  # both again
     summary = json.loads((run_dir / "pseudo_labels.json").read_text())
     assert summary["threshold"] == 0.5 and summary["chosen"] == "given"
     assert summary["confident"] == 60 and summary["kept"] > 0  # every document is >= 0.5
@@ -146,19 +185,18 @@ def test_pseudo_labels_without_unlabeled_documents_fail_before_any_data(corpus, 
 
 
 def test_an_interrupted_student_reuses_the_teacher_and_its_labels(
-    corpus, unlabeled, taught, tmp_path
+    corpus, unlabeled, taught, students, tmp_path
 ):
+    """The student's runs are faked (``students``): no teacher trains here."""
     run_dir = taught(tmp_path / "resumed")
-    settings = {**TINY, "pseudo_labels": True}
+    settings = {"pseudo_labels": True}
     # as if the student had crashed: its results gone, the teacher's and the labels kept.
     # Run again with another limit (which the teacher's settings do not hold), it reuses
     # the teacher and its probabilities
     (run_dir / "metrics.json").unlink()
     teacher_stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
     labels_stamp = (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns
-    hatt.TextClassifier("cnn", **settings, pseudo_label_limit=3).fit(
-        corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled, restart=False
-    )
+    train(corpus, unlabeled, run_dir, restart=False, **settings, pseudo_label_limit=3)
     assert (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns == teacher_stamp
     assert (run_dir / "teacher_probabilities.npz").stat().st_mtime_ns == labels_stamp
     summary = json.loads((run_dir / "pseudo_labels.json").read_text())
@@ -173,15 +211,14 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(
     fresh = tmp_path / "fresh"
     shutil.copytree(run_dir / "teacher", fresh / "teacher")
     stamp = (fresh / "teacher" / "metrics.json").stat().st_mtime_ns
-    hatt.TextClassifier("cnn", **settings).fit(
-        corpus, run_dir=fresh, verbose=0, unlabeled=unlabeled
-    )
+    train(corpus, unlabeled, fresh, **settings)
     assert (fresh / "teacher" / "metrics.json").stat().st_mtime_ns == stamp
     teacher = json.loads((fresh / "teacher" / "metrics.json").read_text())
     taught_by = json.loads((fresh / "metrics.json").read_text())["self_training"]["teacher"]
     assert taught_by["test_accuracy"] == teacher["test_accuracy"]
 
+    assert len(students) == 2  # a student each time, and no teacher trained
     with pytest.raises(resume.RunError, match="teacher .* other settings .*filters"):
-        hatt.TextClassifier("cnn", **{**settings, "filters": 6}).fit(
+        hatt.TextClassifier("cnn", **{**TINY, **settings, "filters": 6}).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )

@@ -37,6 +37,7 @@ def _config(**values):
         "batch_size": 8,
         "max_words": 8,
         "max_sentences": 6,
+        "sentence_groups": [8],  # one packed group: one word recurrence to trace, not two
         "model_kwargs": {"embedding_dim": 8, "word_units": 6, "sentence_units": 6},
     }
     return TrainConfig(**{**settings, **values})

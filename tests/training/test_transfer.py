@@ -40,6 +40,12 @@ def trained(tiny):
     return tiny["rnn"].run_dir
 
 
+@pytest.fixture(scope="module")
+def source(trained):
+    """The trained model as --init loads it (loaded once for the module's tests)."""
+    return transfer.load_source(trained, "rnn")
+
+
 def _new_model(texts, num_classes):
     vectorizer = hatt.data.Vectorizer(max_tokens=150, min_count=1, sequence_length=20)
     vectorizer.adapt(texts)
@@ -54,8 +60,7 @@ def _new_model(texts, num_classes):
     return model, vectorizer
 
 
-def test_layers_words_and_a_same_task_head_are_copied(trained):
-    source = transfer.load_source(trained, "rnn")
+def test_layers_words_and_a_same_task_head_are_copied(source):
     texts = planted(60, 5).texts + ["a zyzzogeton appears only here"]
     model, vectorizer = _new_model(texts, 2)
     start = model.get_layer("embedding").get_weights()[0].copy()
@@ -85,8 +90,7 @@ def test_layers_words_and_a_same_task_head_are_copied(trained):
     np.testing.assert_array_equal(model.get_layer("ngram_logit").get_weights()[0], channel)
 
 
-def test_another_task_keeps_its_fresh_head(trained):
-    source = transfer.load_source(trained, "rnn")
+def test_another_task_keeps_its_fresh_head(source):
     model, vectorizer = _new_model(planted(60, 5).texts, 3)
     info = transfer.init_from_model(model, vectorizer, ("a", "b", "c"), source)
     assert "logit" not in info["copied"] and "encoder_0" in info["copied"]
@@ -195,9 +199,9 @@ def unfrozen(trained, tmp_path_factory):
     )
 
 
-def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unfrozen):
+def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(source, unfrozen):
     clf, epochs, run_dir = unfrozen.clf, unfrozen.epochs, unfrozen.run_dir
-    source = transfer.load_source(trained, "rnn").text_model.classifier
+    trained_model = source.text_model.classifier
     info = json.loads((run_dir / "init.json").read_text())
     assert info["frozen_epochs"] == 2
     assert set(info["frozen_layers"]) == {"embedding", "encoder_0", "word_attention"}
@@ -209,7 +213,7 @@ def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unf
     assert saved["layer_rates"] == pytest.approx(rates)
     assert "logit" not in info["copied"]  # other classes: the fresh head trains throughout
     for name in ("encoder_0", "word_attention"):  # as copied, through both frozen epochs
-        trained_weights = source.get_layer(name).get_weights()
+        trained_weights = trained_model.get_layer(name).get_weights()
         assert _same(epochs[0][name], trained_weights) and _same(epochs[1][name], epochs[0][name])
         assert not _same(epochs[2][name], epochs[1][name]), name  # then they train
     assert _same(epochs[1]["embedding"], epochs[0]["embedding"])
@@ -220,14 +224,14 @@ def test_copied_layers_stay_frozen_for_the_frozen_epochs_then_train(trained, unf
 
 
 def test_the_run_writes_init_json_and_reads_every_word_of_the_trained_model_and_its_own(
-    trained, unfrozen
+    trained, source, unfrozen
 ):
     """A small corpus's own vocabulary would leave the trained model's other words OOV."""
     run_dir = unfrozen.run_dir
     info = json.loads((run_dir / "init.json").read_text())
     assert info["source"].startswith(str(trained)) and info["embedding_words"] > 0
     assert info["head"].startswith("other classes")  # bad/good are not negative/positive
-    theirs = transfer.source_words(transfer.load_source(trained, "rnn"))
+    theirs = transfer.source_words(source)
     vectorizer = hatt.data.Vectorizer.load(run_dir / "vectorizer.json")
     words = vectorizer.get_vocabulary(include_special_tokens=False)
     assert words[: len(theirs)] == theirs  # its ids are the trained model's ids
