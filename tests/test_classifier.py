@@ -237,59 +237,51 @@ def test_callbacks_reach_keras_fit(fitted):
     assert seen == list(range(clf.metrics["epochs"])) and seen
 
 
-def test_a_corpus_with_a_test_split_is_evaluated_as_hatt_train_does(tmp_path):
-    from hatt.data import Imdb
+def test_hatt_train_is_textclassifier_fit_on_the_settings_data_source(tmp_path, monkeypatch):
+    """The CLI parses flags into settings and calls fit: nothing trains in two places. fit
+    gets x=None: the corpus of data= / test_data= (hatt train --data / --test), its test split
+    evaluated as hatt train evaluates it. (fit(corpus): tests/training/test_adversarial.py.)
+    """
+    from hatt import cli
 
-    corpus = Imdb(planted(120, 0), planted(24, 1), planted(24, 2), "planted")
-    clf = hatt.TextClassifier("cnn", **TINY_CNN).fit(corpus, run_dir=tmp_path / "run", verbose=0)
-    assert clf.metrics["test_size"] == 24 and "evaluated_on" not in clf.metrics
-    probabilities = clf.predict(corpus.test.texts)
-    accuracy = np.mean(probabilities.argmax(axis=1) == corpus.test.labels)
-    assert clf.metrics["test_accuracy"] == pytest.approx(accuracy, abs=1e-6)
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text()) == clf.metrics
-
-
-def test_fit_without_documents_reads_the_settings_data_source(tmp_path):
-    """x=None: the corpus of data= / test_data= (hatt train --data / --test), test evaluated."""
-    for split, name in ((planted(120, 0), "train.csv"), (planted(30, 2), "test.csv")):
+    test = planted(30, 2)
+    for split, name in ((planted(120, 0), "train.csv"), (test, "test.csv")):
         with open(tmp_path / name, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["text", "label"])
             writer.writerows(zip(split.texts, CLASSES[split.labels], strict=True))
-    clf = hatt.TextClassifier(
-        "cnn", data=str(tmp_path / "train.csv"), test_data=str(tmp_path / "test.csv"), **TINY_CNN
-    )
-    clf.fit(run_dir=tmp_path / "run", verbose=0)
-    assert clf.class_names == ("neg", "pos") and clf.metrics["test_size"] == 30
-    with pytest.raises(ValueError, match="not both"):
-        clf.fit(["a b", "c d"], ["neg", "pos"])
-
-
-def test_hatt_train_is_textclassifier_fit(tmp_path, monkeypatch):
-    """The CLI parses flags into settings and calls fit: nothing trains in two places."""
-    from hatt import cli
-    from hatt.data import Imdb
-
     calls = []
     original = hatt.TextClassifier.fit
 
     def spy(self, *args, **kwargs):
-        calls.append((self.config, args, kwargs))
+        calls.append((self, self.config, args, kwargs))
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(hatt.TextClassifier, "fit", spy)
-    corpus = Imdb(planted(120, 0), planted(24, 1), planted(24, 2), "planted")
-    monkeypatch.setattr(hatt.data, "load_corpus", lambda *a, **k: corpus)
     sets = ["--set", "max_tokens=100", "--set", "min_count=1", "--set", "sequence_length=20"]
     sets += ["--set", "model_kwargs.filters=8", "--set", "model_kwargs.embedding_dim=8"]
     sets += ["--set", "batch_size=16", "--set", "ngram.buckets=64"]
+    data = ["--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv")]
     run_dir = tmp_path / "run"
-    code = cli.main(["train", "cnn", "--epochs", "1", "--run-dir", str(run_dir), *sets])
+    argv = ["train", "cnn", *data, "--epochs", "1", "--run-dir", str(run_dir), *sets]
+    code = cli.main([*argv, "--export-dir", ""])  # the export is `hatt export`'s test
     assert code == 0 and len(calls) == 1
-    config, args, kwargs = calls[0]
+    clf, config, args, kwargs = calls[0]
     assert args == () and kwargs["run_dir"] == run_dir and config.epochs == 1
     assert config.model_kwargs["filters"] == 8 and config.preset == "cnn"
-    assert json.loads((run_dir / "metrics.json").read_text())["test_size"] == 24
+    assert config.data == str(tmp_path / "train.csv")
+    assert config.test_data == str(tmp_path / "test.csv")
+    assert clf.class_names == ("neg", "pos") and clf.metrics["test_size"] == 30
+    assert "evaluated_on" not in clf.metrics
+    accuracy = np.mean(clf.predict(test.texts).argmax(axis=1) == test.labels)
+    assert clf.metrics["test_accuracy"] == pytest.approx(accuracy, abs=1e-6)
+    assert json.loads((run_dir / "metrics.json").read_text()) == clf.metrics
+
+
+def test_documents_beside_a_data_source_setting_are_refused(no_training, tmp_path):
+    clf = hatt.TextClassifier("cnn", data=str(tmp_path / "train.csv"), **TINY_CNN)
+    with pytest.raises(ValueError, match="not both"):
+        clf.fit(["a b", "c d"], ["neg", "pos"])
 
 
 # === Bad input: clear errors before any training =======================================

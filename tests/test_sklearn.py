@@ -6,7 +6,12 @@ import pytest
 import sklearn.utils.estimator_checks as checks
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.model_selection import (
+    GridSearchCV,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+    cross_val_score,
+)
 
 from hatt.sklearn import HattClassifier
 from tests.conftest import planted
@@ -75,10 +80,21 @@ def test_an_unknown_setting_fails_at_fit_with_the_known_ones(corpus):
         estimator.fit(corpus.texts, corpus.labels)
 
 
-def test_classes_in_numpy_s_order_whatever_the_classifier_s(corpus):
-    """ "10" < "9" as text (np.unique), "9" < "10" as numbers (hatt's class order)."""
+@pytest.fixture(scope="module")
+def search(corpus):
+    """One grid search for the module: two settings on one stratified split, then the refit
+    on the whole corpus (3 fits), with labels whose text and number orders differ."""
     y = np.array(["9", "10"])[corpus.labels]  # "10" marks the planted "superb"
-    estimator = HattClassifier("cnn", epochs=4, **TINY).fit(corpus.texts, y)
+    split = StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=0)
+    search = GridSearchCV(
+        HattClassifier("cnn", epochs=3, **TINY), {"dropout": [0.0, 0.5]}, cv=split
+    )
+    return search.fit(np.asarray(corpus.texts, dtype=object), y), y
+
+
+def test_classes_in_numpy_s_order_whatever_the_classifier_s(search):
+    """ "10" < "9" as text (np.unique), "9" < "10" as numbers (hatt's class order)."""
+    estimator = search[0].best_estimator_  # refit on the whole corpus
     np.testing.assert_array_equal(estimator.classes_, ["10", "9"])
     assert estimator.classifier_.class_names == ("9", "10")
     test = planted(40, 4)
@@ -99,14 +115,17 @@ def test_labels_that_name_one_class_twice_are_refused(corpus):
 
 
 @pytest.mark.slow
-def test_cross_val_score_and_grid_search(corpus):
+def test_cross_val_score_fits_and_scores_each_fold(corpus):
     folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=0)
     estimator = HattClassifier("cnn", epochs=3, **TINY)
     scores = cross_val_score(estimator, corpus.texts, corpus.labels, cv=folds)
     assert scores.shape == (2,) and scores.min() >= 0.8
-    search = GridSearchCV(estimator, {"dropout": [0.0, 0.5]}, cv=folds)
-    search.fit(np.asarray(corpus.texts, dtype=object), corpus.labels)
+
+
+@pytest.mark.slow
+def test_grid_search_fits_each_setting_and_refits_the_best(search, corpus):
+    search, y = search
     assert search.best_params_["dropout"] in (0.0, 0.5)
     assert len(search.cv_results_["mean_test_score"]) == 2
     assert search.best_estimator_.classifier_.config.model_kwargs["dropout"] in (0.0, 0.5)
-    assert search.score(corpus.texts, corpus.labels) >= 0.8
+    assert search.score(corpus.texts, y) >= 0.8

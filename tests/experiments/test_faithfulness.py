@@ -14,22 +14,30 @@ def faithfulness():
     return importlib.import_module("experiments.faithfulness")
 
 
-def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
-    faithfulness, tiny, exported, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
-    data = write_planted_imdb(tmp_path / "corpus", n_train=4, n_test=30)
-    runs = tmp_path / "runs"  # cnn and han here; rnn given by path; no transformer at all
-    for family in ("cnn", "han"):
-        shutil.copytree(tiny[family].run_dir, runs / family)
-    rnn = exported["rnn"]  # saved_models/rnn: its model.keras; a version folder has none
-    paths = [str(rnn.path), str(rnn.saved_model), str(tmp_path / "nowhere")]
-    argv = [
-        "--runs", str(runs), "--model", *paths,
-        "--data", str(data), "--reviews", "12", "--draws", "2", "--steps", "8",
-        "--out", str(tmp_path / "results"),
-    ]  # fmt: skip
-    report = faithfulness.main(argv)
+@pytest.fixture(scope="module")
+def measured(faithfulness, tiny, exported, tmp_path_factory):
+    """One measured table for the module: cnn and han from --runs, rnn given by path, no
+    transformer at all; ``(report, argv, folder)``."""
+    tmp_path = tmp_path_factory.mktemp("faithfulness")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+        data = write_planted_imdb(tmp_path / "corpus", n_train=4, n_test=30)
+        runs = tmp_path / "runs"
+        for family in ("cnn", "han"):
+            shutil.copytree(tiny[family].run_dir, runs / family)
+        rnn = exported["rnn"]  # saved_models/rnn: its model.keras; a version folder has none
+        paths = [str(rnn.path), str(rnn.saved_model), str(tmp_path / "nowhere")]
+        argv = [
+            "--runs", str(runs), "--model", *paths,
+            "--data", str(data), "--reviews", "12", "--draws", "2", "--steps", "8",
+            "--out", str(tmp_path / "results"),
+        ]  # fmt: skip
+        return faithfulness.main(argv), argv, tmp_path
+
+
+def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(measured, exported):
+    report, _, tmp_path = measured
+    rnn = exported["rnn"]
     saved = json.loads((tmp_path / "results" / "faithfulness.json").read_text())
     assert saved == json.loads(json.dumps(report))
     assert list(saved["models"]) == ["cnn", "rnn", "han"] and saved["reviews"] == 12
@@ -74,30 +82,40 @@ def test_every_family_and_method_is_measured_and_what_is_missing_is_skipped(
 
 
 def test_families_measured_in_separate_runs_share_one_table(
-    faithfulness, tiny, tmp_path, monkeypatch
+    faithfulness, measured, tmp_path, monkeypatch, capsys
 ):
+    """A run keeps what an earlier run measured with the same settings (the module's table:
+    cnn, rnn, han) and replaces only its own; other settings or --fresh start over."""
+    _, argv, measured_in = measured
     monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
-    data = write_planted_imdb(tmp_path / "corpus", n_train=4, n_test=8)
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    for family in ("cnn", "rnn"):
-        shutil.copytree(tiny[family].run_dir, runs / family)
-    common = ["--runs", str(runs), "--data", str(data), "--reviews", "4", "--draws", "1",
-              "--no-uniform", "--out", str(out)]  # fmt: skip
+    out = tmp_path / "results"
+    shutil.copytree(measured_in / "results", out)
+    first = json.loads((out / "faithfulness.json").read_text())
+    common = [*argv[: argv.index("--model")], *argv[argv.index("--data") : -1], str(out)]
 
     def run(*extra):
         faithfulness.main([*common, *extra])
         return json.loads((out / "faithfulness.json").read_text())
 
-    first = run("--families", "cnn", "--steps", "4")
-    second = run("--families", "rnn", "--steps", "4")
-    assert list(second["models"]) == ["cnn", "rnn"]  # the cnn kept, in family order
-    assert second["models"]["cnn"] == first["models"]["cnn"]
+    second = run("--families", "cnn")
+    assert list(second["models"]) == ["cnn", "rnn", "han"]  # the others kept, in family order
+    assert second["models"]["rnn"] == first["models"]["rnn"]
+    assert second["models"]["han"] == first["models"]["han"]
     assert "--families cnn" in second["models"]["cnn"]["command"]
-    assert "--families rnn" in second["models"]["rnn"]["command"]
+    assert "--families" not in second["models"]["rnn"]["command"]
     table = (out / "faithfulness.md").read_text()
-    assert "Commands: cnn: `python -m experiments.faithfulness" in table and "; rnn: `" in table
+    commands = "Commands: cnn: `python -m experiments.faithfulness"
+    assert commands in table and "; rnn, han: `python -m experiments.faithfulness" in table
     assert "| cnn | random |" in table and "| rnn | random |" in table
 
-    other_steps = run("--families", "rnn", "--steps", "2")  # other settings: the cnn goes
-    assert list(other_steps["models"]) == ["rnn"]
-    assert list(run("--families", "cnn", "--steps", "2", "--fresh")["models"]) == ["cnn"]
+    # --fresh, or other settings: the earlier models go (runs that measure no model: the
+    # transformer has none)
+    capsys.readouterr()
+    fresh = run("--families", "transformer", "--fresh")
+    assert fresh["models"] == {} and fresh["steps"] == first["steps"]
+    assert "replacing cnn, rnn, han (--fresh)" in capsys.readouterr().err
+    shutil.rmtree(out)
+    shutil.copytree(measured_in / "results", out)
+    other_steps = run("--families", "transformer", "--steps", "2")
+    assert other_steps["models"] == {} and other_steps["steps"] == 2
+    assert "replacing cnn, rnn, han (other steps)" in capsys.readouterr().err
