@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hatt import cli, export
+from tests.export._loaded import saved_model
 from tests.inspect._backwards import RECORDED_WARNING, write_backwards_run
 
 
@@ -74,11 +75,11 @@ def test_predict_errors_are_one_clear_line(exported, tmp_path, capsys, argv, mes
 def test_predict_reads_stdin_with_file_dash(exported, monkeypatch, capsys):
     reviews = "Superb w1 w2.\nDreadful w5 w6!\n" * 30
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(reviews.encode())))
-    model = exported["han"].keras_file  # the end-to-end .keras file this time
+    model = exported["cnn"].keras_file  # the end-to-end .keras file this time
     assert cli.main(["predict", str(model), "--file", "-", "--batch-size", "32"]) == 0
     rows = _lines(capsys.readouterr().out)
     assert [r["text_id"] for r in rows] == list(range(60))
-    expected = export.load(exported["han"].path).predict_proba(reviews.splitlines())
+    expected = saved_model(exported["cnn"].path).predict_proba(reviews.splitlines())
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-5)
 
 
@@ -123,7 +124,7 @@ def test_predict_reads_a_tables_text_column_with_line_breaks(exported, tmp_path,
     captured = capsys.readouterr()
     rows = _lines(captured.out)
     assert [r["text_id"] for r in rows] == ids
-    expected = export.load(model).predict([reviews[0], reviews[2]])["probabilities"]
+    expected = saved_model(exported["cnn"].path).predict([reviews[0], reviews[2]])["probabilities"]
     np.testing.assert_allclose(
         [list(r["probabilities"].values()) for r in rows], expected, atol=1e-5
     )

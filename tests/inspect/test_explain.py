@@ -1,6 +1,7 @@
 """hatt.inspect.explain on tiny trained models of all four families (tests/conftest.py)."""
 
 import json
+from types import SimpleNamespace
 
 import keras
 import numpy as np
@@ -11,6 +12,7 @@ import hatt
 from hatt import export
 from hatt.export.attribution import METHODS
 from hatt.inspect import balanced_sample, explain, explanations_from_result
+from tests.conftest import PerFamily
 from tests.export._loaded import saved_model
 from tests.inspect._fake import BIAS, LEXICON, OTHER, FakePredictor, explain_result
 
@@ -63,15 +65,42 @@ def test_cnn_saliency_points_at_the_planted_word(tiny):
     assert top == "dreadful"
 
 
+TEXTS = [*REVIEWS, "", "Superb."]
+
+
+@pytest.fixture(scope="module")
+def shared(tiny, exported):
+    """``{"cnn" | "han": facts}``: what both tests of every place a model loads from read,
+    made once a family: the TextModel and its Predictor, and the explanations of ``TEXTS``
+    in batches of 3 by the TextModel and by the loaded SavedModel."""
+
+    def make(family):
+        model, vectorizer = tiny[family].model, tiny[family].vectorizer
+        text_model = export.TextModel(model, vectorizer)
+        loaded = saved_model(exported[family].path)
+        return SimpleNamespace(
+            text_model=text_model,
+            predictor=export.Predictor.from_text_model(text_model),
+            explained={
+                "TextModel": explain(text_model, TEXTS, batch_size=3, progress=False),
+                "loaded SavedModel": explain(loaded, TEXTS, batch_size=3, progress=False),
+            },
+        )
+
+    return PerFamily(make)
+
+
 @pytest.mark.parametrize("family", ["cnn", "han"])
-def test_a_keras_file_a_saved_model_and_the_model_in_memory_explain_alike(tiny, exported, family):
+def test_a_keras_file_a_saved_model_and_the_model_in_memory_explain_alike(
+    tiny, exported, shared, family
+):
     """One path: the same scores from every place a model can be loaded from."""
-    texts = [*REVIEWS, "", "Superb."]
+    texts = TEXTS
     model, vectorizer = tiny[family].model, tiny[family].vectorizer
     in_memory = explain(model, texts, vectorizer=vectorizer)
-    text_model = export.TextModel(model, vectorizer)
+    text_model = shared[family].text_model
     forms = {
-        "TextModel": text_model,
+        "TextModel": shared[family].explained["TextModel"],
         "Predictor": export.Predictor.from_text_model(text_model),
         "run directory": tiny[family].run_dir,
         "id model .keras": tiny[family].run_dir / "model.keras",
@@ -79,10 +108,12 @@ def test_a_keras_file_a_saved_model_and_the_model_in_memory_explain_alike(tiny, 
         "saved_models/NAME": str(exported[family].path),  # explain loads it (export.load)
         # export.load of its version folder, once a process (tests/export/_loaded.py): a
         # HAN's SavedModel takes seconds to load and seconds more for its first explain call
-        "loaded SavedModel": saved_model(exported[family].path),
+        "loaded SavedModel": shared[family].explained["loaded SavedModel"],
     }
     for form, source in forms.items():
-        for a, b in zip(in_memory, explain(source, texts, batch_size=3), strict=True):
+        if not isinstance(source, list):  # those two explained once for both tests
+            source = explain(source, texts, batch_size=3)
+        for a, b in zip(in_memory, source, strict=True):
             assert (a.family, a.score_kind, a.sentences) == (b.family, b.score_kind, b.sentences)
             assert a.probability == pytest.approx(b.probability, abs=1e-5), form
             np.testing.assert_allclose(a.weights, b.weights, atol=1e-5, err_msg=form)
@@ -395,16 +426,14 @@ def _real(values, tokens):
 
 
 @pytest.mark.parametrize("family", ["cnn", "han"])
-def test_every_method_end_to_end_in_memory_and_from_the_saved_model(tiny, exported, family):
-    texts = [*REVIEWS, "", "Superb."]
-    model, vectorizer = tiny[family].model, tiny[family].vectorizer
-    text_model = export.TextModel(model, vectorizer)
-    predictor = export.Predictor.from_text_model(text_model)
+def test_every_method_end_to_end_in_memory_and_from_the_saved_model(shared, family):
+    texts = TEXTS
+    text_model, predictor = shared[family].text_model, shared[family].predictor
     raw = predictor.explain(texts)
     served = predictor(texts)  # serving_default: word_weights stay what it gives
     expected_methods = {"cnn": METHODS[1:], "han": METHODS}[family]  # both have the channel
-    for source in (text_model, saved_model(exported[family].path)):
-        explained = explain(source, texts, batch_size=3, progress=False)
+    # explain(source, texts, batch_size=3, progress=False) of the TextModel and the SavedModel
+    for explained in shared[family].explained.values():
         for i, e in enumerate(explained):
             assert e.methods == e.views == expected_methods
             tokens = raw["tokens"][i]

@@ -164,7 +164,8 @@ def check_learns_planted_word(family, model, epochs=3, learning_rate=1e-2):
         metrics=["accuracy"],
     )
     model.fit(x, y, batch_size=32, epochs=epochs, verbose=0)
-    _, accuracy = model.evaluate(x_test, y_test, batch_size=128, verbose=0)
+    # one eager call rather than `evaluate` (which traces a test step for one pass)
+    accuracy = np.mean((to_numpy(model(x_test, training=False)) > 0.5) == y_test)
     assert accuracy > 0.8, f"{family}: held-out accuracy {accuracy:.3f}"
     # Trained weights still give clean attention and padding invariance.
     ids = batch_for(family)

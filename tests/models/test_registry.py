@@ -103,26 +103,33 @@ def test_attention_model_works_after_reload_in_process(tmp_path):
     np.testing.assert_allclose(to_numpy(loaded(ids)), to_numpy(model(ids)), atol=1e-6)
 
 
+@pytest.fixture(scope="module")
+def small():
+    """``{name: model}``: the small model of each family and a CNN with attention pooling,
+    built once for the tests that only read them (none changes a weight)."""
+    models = {family: build_small(family) for family in hatt.models.FAMILIES}
+    return {**models, "cnn_attention": build_small("cnn", pooling="attention")}
+
+
 @pytest.mark.slow
-def test_reload_in_a_fresh_process(tmp_path):
-    models = [(family, build_small(family), batch_for(family)) for family in hatt.models.FAMILIES]
-    models.append(("cnn_attention", build_small("cnn", pooling="attention"), batch_for("cnn")))
+def test_reload_in_a_fresh_process(small, tmp_path):
+    models = [(name, model, batch_for(name.split("_")[0])) for name, model in small.items()]
     assert_reload_in_fresh_process(tmp_path, models)
 
 
 @pytest.mark.parametrize("family", hatt.models.FAMILIES)
-def test_family_of_reads_the_family_off_a_built_and_a_renamed_model(family):
-    model = build_small(family)
+def test_family_of_reads_the_family_off_a_built_and_a_renamed_model(small, family):
+    model = small[family]
     assert hatt.models.family_of(model) == family
     renamed = keras.Model(model.inputs, model.outputs, name="mine")
     assert hatt.models.family_of(renamed) == family
 
 
-def test_score_kind_is_attention_only_for_context_attention_pooling():
-    assert hatt.models.score_kind(build_small("cnn")) == "saliency"
-    assert hatt.models.score_kind(build_small("cnn", pooling="attention")) == "attention"
+def test_score_kind_is_attention_only_for_context_attention_pooling(small):
+    assert hatt.models.score_kind(small["cnn"]) == "saliency"
+    assert hatt.models.score_kind(small["cnn_attention"]) == "attention"
     for family in ("rnn", "transformer", "han"):
-        assert hatt.models.score_kind(build_small(family)) == "attention"
+        assert hatt.models.score_kind(small[family]) == "attention"
 
 
 @pytest.mark.parametrize("channel", [None, {"buckets": 16, "order": 3, "binary": True}])
