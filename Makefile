@@ -39,7 +39,8 @@ train: install
 # half the time (8.6 against 19.3 minutes here; 35 minutes by late 2026, 28.5
 # since fit's step and the tokenizer are traced once; see the 30 slowest tests
 # that each run prints, where CI time is to be won back). Whole files go to a
-# worker (--dist loadfile), so a module's fixtures are made once. (loadgroup's
+# worker (--dist loadfile), so a module's fixtures are made once, the heaviest
+# files first (tests/conftest.py, by tests/module_seconds.json). (loadgroup's
 # xdist_group marks do nothing under pytest 9.2: it keeps a test's id in
 # Node._id, and pytest-xdist 3.8 still writes item._nodeid; single tests went
 # out, and each worker made the same module fixtures again.)
