@@ -93,3 +93,29 @@ def test_a_measurement_of_the_suite_writes_the_order_its_modules_start_in(tmp_pa
         "tests/models/test_han.py": 3.0,
         "tests/test_cli.py": 1.0,
     }
+
+
+def test_under_xdist_the_modules_start_heaviest_first_and_unmeasured_ones_before_them(
+    tmp_path, monkeypatch
+):
+    """tests/conftest.py's ordering by tests/module_seconds.json; a module keeps its order."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    order = tmp_path / "module_seconds.json"
+    order.write_text(json.dumps({"seconds": {"tests/a.py": 1.0, "tests/b.py": 9.0}}))
+    monkeypatch.setattr(conftest, "MODULE_SECONDS", order)
+    ids = ["tests/a.py::one", "tests/b.py::two", "tests/new.py::three", "tests/b.py::four"]
+    items = [SimpleNamespace(nodeid=i) for i in ids]
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [item.nodeid for item in items] == ids  # without xdist: as collected
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [item.nodeid for item in items] == [
+        "tests/new.py::three",
+        "tests/b.py::two",
+        "tests/b.py::four",
+        "tests/a.py::one",
+    ]

@@ -135,6 +135,21 @@ EPOCHS, STOPPED_AFTER = 4, 3  # the learning run's epochs; a stopped copy after 
 TRAIN, UNLABELED, VALIDATION = _cycles(120, 0), _cycles(120, 1), _cycles(30, 2)
 
 
+def copy_checkpoints_aside(patch, stopped, name=None):
+    """Patch ``save_checkpoint`` so that the checkpoint written after ``n`` epochs, for each
+    ``n`` in ``stopped`` (``{n: folder}``), is also copied to ``folder/name`` (default: its
+    own file name): what a pretraining stopped after ``n`` epochs left behind."""
+    save = lm_lib.save_checkpoint
+
+    def save_and_copy_aside(lm, path, key, records):
+        save(lm, path, key, records)
+        if len(records) in stopped:
+            stopped[len(records)].mkdir()
+            shutil.copyfile(path, stopped[len(records)] / (name or path.name))
+
+    patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+
+
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory):
     """THE pretraining run (EPOCHS epochs), with its checkpoint as epochs 1 and
@@ -145,16 +160,8 @@ def learned(tmp_path_factory):
     run = types.SimpleNamespace(config=config, model=model, run_dir=folder / "run")
     run.before = [w.copy() for w in model.get_layer("encoder_0").get_weights()]
     run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
-    save = lm_lib.save_checkpoint
-
-    def save_and_copy_aside(lm, path, key, records):
-        save(lm, path, key, records)
-        if len(records) in run.stopped:
-            run.stopped[len(records)].mkdir()
-            shutil.copyfile(path, run.stopped[len(records)] / path.name)
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+        copy_checkpoints_aside(patch, run.stopped)
         run.info = lm_lib.pretrain(model, config, TRAIN, UNLABELED, VALIDATION, run_dir=run.run_dir)
     return run
 

@@ -20,7 +20,7 @@ from hatt.training import TrainConfig
 from hatt.training.run.datasets import sentence_groups
 from hatt.training.starts import language_model as lm_lib
 from hatt.training.starts import sentence_model as sm
-from tests.training.test_language_model import _reference_loss
+from tests.training.test_language_model import _reference_loss, copy_checkpoints_aside
 
 VOCABULARY = 14  # ids 2..13 are words; 0 padding, 1 OOV
 TOPICS = (range(2, 6), range(6, 10), range(10, 14))  # a sentence's words are of one topic
@@ -184,17 +184,9 @@ def learned(tmp_path_factory):
     run = types.SimpleNamespace(config=config, model=model, run_dir=folder / "run", left={})
     run.before = {layer.name: layer.get_weights() for layer in model.layers}
     run.stopped = {epochs: folder / f"stopped_after_{epochs}" for epochs in (1, STOPPED_AFTER)}
-    save = lm_lib.save_checkpoint
-
-    def save_and_copy_aside(lm, path, key, records):
-        save(lm, path, key, records)
-        if len(records) in run.stopped:
-            run.stopped[len(records)].mkdir()
-            shutil.copyfile(path, run.stopped[len(records)] / sm.CHECKPOINT)
-
     with pytest.MonkeyPatch.context() as patch:
         _after_a_language_model(patch, run.left)
-        patch.setattr(lm_lib, "save_checkpoint", save_and_copy_aside)
+        copy_checkpoints_aside(patch, run.stopped, sm.CHECKPOINT)
         run.info = sm.pretrain_encoders(
             model, config, TRAIN, UNLABELED, VALIDATION, run_dir=run.run_dir
         )
