@@ -19,8 +19,9 @@ fresh Python processes, graph traces and their seconds); ``--census-from DIR``
 reads the census files of a run made before.
 
 Writes ``experiments/results/suite_time/LABEL.json`` and ``LABEL.md`` and, when
-they go there, ``tests/module_seconds.json``: each module's seconds, by which
-tests/conftest.py starts the heaviest modules first under pytest-xdist. Timings
+they go there and measure this checkout's commit, ``tests/module_seconds.json``: each
+module's seconds, by which tests/conftest.py starts the heaviest modules first under
+pytest-xdist (a report of an older commit, read with ``--junit``, leaves it alone). Timings
 on these machines are noisy, so compare labels measured the same way (a quiet
 machine, the load average at the start is recorded).
 """
@@ -166,6 +167,12 @@ def write_order(result, path):
     path.write_text(json.dumps({"measured": measured, "seconds": seconds}, indent=1) + "\n")
 
 
+def _same_commit(a, b):
+    """Whether two commit names (short or long, ``+dirty`` or not) name one commit."""
+    a, b = (str(name).removesuffix("+dirty") for name in (a, b))
+    return bool(a and b) and (a.startswith(b) or b.startswith(a))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--junit", help="read this --junitxml report instead of running")
@@ -200,7 +207,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / f"{args.label}.md").write_text(markdown(result))
-    if out.resolve() == RESULTS.resolve():  # a measurement of this suite, not a test's
+    # a measurement of this suite (not a test's), at this commit (not an old one's report)
+    if out.resolve() == RESULTS.resolve() and _same_commit(commit, harness.commit()):
         write_order(result, ORDER)
     print(
         f"{args.label}: wall {result['wall_seconds']:.0f} s, summed {result['summed_seconds']:.0f} s, "

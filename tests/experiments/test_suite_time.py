@@ -76,14 +76,19 @@ def test_the_census_counts_by_module_and_joins_the_module_table(tmp_path, monkey
 
 
 def test_a_measurement_of_the_suite_writes_the_order_its_modules_start_in(tmp_path, monkeypatch):
-    """Into the project's results, a run also writes each module's seconds for
-    tests/conftest.py (heaviest first under xdist); a test's own results folder does not."""
+    """Into the project's results, a run at this checkout's commit also writes each module's
+    seconds for tests/conftest.py (heaviest first under xdist); a test's own results folder
+    and the report of another commit do not."""
     report = tmp_path / "junit.xml"
     report.write_text(REPORT)
     monkeypatch.setattr(suite_time, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(suite_time, "ORDER", tmp_path / "module_seconds.json")
+    monkeypatch.setattr(suite_time.harness, "commit", lambda: "abc")
     argv = ["--junit", str(report), "--label", "x", "--commit", "abc"]
     assert suite_time.main([*argv, "--results", str(tmp_path / "elsewhere")]) == 0
+    assert not suite_time.ORDER.exists()
+    older = ["--junit", str(report), "--label", "x", "--commit", "d9fc706"]
+    assert suite_time.main([*older, "--results", str(tmp_path / "results")]) == 0
     assert not suite_time.ORDER.exists()
     assert suite_time.main([*argv, "--results", str(tmp_path / "results")]) == 0
     order = json.loads(suite_time.ORDER.read_text())
