@@ -268,3 +268,58 @@ def test_a_mix_moves_its_bias_with_a_refit_channel():
     np.testing.assert_allclose(mix.logits(deep, refit_channel), before)
     # the split the mix was fit on (validation) keeps its own fit's intercept
     np.testing.assert_allclose(mix.logits(deep, channel - 0.4, 0.4), before)
+
+
+# === Class weights (the run's class_weight reaches the mix) ===
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("anchored", [False, True])
+def test_a_review_of_weight_k_counts_as_k_copies_of_it(classes, anchored):
+    """The weighted fit is the fit of the reviews repeated their weight's number of times."""
+    deep, channel, y = _parts(3, 1, n=120) if classes == 2 else _classes(3, n=120)
+    weights = np.where(y == 1, 3, 1)  # class 1 weighs three times the others
+    fit = {"anchor": 0.2 if classes == 2 else np.array([0.1, -0.2, 0.1])} if anchored else {}
+    if anchored and classes == 3:
+        fit["hold_bias"] = True
+    weighted = fit_mix(deep, channel, y, sample_weight=weights.astype(float), **fit)
+    rows = np.repeat(np.arange(len(y)), weights)
+    repeated = fit_mix(deep[rows], channel[rows], y[rows], **fit)
+    np.testing.assert_allclose(
+        [weighted.deep, weighted.channel], [repeated.deep, repeated.channel], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(weighted.bias, repeated.bias, rtol=1e-5, atol=1e-6)
+    plain = fit_mix(deep, channel, y, **fit)
+    assert not np.allclose([plain.deep, plain.channel], [weighted.deep, weighted.channel])
+
+
+def test_the_held_out_check_with_equal_weights_is_the_unweighted_one_and_weights_move_it():
+    deep, channel, y = _parts(5, 1, n=200)
+    plain = held_out_check(deep, channel, y, 2)
+    ones = held_out_check(deep, channel, y, 2, sample_weight=np.ones(len(y)))
+    for key in ("mixed_loss", "channel_loss", "difference", "difference_se"):
+        assert ones[key] == pytest.approx(plain[key], rel=1e-5, abs=1e-9), key
+    weights = np.where(y == 1, 4.0, 1.0)
+    weighted = held_out_check(deep, channel, y, 2, sample_weight=weights)
+    assert weighted["mixed_loss"] != pytest.approx(plain["mixed_loss"], rel=1e-4)
+    # the weighted mean of the per-review differences, each review's from the fold it was held in
+    assert weighted["mixed_loss"] - weighted["channel_loss"] == pytest.approx(
+        weighted["difference"], rel=1e-6
+    )
+
+
+def test_choose_mix_passes_the_weights_to_the_fit_and_the_check(monkeypatch):
+    deep, channel, y = _parts(6, 1, n=150)
+    weights = np.where(y == 1, 2.0, 1.0)
+    seen = []
+    real = mix_lib.held_out_check
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("sample_weight"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mix_lib, "held_out_check", spy)
+    mix, _ = choose_mix(deep, channel, y, 2, 0.0, sample_weight=weights)
+    np.testing.assert_array_equal(seen[0], weights)
+    reference = fit_mix(deep, channel, y, anchor=0.0, sample_weight=weights)
+    assert (mix.deep, mix.channel) == pytest.approx((reference.deep, reference.channel))

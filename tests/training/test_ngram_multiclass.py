@@ -4,6 +4,8 @@ Also pins the binary path to the formulas it had before classes were added
 (frozen copies below), so the IMDB figures cannot move.
 """
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -437,3 +439,125 @@ def test_refit_fits_every_class_column_on_train_and_validation(corpus):
     np.testing.assert_allclose(
         logits_of(model, splits["test"][0]), logits["test"]["mixed_logits"], rtol=1e-4, atol=1e-4
     )
+
+
+# === The run's class weights reach the channel's fit and the mix ===
+
+
+def test_class_weight_map_is_sklearns_balanced_rule():
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from hatt.training.settings.scale import class_weight_map
+
+    labels = np.array([0] * 30 + [1] * 10 + [2] * 5)
+    expected = compute_class_weight("balanced", classes=np.arange(3), y=labels)
+    weights = class_weight_map("balanced", np.bincount(labels))
+    np.testing.assert_allclose([weights[k] for k in range(3)], expected)
+    assert class_weight_map(None, [30, 10]) is None
+    with pytest.raises(ValueError, match="resolved"):
+        class_weight_map("auto", [30, 10])
+
+
+def test_weighted_one_vs_rest_nblr_weighs_each_review_by_its_class():
+    ids, labels = id_classes(90, 0, classes=3)
+    labels = labels.copy()
+    labels[labels == 2] = np.where(np.arange((labels == 2).sum()) % 3 == 0, 2, 0)  # 2 is rare
+    counts = ngram_lib.ngram_counts(ids, V, BUCKETS, 2)
+    class_weight = {0: 0.5, 1: 1.0, 2: 3.0}
+    weights, intercept, info = nblr.fit_nb_logistic(
+        counts, labels, binary=True, reduction="sum", alpha=0.5, C=0.3, class_weight=class_weight
+    )
+    x = (counts.toarray() > 0).astype(float)
+    review_weights = np.array([class_weight[k] for k in labels])
+    for k in range(3):
+        p, q = 0.5 + x[labels == k].sum(0), 0.5 + x[labels != k].sum(0)
+        r = np.where(x.sum(0) > 0, np.log(p / p.sum()) - np.log(q / q.sum()), 0.0)
+        reference = LogisticRegression(C=0.3, solver="liblinear", random_state=0)
+        reference.fit(x * r, labels == k, sample_weight=review_weights)
+        np.testing.assert_allclose(weights[:, k], reference.coef_.ravel() * r, rtol=1e-4, atol=1e-6)
+        assert intercept[k] == pytest.approx(reference.intercept_[0], rel=1e-4, abs=1e-6)
+    assert info["class_weight"] == {"0": 0.5, "1": 1.0, "2": 3.0}
+
+
+def unbalanced(split, keep_every=4):
+    """``split`` with only every ``keep_every``-th review of class 2 kept."""
+    labels = np.asarray(split.labels)
+    seen = np.cumsum(labels == 2)
+    keep = (labels != 2) | (seen % keep_every == 1)
+    return Split([t for t, k in zip(split.texts, keep, strict=True) if k], labels[keep])
+
+
+def channel_fit(class_weight):
+    """The 3-class channel (NB-LR, C from a grid on validation) fit on a training split
+    whose class 2 is 4x smaller: ``(info, recall of class 2 on a balanced validation)``."""
+    train = unbalanced(planted_classes(240, 0, cue_rate=0.5))
+    validation = planted_classes(120, 1, cue_rate=0.5)
+    cfg = dataclasses.replace(config("joint"), class_weight=class_weight)
+    vectorizer = training.create_vectorizer(cfg).adapt(train.texts)
+    layer = NgramLogit(vectorizer.vocabulary_size, buckets=64, ngram=2, units=3)
+    layer.build((None, None))
+    counts, val_counts = (
+        ngram_lib.channel_counts(layer, hatt.data.encode(split.texts, vectorizer))
+        for split in (train, validation)
+    )
+    labels, val_labels = np.asarray(train.labels), np.asarray(validation.labels)
+    weights, intercept, info = ngram_lib.fit_ngram_channel(
+        layer, cfg, counts, labels, (val_counts, val_labels)
+    )
+    logits = nblr.layer_features(val_counts, layer.binary, layer.reduction) @ weights + intercept
+    recall = (nblr.predicted_classes(logits)[val_labels == 2] == 2).mean()
+    return info, labels, recall
+
+
+@pytest.mark.parametrize("class_weight", ["auto", "balanced", "none"])
+def test_the_channel_fit_takes_the_runs_class_weight(class_weight):
+    """'balanced' (and 'auto', on classes 4x apart) weighs the classes n / (C n_k); 'none' not."""
+    info, labels, _ = channel_fit(class_weight)
+    if class_weight == "none":
+        assert "class_weight" not in info
+        return
+    per_class = np.bincount(labels)
+    assert per_class.max() > 1.5 * per_class.min()  # so "auto" is "balanced"
+    expected = per_class.sum() / (3 * per_class)
+    np.testing.assert_allclose([info["class_weight"][str(k)] for k in range(3)], expected, 1e-5)
+
+
+def test_balanced_weights_find_more_of_the_small_class():
+    recall = {weight: channel_fit(weight)[2] for weight in ("none", "balanced")}
+    assert recall["balanced"] > recall["none"]
+
+
+def test_the_mix_weighs_validation_reviews_by_the_runs_class_weights(corpus, monkeypatch):
+    """mix_ngram_channel gives choose_mix each validation review's class weight (the training
+    split's, rescaled to a mean of 1)."""
+    train = unbalanced(corpus.train)
+    small = TextCorpus(train, corpus.validation, corpus.test, "small-2", class_names=("0", "1", "2"))
+    cfg, model, splits = prepared(small, "separate")
+    cfg = dataclasses.replace(cfg, class_weight="balanced")
+    seen = {}
+    real = mix_lib.choose_mix
+
+    def spy(*args, **kwargs):
+        seen["weights"] = kwargs.get("sample_weight")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mix_lib, "choose_mix", spy)
+    deep_model = keras.Model(model.inputs, model.get_layer("logit").output)
+    info, logits = training.mix_ngram_channel(
+        model,
+        cfg,
+        *splits["train"],
+        splits["validation"],
+        None,
+        lambda name: deep_model.predict(splits[name][0].to_tensor(), verbose=0),
+    )
+    train_counts = np.bincount(splits["train"][1])
+    per_class = train_counts.sum() / (3 * train_counts)
+    expected = per_class[splits["validation"][1]]
+    np.testing.assert_allclose(seen["weights"], expected / expected.mean(), rtol=1e-6)
+    # what the mix is fit for, reported beside the plain log loss
+    losses = nblr.logit_losses(logits["validation"]["mixed_logits"], splits["validation"][1])
+    assert info["mixed_validation_weighted_loss"] == pytest.approx(
+        np.average(losses, weights=expected)
+    )
+    assert info["mixed_validation_loss"] == pytest.approx(losses.mean())

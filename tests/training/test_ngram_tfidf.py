@@ -188,3 +188,53 @@ def test_the_model_is_the_mix_of_its_parts_and_survives_a_reload(tfidf_model):
     np.testing.assert_allclose(
         shares.sum(axis=1), keras.ops.convert_to_numpy(layer(dense_ids)), rtol=1e-4, atol=1e-5
     )
+
+
+@pytest.mark.parametrize("num_classes", [2, 3])
+def test_balanced_class_weights_give_sklearns_balanced_logistic_regression(num_classes):
+    """The run's class weights reach the channel: scikit-learn's class_weight="balanced"."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from hatt.training.settings.scale import class_weight_map
+
+    counts = random_counts(120, 50, 4)
+    labels = np.where(np.arange(120) % 5 == 0, 1, 0)  # 24 of class 1, 96 of class 0
+    if num_classes == 3:
+        labels[::7] = 2
+    class_weight = class_weight_map("balanced", np.bincount(labels))
+    # a validation split of the training split's proportions, as a stratified carve gives
+    validation = (random_counts(120, 50, 5), labels.copy())
+    idf = nblr.document_idf(counts)
+    weights, intercept, info = nblr.fit_logistic_channel(
+        counts,
+        labels,
+        binary=True,
+        reduction="l2",
+        idf=idf,
+        C=[0.5, 4.0],
+        validation=validation,
+        num_classes=num_classes,
+        class_weight=class_weight,
+    )
+    used = nblr.columns_in_use(counts)
+    x = nblr.layer_features(counts, True, "l2", idf)[:, used]
+    solver = "liblinear" if num_classes == 2 else "lbfgs"
+    model = LogisticRegression(
+        C=info["C"], solver=solver, random_state=0, max_iter=1000, class_weight="balanced"
+    ).fit(x, labels)
+    expected = model.coef_.T if num_classes > 2 else model.coef_.ravel()
+    np.testing.assert_allclose(weights[used], expected, rtol=1e-4, atol=1e-6)
+    assert info["class_weight"] == {str(k): pytest.approx(w) for k, w in class_weight.items()}
+    # C is chosen on the validation accuracy weighted alike: on a split of the training
+    # split's proportions, the mean recall of the classes
+    for entry in info["selection"]:
+        assert 0.0 <= entry["validation_weighted_accuracy"] <= 1.0
+    best = max(info["selection"], key=lambda e: e["validation_weighted_accuracy"])
+    assert info["C"] == best["C"]
+    logits = nblr.layer_features(validation[0], True, "l2", idf) @ weights + intercept
+    recall = balanced_accuracy_score(validation[1], nblr.predicted_classes(logits))
+    assert info["validation_weighted_accuracy"] == pytest.approx(recall)
+    unweighted = nblr.fit_logistic_channel(
+        counts, labels, binary=True, reduction="l2", idf=idf, C=info["C"], num_classes=num_classes
+    )[0]
+    assert not np.allclose(unweighted, weights)

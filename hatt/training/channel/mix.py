@@ -64,8 +64,10 @@ from hatt.training.channel.nblr import (
     logit_accuracy,
     logit_log_loss,
     logit_losses,
+    sample_weights,
 )
 from hatt.training.channel.ngram import (
+    channel_class_weight,
     channel_counts,
     channel_features,
     fit_ngram_channel,
@@ -143,7 +145,16 @@ def mix_ngram_channel(
     parts = _mix_parts(layer, weights, counts, deep_logits)
     _check_every_class(parts["validation"][2], num_classes)
     crossfit_deep, info["crossfit"] = _crossfit(validation_by_epoch, parts["validation"])
-    mix, warnings = choose_mix(*parts["validation"], num_classes, intercept)
+    # the run's class weights (the training split's) weigh the validation reviews in the mix,
+    # rescaled to a mean of 1 so that the mix's penalty keeps its strength
+    review_weights = sample_weights(
+        parts["validation"][2], channel_class_weight(config, labels, num_classes)
+    )
+    if review_weights is not None:
+        review_weights = review_weights / review_weights.mean()
+    mix, warnings = choose_mix(
+        *parts["validation"], num_classes, intercept, sample_weight=review_weights
+    )
     intercepts = dict.fromkeys(parts, intercept)
     info["channel_intercept"] = intercept if num_classes == 2 else intercept.tolist()
     if config.ngram.refit:
@@ -177,12 +188,25 @@ def mix_ngram_channel(
             info[f"{part}_{name}_loss"] = logit_log_loss(logits_of, y)
     y_val, accuracy = parts["validation"][2], info["channel_validation_accuracy"]
     standard_error = np.sqrt(accuracy * (1 - accuracy) / max(len(y_val), 1))
+    loss = "log loss"
+    if review_weights is not None:  # the mix is fit for the class-weighted loss: show that
+        deep, channel, _ = parts["validation"]
+        for part, logits_of in (
+            ("channel", channel + intercepts["validation"]),
+            ("mixed", _mixed(mix, deep, channel, intercepts["validation"])),
+        ):
+            losses = logit_losses(logits_of, y_val)
+            info[f"{part}_validation_weighted_loss"] = float(
+                np.average(losses, weights=review_weights)
+            )
+        loss = "class-weighted log loss"
+    key = "_weighted_loss" if review_weights is not None else "_loss"
     print(
         f"Mixed on validation: {mix.describe()}; validation accuracy "
         f"deep {info['deep_validation_accuracy']:.4f}, channel "
         f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}; "
-        f"log loss channel {info['channel_validation_loss']:.4f}, both "
-        f"{info['mixed_validation_loss']:.4f} (the mix is fit for this loss; an accuracy on "
+        f"{loss} channel {info['channel_validation' + key]:.4f}, both "
+        f"{info['mixed_validation' + key]:.4f} (the mix is fit for this loss; an accuracy on "
         f"{len(y_val):,} reviews has a standard error of {100 * standard_error:.2f} points)"
     )
     # The parts' logits (deep without its mix, channel with its own intercept), saved
@@ -318,22 +342,35 @@ class Mix:
         return f"{self.deep:.3f}·deep + {self.channel:.3f}·channel + {bias}"
 
 
-def _loss_and_gradient(z, y):
-    """Summed log loss of labels ``y`` under logits ``z`` and its gradient in ``z``.
+def _loss_and_gradient(z, y, weights=None):
+    """Summed log loss of labels ``y`` under logits ``z`` and its gradient in ``z``,
+    each review's weighed by ``weights`` when given.
 
     ``z`` ``[N]``: one logit a review (sigmoid); ``[N, C]``: softmax.
     """
     from scipy.special import expit, softmax
 
-    loss = logit_losses(z, y).sum()
+    losses = logit_losses(z, y)
     if z.ndim == 1:
-        return loss, expit(z) - y
-    gradient = softmax(z, axis=1)
-    gradient[np.arange(len(y)), y] -= 1.0
-    return loss, gradient
+        gradient = expit(z) - y
+    else:
+        gradient = softmax(z, axis=1)
+        gradient[np.arange(len(y)), y] -= 1.0
+    if weights is None:
+        return losses.sum(), gradient
+    return np.sum(weights * losses), gradient * (weights if z.ndim == 1 else weights[:, None])
 
 
-def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=False):
+def fit_mix(
+    deep,
+    channel,
+    y,
+    use_deep=True,
+    C=MIX_C,
+    anchor=None,
+    hold_bias=False,
+    sample_weight=None,
+):
     """``a·deep + b·channel + c`` with ``a, b >= 0`` (``a = 0`` without ``use_deep``).
 
     Minimizes ``C`` times the summed log loss plus an L2 penalty: on ``a`` and
@@ -355,6 +392,8 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=Fal
         hold_bias: ``True`` (with ``anchor``): ``c`` is not fit but held at
             ``b·anchor``, the channel's own intercept at the channel's weight;
             only ``a`` and ``b`` are fit.
+        sample_weight: optional ``[N]`` weight of each review's log loss (the run's
+            class weights: a review of weight 2 counts as two).
 
     Returns:
         A :class:`Mix`.
@@ -365,6 +404,7 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=Fal
         raise ValueError("fit_mix(hold_bias=True) holds c at b·anchor: it needs an anchor.")
     deep, channel = np.asarray(deep, np.float64), np.asarray(channel, np.float64)
     y = np.asarray(y, np.int64)
+    weights = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     units = 1 if deep.ndim == 1 else deep.shape[1]
     b_prior = 0.0 if anchor is None else 1.0
     c_prior = np.zeros(units) if anchor is None else np.broadcast_to(anchor, (units,))
@@ -376,7 +416,7 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=Fal
     def objective(theta):
         a, b, c = theta[0], theta[1], bias_of(theta)
         z = a * deep + b * channel + (c[0] if deep.ndim == 1 else c)
-        loss, dz = _loss_and_gradient(z, y)
+        loss, dz = _loss_and_gradient(z, y, weights)
         shift = c - b * c_prior  # c's distance from the channel's intercept at weight b
         penalty = 0.5 * (a * a + (b - b_prior) ** 2 + c_weight * np.sum(shift * shift))
         gradient_b = C * np.sum(dz * channel) + (b - b_prior) - c_weight * np.sum(shift * c_prior)
@@ -406,14 +446,23 @@ def fit_mix(deep, channel, y, use_deep=True, C=MIX_C, anchor=None, hold_bias=Fal
 
 
 def held_out_check(
-    deep, channel, y, num_classes, folds=HELD_OUT_FOLDS, seed=0, anchor=None, hold_bias=False
+    deep,
+    channel,
+    y,
+    num_classes,
+    folds=HELD_OUT_FOLDS,
+    seed=0,
+    anchor=None,
+    hold_bias=False,
+    sample_weight=None,
 ):
     """Does the deep part add to the channel on held-out reviews? (k-fold on validation)
 
     Each fold's mix and channel-alone fit are made on the other folds and
     scored on it (both fits with ``anchor`` and ``hold_bias``, as :func:`fit_mix`); the
     per-review differences of log loss (mix minus channel) give a mean and a
-    standard error.
+    standard error (with ``sample_weight``, the fits' weights: a weighted mean and
+    its standard error, which all-equal weights leave as without them).
 
     Returns:
         dict: ``folds``, ``reviews``, ``mixed_loss`` and ``channel_loss`` (mean
@@ -429,30 +478,46 @@ def held_out_check(
     folds = min(folds, smallest)
     if folds < 2:
         return {"folds": 0, "reviews": len(y), "keep_deep": True}
-    differences, mixed_losses, channel_losses = np.zeros(len(y)), [], []
+    weights = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    differences, mixed, alone = np.zeros(len(y)), np.zeros(len(y)), np.zeros(len(y))
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
     for train, held in splitter.split(np.zeros(len(y)), y):
         losses = []
         for use_deep in (True, False):
             mix = fit_mix(
-                deep[train], channel[train], y[train], use_deep, anchor=anchor, hold_bias=hold_bias
+                deep[train],
+                channel[train],
+                y[train],
+                use_deep,
+                anchor=anchor,
+                hold_bias=hold_bias,
+                sample_weight=None if sample_weight is None else weights[train],
             )
             logits = mix.logits(deep[held], channel[held])
             losses.append(logit_losses(logits, y[held]))
+        mixed[held], alone[held] = losses
         differences[held] = losses[0] - losses[1]
-        mixed_losses.append(losses[0])
-        channel_losses.append(losses[1])
-    mean = float(differences.mean())
-    se = float(differences.std(ddof=1) / np.sqrt(len(y))) if len(y) > 1 else 0.0
+    mean, se = _weighted_mean_and_error(differences, weights)
     return {
         "folds": folds,
         "reviews": len(y),
-        "mixed_loss": float(np.concatenate(mixed_losses).mean()),
-        "channel_loss": float(np.concatenate(channel_losses).mean()),
+        "mixed_loss": float(np.average(mixed, weights=weights)),
+        "channel_loss": float(np.average(alone, weights=weights)),
         "difference": mean,
         "difference_se": se,
         "keep_deep": keeps_deep(mean, se),
     }
+
+
+def _weighted_mean_and_error(values, weights):
+    """The weighted mean of ``values`` and its standard error (equal weights: the mean and
+    ``std(ddof=1) / sqrt(n)``)."""
+    n = len(values)
+    mean = float(np.average(values, weights=weights))
+    if n < 2:
+        return mean, 0.0
+    spread = np.sum(weights**2 * (values - mean) ** 2) / np.sum(weights) ** 2
+    return mean, float(np.sqrt(spread * n / (n - 1)))
 
 
 def keeps_deep(difference, se, margin=None):
@@ -484,7 +549,7 @@ def _deep_dropped_warning(check):
     )
 
 
-def choose_mix(deep, channel, y, num_classes, intercept):
+def choose_mix(deep, channel, y, num_classes, intercept, sample_weight=None):
     """The mix of the validation split's parts: fit with the deep part, kept as the rule says.
 
     The fit's penalty is anchored at the channel as fit (``intercept``, its
@@ -493,9 +558,11 @@ def choose_mix(deep, channel, y, num_classes, intercept):
     warning says when the held-out check found that it raised the log loss.
     When the fit's weight is 0 (or a finite margin drops it), the channel
     alone, fit the same way with ``a`` held at 0 (where the fit's ``a`` is 0,
-    that is the fit already).
+    that is the fit already). ``sample_weight``: each validation review's weight in the
+    fits and the check (the run's class weights).
     """
     fit = {"anchor": intercept, "hold_bias": num_classes > 2}  # see the module docstring
+    fit["sample_weight"] = sample_weight
     mix = fit_mix(deep, channel, y, **fit)
     mix.held_out = held_out_check(deep, channel, y, num_classes, **fit)
     if mix.deep > 0.0 and mix.held_out["keep_deep"]:

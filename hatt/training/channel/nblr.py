@@ -157,6 +157,7 @@ def fit_nb_logistic(
     seed=0,
     num_classes=None,
     idf=None,
+    class_weight=None,
 ):
     """NB-weighted logistic regression on the channel's features.
 
@@ -176,6 +177,13 @@ def fit_nb_logistic(
         num_classes: Int >= 2; ``None`` (the default) reads it from the
             labels (``max(2, largest + 1)``). Above 2, one-vs-rest (see the
             module's docstring).
+        class_weight: optional ``{class: weight}`` (as
+            :func:`hatt.training.settings.scale.class_weight_map`): each review's
+            loss weighs its class's weight (every one-vs-rest fit too), and a grid
+            is chosen on the validation accuracy weighted alike (with balanced
+            weights, on a validation split of the training split's proportions, the
+            mean of the classes' recalls). The NB ratios stay unweighted: each
+            class's counts are normalized by their own total.
 
     Returns:
         ``(weights, intercept, info)``: float32 channel weights ``coef ⊙ r``
@@ -190,10 +198,10 @@ def fit_nb_logistic(
     features = functools.partial(layer_features, binary=binary, reduction=reduction, idf=idf)
     for a in _grid("alpha", alpha, validation):
         weights, intercept, info, points = _fit_nb_logistic_at(
-            counts, labels, num_classes, features, a, min_df, C, validation, seed
+            counts, labels, num_classes, features, a, min_df, C, validation, seed, class_weight
         )
         selection += [{"alpha": a, **point} for point in points]
-        key = info.get("validation_accuracy", 0.0)
+        key = _choice_key(info)
         if best is None or key > best[0]:  # ties: the first alpha listed
             best = (key, weights, intercept, info)
     _, weights, intercept, info = best
@@ -214,6 +222,7 @@ def fit_logistic_channel(
     validation=None,
     seed=0,
     num_classes=None,
+    class_weight=None,
 ):
     """A logistic regression on the channel's features, without NB ratios (``init="lr"``).
 
@@ -224,8 +233,8 @@ def fit_logistic_channel(
     n-grams.
 
     Args:
-        counts, labels, binary, reduction, idf, validation, seed, num_classes: as
-            in :func:`fit_nb_logistic`.
+        counts, labels, binary, reduction, idf, validation, seed, num_classes,
+            class_weight: as in :func:`fit_nb_logistic`.
         C: inverse L2 strength, or a grid chosen on validation accuracy
             (ties → the first listed).
         min_df: features in fewer training reviews keep the weight 0.
@@ -240,11 +249,16 @@ def fit_logistic_channel(
     features = functools.partial(layer_features, binary=binary, reduction=reduction, idf=idf)
     train_x, validation = _on_columns(features, used, counts, validation, num_classes)
 
+    weights = sample_weights(labels, class_weight)
+
     def fit(c):
-        model = _logistic(c, seed, multinomial=num_classes > 2).fit(train_x, labels)
+        model = _logistic(c, seed, multinomial=num_classes > 2)
+        model.fit(train_x, labels, sample_weight=weights)
         return model, model.predict
 
-    model, entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    model, entry, selection = _grid_search(
+        C, fit, train_x, labels, validation, class_weight=class_weight
+    )
     weights = np.zeros(counts.shape[1] if num_classes == 2 else (counts.shape[1], num_classes))
     weights = weights.astype(np.float32)
     if num_classes == 2:
@@ -254,6 +268,8 @@ def fit_logistic_channel(
         weights[used] = model.coef_.T
         intercept = np.asarray(model.intercept_, np.float64)
     info = {"init": "lr", "idf": idf is not None, "min_df": min_df, **entry}
+    if class_weight is not None:
+        info["class_weight"] = _described(class_weight)
     if num_classes > 2:
         info["scheme"] = "multinomial"
     if len(selection) > 1:
@@ -289,7 +305,9 @@ def _grid(name, value, validation):
     return grid
 
 
-def _fit_nb_logistic_at(counts, labels, num_classes, features, alpha, min_df, C, validation, seed):
+def _fit_nb_logistic_at(
+    counts, labels, num_classes, features, alpha, min_df, C, validation, seed, class_weight=None
+):
     """:func:`fit_nb_logistic` at one ``alpha`` (``C`` a value or a grid): its weights,
     intercept and description, and every ``C``'s grid entry (``features``: counts to
     the layer's values)."""
@@ -297,7 +315,7 @@ def _fit_nb_logistic_at(counts, labels, num_classes, features, alpha, min_df, C,
 
     if num_classes > 2:
         return _fit_nb_logistic_one_vs_rest(
-            counts, labels, num_classes, features, alpha, min_df, C, validation, seed
+            counts, labels, num_classes, features, alpha, min_df, C, validation, seed, class_weight
         )
     check_labels(labels, 2)
     if len(np.unique(labels)) < 2:
@@ -312,41 +330,55 @@ def _fit_nb_logistic_at(counts, labels, num_classes, features, alpha, min_df, C,
     if validation is not None:
         x = features(validation[0])[:, used] @ scale
         validation = (x, validation[1])
-    model, entry, selection = fit_logistic_grid(train_x, labels, C, validation, seed=seed)
+    model, entry, selection = fit_logistic_grid(
+        train_x, labels, C, validation, seed=seed, class_weight=class_weight
+    )
     weights = np.zeros(ratios.shape, np.float32)
     weights[used] = model.coef_.ravel() * ratios[used]
     info = {"init": "nblr", "alpha": alpha, "min_df": min_df, **entry}
+    if class_weight is not None:
+        info["class_weight"] = _described(class_weight)
     return weights, float(model.intercept_[0]), info, selection
 
 
 def _fit_nb_logistic_one_vs_rest(
-    counts, labels, num_classes, features, alpha, min_df, C, validation, seed
+    counts, labels, num_classes, features, alpha, min_df, C, validation, seed, class_weight=None
 ):
     """:func:`_fit_nb_logistic_at` above two classes: one NB-LR a class against the rest."""
     labels = _every_class(labels, num_classes, "nblr")
     ratios = one_vs_rest_log_count_ratios(counts, labels, num_classes, alpha, min_df)
     used = columns_in_use(counts)
     train_x, validation = _on_columns(features, used, counts, validation, num_classes)
+    review_weights = sample_weights(labels, class_weight)
 
     def fit(c):
-        fitted = _one_vs_rest_at(train_x, labels, ratios[used], c, seed)
+        fitted = _one_vs_rest_at(train_x, labels, ratios[used], c, seed, review_weights)
         return fitted, lambda x: predicted_classes(x @ fitted[0] + fitted[1])
 
-    (kept, intercept), entry, selection = _grid_search(C, fit, train_x, labels, validation)
+    (kept, intercept), entry, selection = _grid_search(
+        C, fit, train_x, labels, validation, class_weight=class_weight
+    )
     weights = np.zeros(ratios.shape, np.float32)
     weights[used] = kept
     info = {"init": "nblr", "scheme": "one-vs-rest", "alpha": alpha, "min_df": min_df, **entry}
+    if class_weight is not None:
+        info["class_weight"] = _described(class_weight)
     return weights, intercept, info, selection
 
 
-def _one_vs_rest_at(features, labels, ratios, c, seed):
-    """Columns ``coef_k ⊙ r_k`` and intercepts of the ``k``-against-the-rest NB-LRs at ``C=c``."""
+def _one_vs_rest_at(features, labels, ratios, c, seed, review_weights=None):
+    """Columns ``coef_k ⊙ r_k`` and intercepts of the ``k``-against-the-rest NB-LRs at ``C=c``
+    (``review_weights``: each review's weight in every fit, or ``None``)."""
     import scipy.sparse as sp
 
     weights = np.zeros(ratios.shape, np.float32)
     intercept = np.zeros(ratios.shape[1], np.float64)
     for k in range(ratios.shape[1]):
-        model = _logistic(c, seed).fit(features @ sp.diags(ratios[:, k]), (labels == k).astype(int))
+        model = _logistic(c, seed).fit(
+            features @ sp.diags(ratios[:, k]),
+            (labels == k).astype(int),
+            sample_weight=review_weights,
+        )
         weights[:, k] = model.coef_.ravel() * ratios[:, k]
         intercept[k] = model.intercept_[0]
     return weights, intercept
@@ -384,7 +416,9 @@ def _logistic(c, seed, multinomial=False):
     return LogisticRegression(C=c, solver=solver, random_state=seed, max_iter=1000)
 
 
-def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=None):
+def fit_logistic_grid(
+    train_x, train_y, C, validation=None, *, seed=0, on_fit=None, class_weight=None
+):
     """Logistic regressions over a grid of ``C``; the one with the best validation accuracy.
 
     Args:
@@ -394,6 +428,9 @@ def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=No
         validation: optional ``(x, y)`` that chooses among the grid.
         seed: the solver's random state (``liblinear``).
         on_fit: optional callable, given each grid point's entry as it is fit.
+        class_weight: optional ``{class: weight}``: each review's loss weighs its
+            class's weight, and the grid is chosen on the validation accuracy
+            weighted alike (:func:`weighted_accuracy`).
 
     Returns:
         ``(model, entry, selection)``: the chosen fitted
@@ -402,15 +439,47 @@ def fit_logistic_grid(train_x, train_y, C, validation=None, *, seed=0, on_fit=No
         ``seconds``), and every grid point's entry.
     """
 
+    weights = sample_weights(train_y, class_weight)
+
     def fit(c):
-        model = _logistic(c, seed).fit(train_x, train_y)
+        model = _logistic(c, seed).fit(train_x, train_y, sample_weight=weights)
         return model, model.predict
 
-    return _grid_search(C, fit, train_x, train_y, validation, on_fit)
+    return _grid_search(C, fit, train_x, train_y, validation, on_fit, class_weight)
 
 
-def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None):
-    """``fit(c) -> (fitted, predict)`` over the grid ``C``; the best on validation accuracy.
+def sample_weights(labels, class_weight):
+    """Each review's weight, its class's in ``class_weight`` (``None``: ``None``, all 1)."""
+    if class_weight is None:
+        return None
+    table = np.ones(max(int(np.max(labels, initial=0)), max(class_weight)) + 1)
+    for k, weight in class_weight.items():
+        table[int(k)] = weight
+    return table[np.asarray(labels, np.int64)]
+
+
+def weighted_accuracy(predicted, labels, class_weight=None):
+    """Accuracy with each review weighing its class's weight (``None``: the plain accuracy;
+    balanced weights of a split of these labels' proportions: the mean of the classes'
+    recalls)."""
+    hits = (np.asarray(predicted) == np.asarray(labels)).astype(np.float64)
+    weights = sample_weights(labels, class_weight)
+    return float(hits.mean() if weights is None else np.sum(hits * weights) / np.sum(weights))
+
+
+def _described(class_weight):
+    """``class_weight`` for a run's record (JSON keys are strings)."""
+    return {str(k): round(float(w), 6) for k, w in class_weight.items()}
+
+
+def _choice_key(entry):
+    """What a grid is chosen by: the validation accuracy, weighted where the fit is."""
+    return entry.get("validation_weighted_accuracy", entry.get("validation_accuracy", 0.0))
+
+
+def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None, class_weight=None):
+    """``fit(c) -> (fitted, predict)`` over the grid ``C``; the best on validation accuracy
+    (weighted by ``class_weight`` when given: :func:`weighted_accuracy`).
 
     Returns ``(fitted, entry, selection)`` as :func:`fit_logistic_grid` does.
     """
@@ -423,12 +492,16 @@ def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None):
         entry = {"C": c, "train_accuracy": float((predict(train_x) == train_y).mean())}
         if validation is not None:
             predicted = predict(validation[0])
-            entry["validation_accuracy"] = float((predicted == np.asarray(validation[1])).mean())
+            entry["validation_accuracy"] = weighted_accuracy(predicted, validation[1])
+            if class_weight is not None:
+                entry["validation_weighted_accuracy"] = weighted_accuracy(
+                    predicted, validation[1], class_weight
+                )
         entry["seconds"] = round(time.perf_counter() - start, 2)
         selection.append(entry)
         if on_fit is not None:
             on_fit(entry)
-        key = entry.get("validation_accuracy", 0.0)
+        key = _choice_key(entry)
         if best is None or key > best[0]:
             best = (key, fitted, entry)
     _, fitted, entry = best

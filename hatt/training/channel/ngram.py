@@ -52,6 +52,7 @@ import time
 import numpy as np
 
 from hatt.training.channel.nblr import (
+    check_labels,
     document_idf,
     fit_logistic_channel,
     fit_nb_logistic,
@@ -60,6 +61,7 @@ from hatt.training.channel.nblr import (
     logit_accuracy,
     one_vs_rest_log_count_ratios,
 )
+from hatt.training.settings import scale
 
 
 def ngram_counts(ids, vocabulary_size, buckets, ngram=2, chunk_size=1024):
@@ -173,6 +175,15 @@ def num_classes_of_layer(layer):
     return 2 if units == 1 else units
 
 
+def channel_class_weight(config, labels, num_classes):
+    """The channel's ``{class: weight}`` (or ``None``): the run's ``class_weight`` on these
+    training labels (``"auto"`` resolved by their counts, as a run resolves it;
+    :func:`hatt.training.settings.scale.class_weight_map`)."""
+    labels = check_labels(labels, num_classes)
+    counts = np.bincount(labels, minlength=num_classes)
+    return scale.class_weight_map(scale.resolve_class_weight(config.class_weight, counts), counts)
+
+
 def fit_ngram_channel(layer, config, counts, labels, validation=None):
     """The n-gram channel's weights per ``config.ngram.init``, from training counts.
 
@@ -185,6 +196,10 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
             labels.
         validation: optional ``(counts, labels)`` of the validation split, which
             chooses ``C`` from a grid and measures the channel alone.
+
+    The run's ``class_weight`` reaches the logistic fits (:func:`channel_class_weight`:
+    each review's loss weighs its class's weight, and a grid is chosen on the validation
+    accuracy weighted alike); the ``"nb"`` ratios stay unweighted.
 
     Returns:
         ``(weights, intercept, info)``: the channel's weights (shaped as the
@@ -212,6 +227,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         validation=validation,
         seed=config.seed,
         num_classes=num_classes,
+        class_weight=channel_class_weight(config, labels, num_classes),
     )
     if settings.init == "lr":
         weights, intercept, info = fit_logistic_channel(counts, labels, **fit)

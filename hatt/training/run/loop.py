@@ -41,6 +41,7 @@ from hatt.training.run.datasets import Corpus, packed, sentence_groups
 from hatt.training.run.hooks import METHODS
 from hatt.training.run.optimizers import create_optimizer
 from hatt.training.run.record import Run
+from hatt.training.settings import scale
 from hatt.training.settings.limits import check_batch_memory
 from hatt.training.starts import transfer
 
@@ -163,16 +164,9 @@ def start_run_dir(run, corpus, *, restart=False):
 
 
 def class_weights(config, corpus):
-    """Keras ``class_weight`` for ``config.class_weight`` (``None``: every class weighs 1).
-
-    ``"balanced"``: class ``k`` weighs ``n / (C · n_k)`` on the training split
-    (as scikit-learn's), so that every class adds the same to the loss.
-    """
-    if config.class_weight is None:
-        return None
-    counts = corpus.class_counts("train").astype(np.float64)
-    weights = counts.sum() / (len(counts) * np.maximum(counts, 1.0))
-    return {k: float(w) for k, w in enumerate(weights)}
+    """Keras ``class_weight`` for ``config.class_weight`` (``None``: every class weighs 1):
+    :func:`hatt.training.settings.scale.class_weight_map` of the training split's counts."""
+    return scale.class_weight_map(config.class_weight, corpus.class_counts("train"))
 
 
 def run_datasets(run, corpus, steps):

@@ -94,6 +94,31 @@ def resolve_class_weight(class_weight, counts):
     return "balanced" if max(counts) > CLASS_WEIGHT_RATIO * max(min(counts), 1) else None
 
 
+def class_weight_map(class_weight, counts):
+    """``{class: weight}`` of a resolved ``class_weight`` for ``counts`` per class, or ``None``.
+
+    ``"balanced"``: class ``k`` weighs ``n / (C · n_k)`` (scikit-learn's
+    ``class_weight="balanced"``), so that every class adds the same to a loss; ``None``:
+    every class weighs 1 (returned as ``None``). The one rule of the deep part's Keras
+    ``class_weight``, the n-gram channel's fit and its mix with the deep part.
+
+    Example:
+
+    >>> class_weight_map("balanced", [30, 10])
+    {0: 0.6666666666666666, 1: 2.0}
+    """
+    if class_weight is None:
+        return None
+    if class_weight != "balanced":
+        raise ValueError(
+            "Expected class_weight to be resolved ('balanced' or None; 'auto' is resolved by "
+            f"the training split first). Received: class_weight={class_weight!r}"
+        )
+    counts = [float(c) for c in counts]
+    total = sum(counts)
+    return {k: total / (len(counts) * max(c, 1.0)) for k, c in enumerate(counts)}
+
+
 def _get(config, key):
     """``key``'s value in ``config``: a :class:`TrainConfig` or its ``to_dict()``."""
     section, name = key.split(".")
