@@ -145,13 +145,7 @@ def mix_ngram_channel(
     parts = _mix_parts(layer, weights, counts, deep_logits)
     _check_every_class(parts["validation"][2], num_classes)
     crossfit_deep, info["crossfit"] = _crossfit(validation_by_epoch, parts["validation"])
-    # the run's class weights (the training split's) weigh the validation reviews in the mix,
-    # rescaled to a mean of 1 so that the mix's penalty keeps its strength
-    review_weights = sample_weights(
-        parts["validation"][2], channel_class_weight(config, labels, num_classes)
-    )
-    if review_weights is not None:
-        review_weights = review_weights / review_weights.mean()
+    review_weights = _validation_weights(config, labels, parts["validation"][2], num_classes)
     mix, warnings = choose_mix(
         *parts["validation"], num_classes, intercept, sample_weight=review_weights
     )
@@ -186,29 +180,7 @@ def mix_ngram_channel(
         ):
             info[f"{part}_{name}_accuracy"] = logit_accuracy(logits_of, y)
             info[f"{part}_{name}_loss"] = logit_log_loss(logits_of, y)
-    y_val, accuracy = parts["validation"][2], info["channel_validation_accuracy"]
-    standard_error = np.sqrt(accuracy * (1 - accuracy) / max(len(y_val), 1))
-    loss = "log loss"
-    if review_weights is not None:  # the mix is fit for the class-weighted loss: show that
-        deep, channel, _ = parts["validation"]
-        for part, logits_of in (
-            ("channel", channel + intercepts["validation"]),
-            ("mixed", _mixed(mix, deep, channel, intercepts["validation"])),
-        ):
-            losses = logit_losses(logits_of, y_val)
-            info[f"{part}_validation_weighted_loss"] = float(
-                np.average(losses, weights=review_weights)
-            )
-        loss = "class-weighted log loss"
-    key = "_weighted_loss" if review_weights is not None else "_loss"
-    print(
-        f"Mixed on validation: {mix.describe()}; validation accuracy "
-        f"deep {info['deep_validation_accuracy']:.4f}, channel "
-        f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}; "
-        f"{loss} channel {info['channel_validation' + key]:.4f}, both "
-        f"{info['mixed_validation' + key]:.4f} (the mix is fit for this loss; an accuracy on "
-        f"{len(y_val):,} reviews has a standard error of {100 * standard_error:.2f} points)"
-    )
+    _report_mix(info, mix, parts["validation"], intercepts["validation"], review_weights)
     # The parts' logits (deep without its mix, channel with its own intercept), saved
     # beside the probabilities so ensembles can weigh the parts themselves.
     logits = {
@@ -247,6 +219,42 @@ def _crossfit(validation_by_epoch, validation):
         "deep_validation_accuracy": logit_accuracy(logits, y),
         "deep_validation_loss": logit_log_loss(logits, y),
     }
+
+
+def _validation_weights(config, labels, y_val, num_classes):
+    """Each validation review's weight in the mix: the run's class weights (the training
+    split's ``labels``), rescaled to a mean of 1 so that the mix's penalty keeps its
+    strength; ``None`` when every class weighs 1."""
+    weights = sample_weights(y_val, channel_class_weight(config, labels, num_classes))
+    return None if weights is None else weights / weights.mean()
+
+
+def _report_mix(info, mix, validation, intercept, review_weights):
+    """Print the mix and the parts' validation figures; with class weights, record and show
+    the class-weighted log loss the mix is fit for (``*_validation_weighted_loss``)."""
+    deep, channel, y_val = validation
+    accuracy = info["channel_validation_accuracy"]
+    standard_error = np.sqrt(accuracy * (1 - accuracy) / max(len(y_val), 1))
+    loss = "log loss"
+    if review_weights is not None:  # the mix is fit for the class-weighted loss: show that
+        for part, logits_of in (
+            ("channel", channel + intercept),
+            ("mixed", _mixed(mix, deep, channel, intercept)),
+        ):
+            losses = logit_losses(logits_of, y_val)
+            info[f"{part}_validation_weighted_loss"] = float(
+                np.average(losses, weights=review_weights)
+            )
+        loss = "class-weighted log loss"
+    key = "_weighted_loss" if review_weights is not None else "_loss"
+    print(
+        f"Mixed on validation: {mix.describe()}; validation accuracy "
+        f"deep {info['deep_validation_accuracy']:.4f}, channel "
+        f"{info['channel_validation_accuracy']:.4f}, both {info['mixed_validation_accuracy']:.4f}; "
+        f"{loss} channel {info['channel_validation' + key]:.4f}, both "
+        f"{info['mixed_validation' + key]:.4f} (the mix is fit for this loss; an accuracy on "
+        f"{len(y_val):,} reviews has a standard error of {100 * standard_error:.2f} points)"
+    )
 
 
 def _mixed(mix, deep, channel, intercept):
