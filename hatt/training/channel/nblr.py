@@ -201,7 +201,7 @@ def fit_nb_logistic(
             counts, labels, num_classes, features, a, min_df, C, validation, seed, class_weight
         )
         selection += [{"alpha": a, **point} for point in points]
-        key = _choice_key(info)
+        key = selection_score(info)
         if best is None or key > best[0]:  # ties: the first alpha listed
             best = (key, weights, intercept, info)
     _, weights, intercept, info = best
@@ -472,8 +472,9 @@ def _described(class_weight):
     return {str(k): round(float(w), 6) for k, w in class_weight.items()}
 
 
-def _choice_key(entry):
-    """What a grid is chosen by: the validation accuracy, weighted where the fit is."""
+def selection_score(entry):
+    """What a grid is chosen by: an entry's validation accuracy, weighted where the fit
+    is (``validation_weighted_accuracy``, else ``validation_accuracy``)."""
     return entry.get("validation_weighted_accuracy", entry.get("validation_accuracy", 0.0))
 
 
@@ -501,7 +502,7 @@ def _grid_search(C, fit, train_x, train_y, validation=None, on_fit=None, class_w
         selection.append(entry)
         if on_fit is not None:
             on_fit(entry)
-        key = _choice_key(entry)
+        key = selection_score(entry)
         if best is None or key > best[0]:
             best = (key, fitted, entry)
     _, fitted, entry = best

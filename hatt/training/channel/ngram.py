@@ -12,8 +12,10 @@ the ``ngram`` section of :class:`hatt.training.TrainConfig`
   layer computes (its ``binary`` and ``reduction``). The channel's weights
   become ``coef ⊙ r`` and the intercept goes to the deep part's ``"logit"``
   bias, so before any gradient step the model predicts what the linear model
-  does; training then adds the deep part. ``C`` is chosen on the validation
-  split when a grid is given.
+  does; training then adds the deep part. A grid of ``C`` (and ``alpha``) is
+  chosen by stratified k-fold cross-validation on the training split below
+  ``CV_DOCUMENTS`` reviews (``ngram.folds``; :func:`cross_validate_grid`), as a
+  user tunes a scikit-learn baseline, and on the validation split above.
 - ``"lr"``: a logistic regression on the layer's features without NB ratios,
   one softmax regression above two classes. With the layer's ``idf`` and
   ``reduction="l2"`` it is the TF-IDF + LR baseline over the channel's hashed
@@ -60,6 +62,7 @@ from hatt.training.channel.nblr import (
     log_count_ratios,
     logit_accuracy,
     one_vs_rest_log_count_ratios,
+    selection_score,
 )
 from hatt.training.settings import scale
 
@@ -195,7 +198,9 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         counts, labels: the training split's counts (:func:`ngram_counts`) and
             labels.
         validation: optional ``(counts, labels)`` of the validation split, which
-            chooses ``C`` from a grid and measures the channel alone.
+            measures the channel alone, and chooses ``C`` (and ``alpha``) from a
+            grid where ``ngram.folds`` resolves to 0 (else the training split's
+            folds choose: :func:`cross_validate_grid`).
 
     The run's ``class_weight`` reaches the logistic fits (:func:`channel_class_weight`:
     each review's loss weighs its class's weight, and a grid is chosen on the validation
@@ -206,7 +211,8 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         layer's), the intercept of its logit (``0`` for ``"nb"``; above two
         classes an array, one a class), and a dict describing the start
         (``init``, the channel-alone accuracies, for ``"nblr"`` and ``"lr"``
-        the chosen ``C``). A layer with ``idf`` gets the IDF of ``counts``
+        the chosen ``C``; chosen by folds, ``cv_accuracy`` and the
+        ``cross_validation`` record). A layer with ``idf`` gets the IDF of ``counts``
         first (:func:`hatt.training.channel.nblr.document_idf`): the weights are fit on
         the features it makes.
     """
@@ -217,27 +223,35 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
     idf = document_idf(counts, settings.min_df) if getattr(layer, "idf", False) else None
     if idf is not None:
         layer.set_idf(idf)
-    # what the two logistic starts share: the layer's features, the grid, the validation split
-    fit = dict(
-        binary=layer.binary,
-        reduction=layer.reduction,
-        idf=idf,
-        C=settings.C,
-        min_df=settings.min_df,
-        validation=validation,
-        seed=config.seed,
-        num_classes=num_classes,
-        class_weight=channel_class_weight(config, labels, num_classes),
-    )
-    if settings.init == "lr":
-        weights, intercept, info = fit_logistic_channel(counts, labels, **fit)
-    elif settings.init == "nb":
+    if settings.init == "nb":
         weights = _nb_ratios(counts, labels, num_classes, settings.alpha, settings.min_df)
         info = {"init": "nb", "alpha": settings.alpha, "min_df": settings.min_df}
         if num_classes > 2:
             info["scheme"] = "one-vs-rest"
     else:
-        weights, intercept, info = fit_nb_logistic(counts, labels, alpha=settings.alpha, **fit)
+        # what the two logistic starts share: the layer's features, the grid, the validation split
+        fit = dict(
+            binary=layer.binary,
+            reduction=layer.reduction,
+            idf=idf,
+            alpha=settings.alpha,
+            C=settings.C,
+            min_df=settings.min_df,
+            validation=validation,
+            seed=config.seed,
+            num_classes=num_classes,
+            class_weight=channel_class_weight(config, labels, num_classes),
+        )
+        folds = settings.folds_for(labels) if len(settings.grid_points()) > 1 else 0
+        tuning = None
+        if folds:
+            (fit["alpha"], fit["C"]), tuning = cross_validate_grid(
+                settings, counts, labels, folds, fit
+            )
+        weights, intercept, info = _logistic_start(settings.init, counts, labels, **fit)
+        if tuning is not None:
+            info["cross_validation"] = tuning
+            info["cv_accuracy"] = tuning["chosen"]["cv_accuracy"]
     weights = weights * settings.init_scale
     intercept *= settings.init_scale
     info["scale"] = settings.init_scale
@@ -248,6 +262,58 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
             )
     info["seconds"] = round(time.perf_counter() - start, 2)
     return weights, intercept, info
+
+
+def _logistic_start(init, counts, labels, *, alpha, **fit):
+    """The logistic start of ``init`` (``"nblr"``: NB-weighted, at ``alpha``; ``"lr"``)."""
+    if init == "lr":
+        return fit_logistic_channel(counts, labels, **fit)
+    return fit_nb_logistic(counts, labels, alpha=alpha, **fit)
+
+
+def cross_validate_grid(settings, counts, labels, folds, fit):
+    """The grid point of a logistic start chosen by stratified k-fold cross-validation.
+
+    Each fold's fit is the start's own (:func:`hatt.training.channel.nblr.fit_nb_logistic`
+    or :func:`~hatt.training.channel.nblr.fit_logistic_channel`) on the other folds, its
+    grid scored on the held-out fold as it would be on a validation split (the accuracy,
+    weighted by ``fit["class_weight"]``: :func:`hatt.training.channel.nblr.selection_score`).
+    A layer with ``idf`` takes each fold's IDF from the fold's own training reviews, so
+    the held-out reviews stay unseen, as in a scikit-learn pipeline.
+
+    Args:
+        settings: the run's :class:`hatt.training.settings.config.NgramSettings`
+            (``init``, the grids of ``alpha`` and ``C``, ``min_df``).
+        counts, labels: the training split's counts and labels.
+        folds: Int >= 2 (:meth:`~hatt.training.settings.config.NgramSettings.folds_for`).
+        fit: the keyword arguments of the whole split's fit (``idf``, ``seed`` (which
+            also shuffles the folds), ``class_weight``, the layer's features, ...).
+
+    Returns:
+        ``((alpha, C), record)``: the point with the best mean held-out score (ties:
+        the first of :meth:`~hatt.training.settings.config.NgramSettings.grid_points`,
+        the most regularized first), and ``{"folds", "points", "chosen"}``, every
+        point's ``alpha``, ``C``, ``cv_accuracy`` (the mean) and ``fold_accuracies``.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = np.asarray(labels)
+    scores = {point: [] for point in settings.grid_points()}
+    split = StratifiedKFold(folds, shuffle=True, random_state=fit["seed"])
+    for number, (kept, held) in enumerate(split.split(np.zeros(len(labels)), labels), 1):
+        fold = dict(fit, validation=(counts[held], labels[held]))
+        if fit["idf"] is not None:
+            fold["idf"] = document_idf(counts[kept], settings.min_df)
+        _, _, info = _logistic_start(settings.init, counts[kept], labels[kept], **fold)
+        for entry in info["selection"]:
+            scores[(entry.get("alpha", settings.alpha), entry["C"])].append(selection_score(entry))
+        print(f"  cross-validation fold {number}/{folds} fit ({len(scores)} grid points)")
+    points = [
+        {"alpha": alpha, "C": c, "cv_accuracy": float(np.mean(s)), "fold_accuracies": s}
+        for (alpha, c), s in scores.items()
+    ]
+    chosen = max(points, key=lambda point: point["cv_accuracy"])  # ties: the first
+    return (chosen["alpha"], chosen["C"]), {"folds": folds, "points": points, "chosen": chosen}
 
 
 def refit_ngram_channel(layer, config, info, train, validation):

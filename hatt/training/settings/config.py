@@ -20,6 +20,8 @@ import json
 import types
 import typing
 
+import numpy as np
+
 from hatt import models
 from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
@@ -53,6 +55,12 @@ DEFAULT_C = {
     "sqrt": [30.0, 100.0, 300.0, 1000.0],
     "l2": [1.0, 3.0, 10.0, 30.0, 100.0],
 }
+# ngram.folds="auto": below CV_DOCUMENTS training reviews a grid of ngram.C (and alpha)
+# is chosen by stratified CV_FOLDS-fold cross-validation on the training split, as a
+# user tunes a scikit-learn baseline; above, on the validation split (IMDB's 22,500
+# reviews: 2,500 validation reviews choose as well, in a fifth of the fits).
+CV_DOCUMENTS = 10000
+CV_FOLDS = 5
 # TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
 DATA_FIELDS = (
     "data",
@@ -173,6 +181,13 @@ class NgramSettings:
             validation accuracy. ``None`` (the default): a grid for the
             reduction, ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``:
             30-1,000; ``"l2"``: 1-100; ``"mean"``: needs one given).
+        folds: how a grid of ``C`` (and ``alpha``) is chosen. ``k`` >= 2:
+            stratified ``k``-fold cross-validation on the training split (the mean
+            held-out accuracy, weighted by the run's class weights), then one fit
+            on the whole split at the chosen point; ``0``: the accuracy on the
+            validation split. ``"auto"`` (the default): ``CV_FOLDS`` folds below
+            ``CV_DOCUMENTS`` training reviews, else ``0``. With one point there
+            is nothing to choose and no fold is fit.
         min_df: features in fewer training reviews start at 0 (a feature of
             one review only "predicts" that review's label); with ``idf``
             their IDF is 0 too: they count for nothing, as outside
@@ -199,6 +214,7 @@ class NgramSettings:
     init: str = "nb"
     alpha: float | list = 1.0
     C: float | list | None = None
+    folds: int | str = "auto"
     min_df: int = 1
     init_scale: float = 1.0
     trainable: bool = True
@@ -230,6 +246,13 @@ class NgramSettings:
                 f"ngram.alpha={self.alpha!r}"
             )
         _check_positive_int("ngram.min_df", self.min_df)
+        if self.folds != "auto" and (
+            isinstance(self.folds, str) or self.folds < 0 or self.folds == 1
+        ):
+            raise ValueError(
+                "Expected ngram.folds to be 'auto', 0 (choose on the validation split) or an "
+                f"int >= 2 (folds of the training split). Received: ngram.folds={self.folds!r}"
+            )
         if self.refit and self.fit != "separate":
             raise ValueError(
                 "ngram.refit fits the channel again after the mix of ngram.fit='separate'. "
@@ -265,6 +288,23 @@ class NgramSettings:
     def channel(self):
         """The layer's settings, for ``hatt.models.build(..., ngram=...)``."""
         return NgramChannel(**{key: getattr(self, key) for key in NgramChannel.KEYS})
+
+    def folds_for(self, labels):
+        """The folds that choose a grid on these training ``labels`` (``0``: the
+        validation split): ``"auto"`` resolved by their number (:data:`CV_DOCUMENTS`),
+        and never more than the smallest class's reviews (a stratified fold needs one
+        of each class); fewer than 2 left is ``0``."""
+        folds = self.folds
+        if folds == "auto":
+            folds = CV_FOLDS if len(labels) < CV_DOCUMENTS else 0
+        if folds:
+            folds = min(folds, int(np.unique(np.asarray(labels), return_counts=True)[1].min()))
+        return folds if folds >= 2 else 0
+
+    def grid_points(self):
+        """Every ``(alpha, C)`` a fit chooses among (one: nothing to choose)."""
+        grids = [v if isinstance(v, list | tuple) else [v] for v in (self.alpha, self.C)]
+        return [(a, c) for a in grids[0] for c in grids[1]]
 
     @property
     def frozen(self):
