@@ -1,4 +1,4 @@
-"""What a run depends on: :class:`TrainConfig`, its n-gram section, presets, and assembly.
+"""What a run depends on: :class:`TrainConfig`, presets, and assembly (its sections: :mod:`~hatt.training.settings.ngram`, ...).
 
 A run's settings come in layers, each on top of the last (:func:`assemble_config`):
 the family's preset (``hatt/presets/FAMILY.json``, the tuned recipe; ``None``
@@ -8,7 +8,7 @@ checked here — its type against the dataclass annotation, the model's
 keyword arguments against the family's builder, the n-gram channel's section
 — so that a bad setting fails before any data is read.
 
-The n-gram channel is ONE section, ``ngram`` (:class:`NgramSettings`): the
+The n-gram channel is ONE section, ``ngram`` (:class:`NgramSettings`, in its own module): the
 layer's settings (``buckets``, ``order``, ...) and how it is fit (``fit``,
 ``init``, ``C``, ...). Configurations written before that section existed
 (``model_kwargs.ngram_buckets``, top-level ``ngram_init`` ...) are translated
@@ -17,18 +17,23 @@ by :func:`translate_legacy`, so old config files and run directories load.
 
 import dataclasses
 import json
-import types
 import typing
-
-import numpy as np
 
 from hatt import models
 from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
 from hatt.models._checks import unknown_keys_error
-from hatt.models.head import NgramChannel
 from hatt.names import STRATEGIES
 from hatt.training.settings import scale
+from hatt.training.settings.checks import (
+    check_choice,
+    check_fields,
+    check_positive_int,
+    check_share,
+    check_type,
+    describe_kinds,
+    kinds_of,
+)
 from hatt.training.settings.legacy import (  # noqa: F401
     LEGACY_FIELDS,
     LEGACY_MODEL_KWARGS,
@@ -36,31 +41,20 @@ from hatt.training.settings.legacy import (  # noqa: F401
     drop_removed,
     translate_legacy,
 )
+from hatt.training.settings.ngram import (  # noqa: F401  (the section's names, read here too)
+    CV_DOCUMENTS,
+    CV_FOLDS,
+    DEFAULT_C,
+    NGRAM_FITS,
+    NGRAM_INITS,
+    NgramSettings,
+)
 from hatt.training.settings.optimizer import DECAYS, OPTIMIZERS, check_learning_rate_decay
 from hatt.training.settings.scale import SCALED_KEYS
 from hatt.training.settings.semi import check_semi_supervised
 
 FLAT_FAMILIES = tuple(f for f in models.FAMILIES if not models.family_spec(f).nested)
-NGRAM_FITS = ("joint", "separate")
 WORD_VECTOR_SCALES = ("match", "none")  # word_vectors_scale: fit their norm, or not
-NGRAM_INITS = ("nb", "nblr", "lr", "zeros")
-# ngram.C's grid when none is given, by the layer's reduction: dividing a review's
-# features by the square root of their count (hundreds of n-grams a review) makes them
-# much smaller, so the same fit needs a much larger C. Each grid brackets the Cs that
-# 5-fold CV on IMDB's training split preferred (sum 0.1-0.3, sqrt 100-300; docs/deep_parts.md).
-# "l2" (unit rows, TF-IDF's scale) sits between: scikit-learn's TF-IDF + LR baseline
-# chooses C 1-128 on the binary task, 0.125-4 on the ratings.
-DEFAULT_C = {
-    "sum": [0.01, 0.03, 0.1, 0.3],
-    "sqrt": [30.0, 100.0, 300.0, 1000.0],
-    "l2": [1.0, 3.0, 10.0, 30.0, 100.0],
-}
-# ngram.folds="auto": below CV_DOCUMENTS training reviews a grid of ngram.C (and alpha)
-# is chosen by stratified CV_FOLDS-fold cross-validation on the training split, as a
-# user tunes a scikit-learn baseline; above, on the validation split (IMDB's 22,500
-# reviews: 2,500 validation reviews choose as well, in a fifth of the fits).
-CV_DOCUMENTS = 10000
-CV_FOLDS = 5
 # TrainConfig fields that choose the corpus and its splits (hatt.data.load_corpus).
 DATA_FIELDS = (
     "data",
@@ -90,233 +84,8 @@ PRESET_PACKAGE = "hatt.presets"
 DEFAULT_PRESET = "default"  # assemble_config: the family's own preset, when it has one
 
 
-# === Type checks ====================================================================
-
-
-def _kinds(annotation):
-    """``int | None`` → ``(int, NoneType)``; ``float`` → ``(float,)``."""
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return typing.get_args(annotation)
-    return (annotation,)
-
-
-def _is(value, kind):
-    if kind is type(None):
-        return value is None
-    if isinstance(value, bool):
-        return kind is bool
-    if kind is float:
-        return isinstance(value, int | float)
-    if kind is list:
-        return isinstance(value, list | tuple)
-    return isinstance(value, kind)
-
-
-def _describe(kinds):
-    names = {type(None): "None", float: "a float", int: "an int", bool: "a bool"}
-    names.update({str: "a str", list: "a list", dict: "a dict"})
-    return " or ".join(names.get(k, getattr(k, "__name__", str(k))) for k in kinds)
-
-
-def check_type(name, value, annotation):
-    """Raise a ``ValueError`` naming ``name`` unless ``value`` fits ``annotation``."""
-    kinds = _kinds(annotation)
-    if not any(_is(value, kind) for kind in kinds):
-        raise ValueError(f"Expected {name} to be {_describe(kinds)}. Received: {name}={value!r}")
-
-
-def _check_fields(instance, prefix=""):
-    hints = typing.get_type_hints(type(instance))
-    for field in dataclasses.fields(instance):
-        if dataclasses.is_dataclass(_kinds(hints[field.name])[0]):
-            continue  # a nested section checks itself
-        check_type(prefix + field.name, getattr(instance, field.name), hints[field.name])
-
-
-def _check_positive_int(name, value, minimum=1):
-    if value < minimum:
-        raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {name}={value!r}")
-
-
-def _check_share(name, value):
-    if not 0 < value < 1:
-        raise ValueError(f"Expected {name} to be a float in (0, 1). Received: {name}={value!r}")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"Expected {name} to be one of {choices}. Received: {name}={value!r}")
-
-
 # Early stopping's quantity (Keras' validation logs): a misspelt one would turn it off.
 MONITORS = ("val_loss", "val_accuracy")
-# === The n-gram channel's section ===================================================
-
-
-@dataclasses.dataclass
-class NgramSettings:
-    """The ``ngram`` section of :class:`TrainConfig`: the channel, and how it is fit.
-
-    The first seven keys are the layer's (:class:`hatt.models.NgramChannel`, with
-    its defaults); the others say how its weights are set, from the training
-    split only (:mod:`hatt.training.channel.ngram`).
-
-    Args:
-        buckets, order, reduction, binary, feature_dropout, l2, idf: the
-            layer (``hatt.models.build(..., ngram=...)``); with ``idf`` the
-            fit sets the features' IDF from the split it fits on.
-        fit: ``"joint"``: the channel starts per ``init`` and trains with the
-            deep part. ``"separate"``: the deep part trains with the channel
-            off; then the channel is set per ``init`` and the two logits are
-            weighed, ``a·deep + b·channel + c``, by a logistic regression on
-            the validation split.
-        init: ``"nb"``: the Naive Bayes log-count ratios (NBSVM); ``"nblr"``:
-            an NB-weighted logistic regression; ``"lr"``: a logistic
-            regression on the layer's features (softmax above two classes;
-            with ``idf`` and ``reduction="l2"``, TF-IDF + LR over hashed
-            n-grams); ``"zeros"``.
-        alpha: NB smoothing of the log-count ratios, > 0; with ``"nblr"``
-            also a grid, searched with ``C``'s on validation accuracy.
-        C: ``"nblr"`` and ``"lr"``: inverse L2 strength, or a grid chosen on
-            validation accuracy. ``None`` (the default): a grid for the
-            reduction, ``DEFAULT_C`` (``"sum"``: 0.01-0.3; ``"sqrt"``:
-            30-1,000; ``"l2"``: 1-100; ``"mean"``: needs one given).
-        folds: how a grid of ``C`` (and ``alpha``) is chosen. ``k`` >= 2:
-            stratified ``k``-fold cross-validation on the training split (the mean
-            held-out accuracy, weighted by the run's class weights), then one fit
-            on the whole split at the chosen point; ``0``: the accuracy on the
-            validation split. ``"auto"`` (the default): ``CV_FOLDS`` folds below
-            ``CV_DOCUMENTS`` training reviews, else ``0``. With one point there
-            is nothing to choose and no fold is fit.
-        min_df: features in fewer training reviews start at 0 (a feature of
-            one review only "predicts" that review's label); with ``idf``
-            their IDF is 0 too: they count for nothing, as outside
-            ``TfidfVectorizer(min_df=...)``'s vocabulary.
-        init_scale: the start's weights are multiplied by it.
-        trainable: ``False``: the channel keeps its start and training fits the
-            deep part to what the linear model leaves.
-        refit: ``fit="separate"`` only: once ``C`` is chosen and the mix is
-            fit on the validation split, the channel is fit once more, at that
-            ``C``, on the training and validation splits together, and the
-            model keeps this fit (with the mix's weights). The validation
-            figures stay those of the training-split fit, the only ones not
-            fit on validation reviews.
-    """
-
-    buckets: int = NgramChannel.buckets
-    order: int = NgramChannel.order
-    reduction: str = NgramChannel.reduction
-    binary: bool = NgramChannel.binary
-    feature_dropout: float = NgramChannel.feature_dropout
-    l2: float = NgramChannel.l2
-    idf: bool = NgramChannel.idf
-    fit: str = "joint"
-    init: str = "nb"
-    alpha: float | list = 1.0
-    C: float | list | None = None
-    folds: int | str = "auto"
-    min_df: int = 1
-    init_scale: float = 1.0
-    trainable: bool = True
-    refit: bool = False
-
-    def __post_init__(self):
-        _check_fields(self, prefix="ngram.")
-        self.channel()  # the layer's own checks
-        _check_choice("ngram.fit", self.fit, NGRAM_FITS)
-        _check_choice("ngram.init", self.init, NGRAM_INITS)
-        if self.fit == "separate" and self.init == "zeros":
-            raise ValueError(
-                "ngram.fit='separate' sets the channel after training from ngram.init, "
-                "which must be 'nb', 'nblr' or 'lr'. Received: ngram.init='zeros'"
-            )
-        self._default_C()
-        for name in ("alpha", "C"):
-            value = getattr(self, name)
-            grid = value if isinstance(value, list | tuple) else [value]
-            if not grid or not all(_is(v, float) and v > 0 for v in grid):
-                raise ValueError(
-                    f"Expected ngram.{name} to be a positive float or a list of them. "
-                    f"Received: ngram.{name}={value!r}"
-                )
-        if isinstance(self.alpha, list | tuple) and self.init != "nblr":
-            raise ValueError(
-                "A grid of ngram.alpha is chosen on validation by the NB-weighted logistic "
-                f"regression: it needs ngram.init='nblr'. Received: ngram.init={self.init!r}, "
-                f"ngram.alpha={self.alpha!r}"
-            )
-        _check_positive_int("ngram.min_df", self.min_df)
-        if self.folds != "auto" and (
-            isinstance(self.folds, str) or self.folds < 0 or self.folds == 1
-        ):
-            raise ValueError(
-                "Expected ngram.folds to be 'auto', 0 (choose on the validation split) or an "
-                f"int >= 2 (folds of the training split). Received: ngram.folds={self.folds!r}"
-            )
-        if self.refit and self.fit != "separate":
-            raise ValueError(
-                "ngram.refit fits the channel again after the mix of ngram.fit='separate'. "
-                f"Received: ngram.refit=True with ngram.fit={self.fit!r}"
-            )
-
-    def _default_C(self):
-        """``C=None`` becomes the grid of the reduction (written out, so runs record it)."""
-        if self.C is not None:
-            return
-        if self.reduction not in DEFAULT_C and self.init in ("nblr", "lr"):
-            raise ValueError(
-                f"ngram.init={self.init!r} with ngram.reduction={self.reduction!r} needs ngram.C "
-                f"(a float or a grid; there is a default grid for {sorted(DEFAULT_C)} only)."
-            )
-        self.C = list(DEFAULT_C.get(self.reduction, DEFAULT_C["sum"]))
-
-    @classmethod
-    def from_value(cls, value):
-        """``None`` → ``None``; a dict (or an ``NgramSettings``) → checked settings."""
-        if value is None or isinstance(value, cls):
-            return value
-        if not isinstance(value, dict):
-            raise ValueError(
-                f"Expected ngram to be None or a dict of settings. Received: ngram={value!r}"
-            )
-        known = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(value) - set(known))
-        if unknown:
-            raise unknown_keys_error("ngram settings", unknown, known)
-        return cls(**value)
-
-    def channel(self):
-        """The layer's settings, for ``hatt.models.build(..., ngram=...)``."""
-        return NgramChannel(**{key: getattr(self, key) for key in NgramChannel.KEYS})
-
-    def folds_for(self, labels):
-        """The folds that choose a grid on these training ``labels`` (``0``: the
-        validation split): ``"auto"`` resolved by their number (:data:`CV_DOCUMENTS`),
-        and never more than the smallest class's reviews (a stratified fold needs one
-        of each class); fewer than 2 left is ``0``."""
-        folds = self.folds
-        if folds == "auto":
-            folds = CV_FOLDS if len(labels) < CV_DOCUMENTS else 0
-        if folds:
-            folds = min(folds, int(np.unique(np.asarray(labels), return_counts=True)[1].min()))
-        return folds if folds >= 2 else 0
-
-    def grid_points(self):
-        """Every ``(alpha, C)`` a fit chooses among (one: nothing to choose)."""
-        grids = [v if isinstance(v, list | tuple) else [v] for v in (self.alpha, self.C)]
-        return [(a, c) for a in grids[0] for c in grids[1]]
-
-    @property
-    def frozen(self):
-        """Whether the channel stays out of training (it is fit apart)."""
-        return not self.trainable or self.fit == "separate"
-
-    @property
-    def needs_counts(self):
-        """Whether fitting it counts n-grams in the tokenized splits (not ``"zeros"``)."""
-        return self.init != "zeros"
-
-
 # === The run's configuration ========================================================
 
 
@@ -438,12 +207,12 @@ class TrainConfig:
     scaled: dict | None = None
 
     def __post_init__(self):
-        _check_choice("model", self.model, models.FAMILIES)
+        check_choice("model", self.model, models.FAMILIES)
         if isinstance(self.model_kwargs, dict):  # model_kwargs.ngram_* of old callers
             moved = translate_legacy({"model_kwargs": self.model_kwargs, "ngram": self.ngram})
             self.model_kwargs, self.ngram = moved["model_kwargs"], moved["ngram"]
         self.ngram = NgramSettings.from_value(self.ngram)
-        _check_fields(self)
+        check_fields(self)
         for name in (
             "epochs",
             "batch_size",
@@ -452,35 +221,35 @@ class TrainConfig:
             "num_buckets",
             "word_vectors_epochs",
         ):  # first: a warm-up's check below reads epochs
-            _check_positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         for name in ("learning_rate", "clr_min_learning_rate", "clr_max_learning_rate"):
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"Expected {name} to be a number > 0. Received: {name}={getattr(self, name)!r}"
                 )
-        _check_choice("monitor", self.monitor, MONITORS)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
+        check_choice("monitor", self.monitor, MONITORS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
         check_learning_rate_decay(self)
-        _check_choice("strategy", self.strategy, STRATEGIES)
-        _check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
+        check_choice("strategy", self.strategy, STRATEGIES)
+        check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
         if self.limit is not None:
-            _check_positive_int("limit", self.limit, minimum=2)
+            check_positive_int("limit", self.limit, minimum=2)
         check_semi_supervised(self)
         if self.labels is not None:
-            _check_choice("labels", self.labels, IMDB_LABELS)
+            check_choice("labels", self.labels, IMDB_LABELS)
         if self.class_weight is not None:
-            _check_choice("class_weight", self.class_weight, CLASS_WEIGHTS)
+            check_choice("class_weight", self.class_weight, CLASS_WEIGHTS)
             if self.class_weight == "none":
                 self.class_weight = None
         for key in self.scale or ():
-            _check_choice("scale", key, SCALED_KEYS)
-        _check_share("test_size", self.test_size)
+            check_choice("scale", key, SCALED_KEYS)
+        check_share("test_size", self.test_size)
         if isinstance(self.validation_size, float) and not self.validation_size.is_integer():
-            _check_share("validation_size", self.validation_size)
+            check_share("validation_size", self.validation_size)
         elif self.validation_size is not None:
             self.validation_size = int(self.validation_size)
-            _check_positive_int("validation_size", self.validation_size, minimum=0)
+            check_positive_int("validation_size", self.validation_size, minimum=0)
         if self.classes is not None and (
             len(self.classes) < 2 or not all(isinstance(c, str) and c for c in self.classes)
         ):
@@ -564,9 +333,9 @@ def _string_keys():
     import inspect
 
     hints = typing.get_type_hints(TrainConfig)
-    keys = {name for name, hint in hints.items() if str in _kinds(hint)}
+    keys = {name for name, hint in hints.items() if str in kinds_of(hint)}
     ngram = typing.get_type_hints(NgramSettings)
-    keys |= {f"ngram.{name}" for name, hint in ngram.items() if str in _kinds(hint)}
+    keys |= {f"ngram.{name}" for name, hint in ngram.items() if str in kinds_of(hint)}
     keys |= {f"ngram_{name}" for name in ("init", "fit", "reduction")}  # legacy spellings
     keys.add("model_kwargs.ngram_reduction")
     for family in models.FAMILIES:
@@ -583,7 +352,7 @@ def _expected(key):
     head, _, rest = key.partition(".")
     if head == "ngram" and rest:
         hints, head = typing.get_type_hints(NgramSettings), rest
-    return _describe(_kinds(hints[head])) if head in hints else "a JSON value"
+    return describe_kinds(kinds_of(hints[head])) if head in hints else "a JSON value"
 
 
 def parse_overrides(pairs):
@@ -701,7 +470,7 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     Returns:
         A :class:`TrainConfig` whose ``preset`` names the preset used.
     """
-    _check_choice("family", family, models.FAMILIES)
+    check_choice("family", family, models.FAMILIES)
     if preset == DEFAULT_PRESET:
         preset = models.family_spec(family).preset
     if preset == "none":
