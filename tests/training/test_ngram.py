@@ -227,6 +227,9 @@ def test_separate_fit_mixes_the_parts_on_validation(separate_runs, model, refit)
         "held_out",
     }
     assert channel["trainable"] is False
+    # 200 training reviews (below CV_DOCUMENTS): the grid was chosen by 5 folds of them
+    assert channel["cross_validation"]["folds"] == 5
+    assert channel["C"] == channel["cross_validation"]["chosen"]["C"] and "selection" not in channel
     # the saved model is the mix: its accuracy is the mixed one, on validation and test
     # (with the refit, validation's is the held-out mix's, never the in-sample model's)
     assert metrics["validation_accuracy"] == pytest.approx(channel["mixed_validation_accuracy"])
