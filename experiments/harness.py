@@ -18,7 +18,8 @@ pieces they share live here and are imported normally::
   :func:`draw_tables` (the draw and the test split as ``.jsonl`` tables).
 - **Cells**: :func:`hatt_cell` (``hatt train FAMILY`` as a user types it, in its own
   process) and :func:`baseline_cell` (NB-LR or TF-IDF + LR of
-  ``experiments/baselines.py``, ``C`` chosen on hatt's validation slice of the draw).
+  ``experiments/baselines.py``, ``C`` chosen by 5-fold cross-validation on the draw, or
+  with ``tuning="validation"`` on hatt's validation slice of the draw).
 - **Tables and figures**: :func:`mean_std`, :func:`plot` (accuracy against
   training documents), :func:`commit` (the repository's commit recorded in a cell).
 
@@ -289,16 +290,36 @@ def _tokenized(split):
     return hatt.data.Split(baselines.tokenize(split.texts, progress=False), split.labels, split.ids)
 
 
-def baseline_cell(name, tables, test_tokens, seed):
-    """Baseline ``name`` on one draw: ``C`` chosen on hatt's validation slice of the draw."""
+def baseline_cell(name, tables, test_tokens, seed, tuning="cv5"):
+    """Baseline ``name`` on one draw, its hyper-parameters chosen as ``tuning`` says.
+
+    ``"cv5"`` (the default, as a user with the draw's table tunes it):
+    stratified 5-fold cross-validation on every document of the draw
+    (:func:`baselines.cross_validate_hyperparameters`), then a refit on all of
+    them. ``"validation"`` (the figures recorded before): accuracy on the
+    validation slice ``hatt.data.load_corpus`` carves from the draw, then a
+    refit on the rest of the draw.
+    """
+    if tuning not in baselines.TUNINGS:
+        raise ValueError(
+            f"Expected tuning to be one of {baselines.TUNINGS}. Received: tuning={tuning!r}"
+        )
     start = time.perf_counter()
     corpus = hatt.data.load_corpus(tables["train"], test=str(tables["test"]), progress=False)
-    train, validation = _tokenized(corpus.train), _tokenized(corpus.validation)
     num_classes = len(corpus.class_names)
+    if tuning == "validation":
+        train, validation = _tokenized(corpus.train), _tokenized(corpus.validation)
+    else:
+        train, validation = _tokenized(_every_document(tables["train"], corpus.class_names)), None
     fit_start = time.perf_counter()
-    best, _ = baselines.select_hyperparameters(
-        name, train, validation, seed=seed, progress=False, num_classes=num_classes
-    )
+    if validation is None:
+        best, selection = baselines.cross_validate_hyperparameters(
+            name, train, folds=baselines.FOLDS, seed=seed, num_classes=num_classes
+        )
+    else:
+        best, selection = baselines.select_hyperparameters(
+            name, train, validation, seed=seed, progress=False, num_classes=num_classes
+        )
     model, _ = baselines.train(name, train, best, seed=seed, num_classes=num_classes)
     fit_seconds = time.perf_counter() - fit_start
     test = baselines.evaluate(model, test_tokens(corpus), corpus.class_names)["metrics"]
@@ -306,14 +327,24 @@ def baseline_cell(name, tables, test_tokens, seed):
         "test_accuracy": test["accuracy"],
         "test_macro_f1": test["macro_f1"],
         "test_size": len(corpus.test),
-        "train_size": len(corpus.train),
-        "validation_size": len(corpus.validation),
+        "train_size": len(train),
+        "validation_size": 0 if validation is None else len(validation),
         "model_bytes": len(pickle.dumps(model)),
         "fit_seconds": round(fit_seconds, 2),
         "wall_seconds": round(time.perf_counter() - start, 2),
+        "tuning": tuning,
         "hyperparameters": best,
+        "selection": selection,
         "parameters": baselines.count_parameters(model),
     }
+
+
+def _every_document(table, class_names):
+    """Every document of a draw's table in file order, labels as indices into ``class_names``."""
+    split, _ = hatt.data.read_documents(table, progress=False)
+    index = {name: i for i, name in enumerate(class_names)}
+    labels = np.array([index[str(label)] for label in split.labels], dtype=np.int64)
+    return hatt.data.Split(list(split.texts), labels, list(split.ids))
 
 
 # === Tables and figures ===

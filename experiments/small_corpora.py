@@ -10,10 +10,15 @@ reviews) as a second table. Each family then runs exactly as a user types it::
 (its preset, hatt's own validation carving; only where the files go is
 given), so that rerunning this script after a change to the presets or the
 mix measures the new defaults with no edit here. The two linear baselines of
-``experiments/baselines.py`` run on the same draws: their ``C`` (and NB-LR's
-``alpha``) is chosen on the validation slice that ``hatt.data.load_corpus``
-carves from the draw's own training documents (the slice `hatt train` uses),
-then refit on the rest of the draw, as ``baselines.py`` does on the full split.
+``experiments/baselines.py`` run on the same draws, tuned as their user tunes
+them: their ``C`` (and NB-LR's ``alpha``) is chosen by stratified 5-fold
+cross-validation on every document of the draw (``GridSearchCV`` over the
+Pipeline, the features fit inside each fold), then refit on all of them. With
+``--baseline-tuning validation`` they are tuned as the figures recorded before
+2026-11-30 were: on the validation slice that ``hatt.data.load_corpus`` carves
+from the draw (the slice `hatt train` uses), then refit on the rest of the draw;
+those cells go to ``OUT/validation_tuned/TASK/`` (never over the cross-validated
+ones), and ``OUT/baseline_tuning.md`` sets the two tunings side by side.
 
 Tasks (``--task``): ``polarity`` (negative / positive) and ``rating`` (the 8
 star ratings 1-4 and 7-10 from the file names); a draw is stratified by the
@@ -38,7 +43,9 @@ cell, or alone with ``--table-only``.
 
 Run:  python -m experiments.small_corpora [--data PATH] [--sizes 500 1000 2000 5000]
       [--draws 2] [--families cnn rnn transformer han] [--task polarity|rating]
+      [--baselines nb_lr tfidf_lr] [--baseline-tuning cv5|validation]
       [--out DIR] [--force] [--table-only]
+      (``--families`` with no name: the baselines alone)
 """
 
 import argparse
@@ -50,7 +57,7 @@ from pathlib import Path
 import numpy as np
 
 import hatt
-from experiments import harness
+from experiments import baselines, harness
 from experiments.harness import BASELINES, ENV_VAR, LABELS, ROOT, TASKS
 from hatt.models import FAMILIES
 
@@ -58,6 +65,8 @@ RESULTS = ROOT / "experiments" / "results" / "small_corpora"
 RUNS = ROOT / "runs" / "small_corpora"
 FIGURE = ROOT / "docs" / "small_corpora.png"
 TABLE_NAME = "small_corpora.md"
+TUNING_TABLE_NAME = "baseline_tuning.md"
+VALIDATION_TUNED = "validation_tuned"  # OUT/validation_tuned/TASK/: --baseline-tuning validation
 
 
 # === Arguments ===
@@ -71,6 +80,13 @@ def parse_args(argv=None):
     parser.add_argument("--families", nargs="*", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument(
         "--baselines", nargs="*", choices=BASELINES, default=list(BASELINES), help="linear ones"
+    )
+    parser.add_argument(
+        "--baseline-tuning",
+        choices=baselines.TUNINGS,
+        default=baselines.TUNINGS[0],
+        help="the baselines' hyper-parameters: 5-fold CV on the draw (default) or "
+        f"hatt's validation slice (cells under OUT/{VALIDATION_TUNED}/)",
     )
     parser.add_argument("--task", choices=TASKS, default="polarity")
     parser.add_argument("--seed", type=int, default=1337, help="seed of the draws")
@@ -99,7 +115,10 @@ def parse_args(argv=None):
 # === Cells ===
 
 
-def cell_path(out, task, size, draw, method):
+def cell_path(out, task, size, draw, method, tuning=baselines.TUNINGS[0]):
+    """A cell's file; a validation-tuned baseline's under ``OUT/validation_tuned/``."""
+    if method in BASELINES and tuning == "validation":
+        out = Path(out) / VALIDATION_TUNED
     return Path(out) / task / f"n{size:05d}-d{draw}-{method}.json"
 
 
@@ -116,7 +135,9 @@ def run_cell(args, pools, test_tokens, size, draw, method):
     place = Path(args.runs) / args.task / f"n{size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
     if method in BASELINES:
-        figures = harness.baseline_cell(method, tables, test_tokens, args.seed)
+        figures = harness.baseline_cell(
+            method, tables, test_tokens, args.seed, tuning=args.baseline_tuning
+        )
     else:
         figures = harness.hatt_cell(method, tables, place, force=args.force)
     cell = {
@@ -131,7 +152,7 @@ def run_cell(args, pools, test_tokens, size, draw, method):
         "hatt_version": hatt.__version__,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path = cell_path(args.out, args.task, size, draw, method)
+    path = cell_path(args.out, args.task, size, draw, method, args.baseline_tuning)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cell, indent=2) + "\n")
     return cell
@@ -144,7 +165,8 @@ def run_all(args, run=run_cell):
         for size in sorted(args.sizes)
         for draw in range(args.draws)
         for method in methods(args)
-        if args.force or not cell_path(args.out, args.task, size, draw, method).exists()
+        if args.force
+        or not cell_path(args.out, args.task, size, draw, method, args.baseline_tuning).exists()
     ]
     total = len(args.sizes) * args.draws * len(methods(args))
     print(
@@ -279,7 +301,10 @@ def format_table(summary):
     lines = [
         "<!-- generated by python -m experiments.small_corpora --table-only; do not edit -->",
         "",
-        "Mean ± sample std over draws; test = IMDB's full test split. Model size: hatt's "
+        "Mean ± sample std over draws; test = IMDB's full test split. The baselines' C (and "
+        "NB-LR's alpha): 5-fold cross-validation on every document of the draw, then a refit "
+        f"on all of them (the validation-slice tuning recorded before: {TUNING_TABLE_NAME}). "
+        "Model size: hatt's "
         "exported SavedModel folder (the .keras file in brackets), a baseline's pickled "
         "scikit-learn pipeline. Fit s: hatt's Keras fit (train_seconds), a baseline's "
         "hyper-parameter choice and refit. Wall s: the whole `hatt train` process (reading, "
@@ -331,11 +356,75 @@ def format_goal(result):
     return f"{head}; each default at least as accurate: {each}"
 
 
+# === The baselines' two tunings ===
+
+
+def tuning_of(cell):
+    """How a baseline cell was tuned (a cell written before cross-validation: on validation)."""
+    return cell.get("tuning", "validation")
+
+
+def format_tuning_table(cells):
+    """The markdown: per task × size × baseline, the cross-validated cells beside the
+    validation-tuned ones, and their difference on the draws both have."""
+    groups = {}
+    for cell in cells:
+        key = (cell["task"], cell["size"], cell["method"])
+        groups.setdefault(key, {}).setdefault(tuning_of(cell), {})[cell["draw"]] = cell
+    cv, validation = baselines.TUNINGS
+    lines = [
+        "<!-- generated by python -m experiments.small_corpora --table-only; do not edit -->",
+        "",
+        f"The baselines' hyper-parameters chosen two ways on the same draws. {cv}: stratified "
+        "5-fold cross-validation on every document of the draw (GridSearchCV over the "
+        "Pipeline, features fit inside each fold), then a refit on all of them. validation: "
+        "accuracy on the validation slice hatt carves from the draw, then a refit on the rest "
+        f"(cells under {VALIDATION_TUNED}/). Mean ± sample std over draws; test = IMDB's full "
+        "test split. Δ: cv5 − validation in points, mean over the draws both have.",
+    ]
+    header = (
+        f"| train docs | baseline | {cv} draws | {cv} accuracy % | {cv} macro-F1 % "
+        "| validation draws | validation accuracy % | validation macro-F1 % "
+        "| Δ accuracy | Δ macro-F1 | shared draws |"
+    )
+    for task in sorted({key[0] for key in groups}):
+        lines += ["", f"### Task: {task}", "", header, "|---:|---|" + "---:|" * 9]
+        for (_, size, method), by_tuning in sorted(
+            (k, v) for k, v in groups.items() if k[0] == task
+        ):
+            lines.append(
+                _tuning_row(size, method, by_tuning.get(cv, {}), by_tuning.get(validation, {}))
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _tuning_row(size, method, cv, validation):
+    """One row of :func:`format_tuning_table`; ``cv``, ``validation``: ``{draw: cell}``."""
+    shared = sorted(set(cv) & set(validation))
+    row = [str(size), LABELS.get(method, method)]
+    for cells in (cv, validation):
+        row.append(str(len(cells)))
+        for key in ("test_accuracy", "test_macro_f1"):
+            values = [cell[key] for cell in cells.values()]
+            row.append(_pct(harness.mean_std(values), len(values)) if values else "–")
+    for key in ("test_accuracy", "test_macro_f1"):
+        gaps = [100 * (cv[d][key] - validation[d][key]) for d in shared]
+        row.append(f"{np.mean(gaps):+.2f}" if gaps else "–")
+    row.append(" ".join(map(str, shared)) or "–")
+    return "| " + " | ".join(row) + " |"
+
+
 def write_reports(out, figure):
-    """The markdown table and the learning curve from the JSON cells alone."""
+    """The markdown tables and the learning curve from the JSON cells alone."""
     cells = read_cells(out)
-    if not cells:
+    validation_tuned = read_cells(Path(out) / VALIDATION_TUNED)
+    if not cells and not validation_tuned:
         raise ValueError(f"Expected cell JSON files under --out. Received: --out {str(out)!r}")
+    if validation_tuned:
+        both = [c for c in cells if c["kind"] == "baseline"] + validation_tuned
+        (Path(out) / TUNING_TABLE_NAME).write_text(format_tuning_table(both))
+    if not cells:
+        return None
     summary = aggregate(cells)
     (Path(out) / TABLE_NAME).write_text(format_table(summary))
     harness.plot(summary, figure)

@@ -348,3 +348,117 @@ def test_main_on_ratings_writes_the_multiclass_figures(baselines, tmp_path, monk
     again = classification_metrics(saved["labels"], saved["probabilities"], STARS)
     assert metrics["test_mae_median"] == pytest.approx(again["mae_median"])
     assert metrics["test"]["confusion_matrix"] == again["confusion_matrix"]
+
+
+# === Cross-validated tuning (a user's GridSearchCV on the training documents) ===
+
+
+def noisy_split(n, seed, num_classes=2, noise=0.3):
+    """``n`` planted reviews whose cue word is a random class's in ``noise`` of them, so the
+    grid's points score differently across folds."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n, dtype=np.int64) % num_classes
+    cues = CUES if num_classes == 3 else ("dreadful", "splendid")
+    texts = []
+    for label in labels:
+        cue = cues[rng.integers(num_classes)] if rng.random() < noise else cues[label]
+        texts.append(" ".join([*rng.choice(FILLER, size=5), cue, *rng.choice(FILLER, size=2)]))
+    return Split(texts, labels, [f"train/{i}" for i in range(n)])
+
+
+CV_CASES = [
+    ("tfidf_lr", 2, {"C": [1e-3, 0.3, 100.0]}),
+    ("nb_lr", 2, {"C": [1e-3, 0.3, 100.0], "alpha": [0.1, 2.0]}),
+    ("nb_lr", 3, {"C": [1e-3, 100.0], "alpha": [0.1, 2.0]}),
+]
+
+
+@pytest.mark.parametrize(("name", "num_classes", "grid"), CV_CASES)
+def test_cross_validation_is_a_hand_loop_over_stratified_folds(baselines, name, num_classes, grid):
+    """Every point's mean fold accuracy and the choice equal a loop over
+    StratifiedKFold(5, shuffle=True, random_state=seed) that fits create_model's whole
+    Pipeline on each fold's other documents."""
+    from sklearn.model_selection import StratifiedKFold
+
+    train = noisy_split(60, seed=4, num_classes=num_classes)
+    best, table = baselines.cross_validate_hyperparameters(
+        name, train, grid=grid, seed=11, num_classes=num_classes
+    )
+    texts, labels = np.asarray(train.texts, dtype=object), train.labels
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=11).split(texts, labels))
+    alphas = grid.get("alpha", [None])
+    expected = []
+    for alpha in alphas:  # alpha outermost, then C: the most regularized first
+        for C in grid["C"]:
+            point = {"C": C} if alpha is None else {"alpha": alpha, "C": C}
+            scores = []
+            for fit, held in folds:
+                model = baselines.create_model(name, point, 11, num_classes)
+                model.fit(list(texts[fit]), labels[fit])
+                scores.append(np.mean(model.predict(list(texts[held])) == labels[held]))
+            expected.append((point, scores))
+    hyperparameters = [{k: v for k, v in row.items() if k in ("C", "alpha")} for row in table]
+    assert hyperparameters == [point for point, _ in expected]
+    for row, (_, scores) in zip(table, expected, strict=True):
+        np.testing.assert_allclose(row["fold_accuracies"], scores)
+        assert row["cv_accuracy"] == pytest.approx(np.mean(scores))
+    means = [np.mean(scores) for _, scores in expected]
+    assert best == expected[int(np.argmax(means))][0]  # the first of the best
+    assert len(set(np.round(means, 6))) > 1  # the data tell the points apart
+
+
+@pytest.mark.parametrize(("name", "num_classes", "grid"), CV_CASES)
+def test_cross_validation_chooses_what_grid_search_cv_chooses(baselines, name, num_classes, grid):
+    """scikit-learn's GridSearchCV over the same Pipeline and folds: same scores, same point."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    train = noisy_split(60, seed=5, num_classes=num_classes)
+    best, table = baselines.cross_validate_hyperparameters(
+        name, train, grid=grid, seed=3, num_classes=num_classes
+    )
+    points = [{k: row[k] for k in grid} for row in table]
+    search = GridSearchCV(
+        baselines.create_model(name, points[0], 3, num_classes),
+        [
+            {baselines.pipeline_parameter(name, k, num_classes): [v] for k, v in p.items()}
+            for p in points
+        ],
+        cv=StratifiedKFold(5, shuffle=True, random_state=3),
+        scoring="accuracy",
+    ).fit(train.texts, train.labels)
+    np.testing.assert_allclose(
+        [row["cv_accuracy"] for row in table], search.cv_results_["mean_test_score"]
+    )
+    assert best == points[search.best_index_]
+
+
+def test_cross_validation_fits_the_features_inside_each_fold(baselines, monkeypatch):
+    """A word found only in a fold's held-out documents has no column, hence no NB
+    ratio, in that fold's features; every word of the fold's other documents has one."""
+    train = noisy_split(50, seed=6)
+    train = Split([f"{t} uid{i}" for i, t in enumerate(train.texts)], train.labels, train.ids)
+    fitted, create = [], baselines.create_features
+
+    def recorded(*args, **kwargs):
+        features = create(*args, **kwargs)
+        fitted.append(features)
+        return features
+
+    monkeypatch.setattr(baselines, "create_features", recorded)
+    ratios, nb_fit = [], baselines.NBScaler.fit
+
+    def recorded_fit(self, X, y):
+        ratios.append(X.shape[1])
+        return nb_fit(self, X, y)
+
+    monkeypatch.setattr(baselines.NBScaler, "fit", recorded_fit)
+    baselines.cross_validate_hyperparameters("nb_lr", train, grid={"C": [1.0], "alpha": [1.0]})
+    vocabularies = [f.vocabulary_ for f in fitted if hasattr(f, "vocabulary_")]
+    assert len(vocabularies) == 5 == len(ratios)
+    held_out = [set() for _ in vocabularies]
+    for k, vocabulary in enumerate(vocabularies):
+        uids = {w for w in vocabulary if w.startswith("uid") and " " not in w}
+        assert len(uids) == 40  # 4 folds of 10 documents; their own 10 are missing
+        held_out[k] = {f"uid{i}" for i in range(50)} - uids
+        assert ratios[k] == len(vocabulary)  # one NB ratio per column of the fold's features
+    assert set().union(*held_out) == {f"uid{i}" for i in range(50)}  # each held out once

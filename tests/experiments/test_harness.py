@@ -88,12 +88,51 @@ def test_hatt_cell_runs_the_users_command_and_reads_sizes(harness, imdb, tmp_pat
 def test_baseline_cell_chooses_on_the_draws_validation_slice(harness, imdb, tmp_path):
     pools = harness.create_dataset(imdb, "polarity")
     tables = harness.draw_tables(pools, "polarity", 100, 0, 1337, tmp_path)
-    cell = harness.baseline_cell("tfidf_lr", tables, harness.CachedTestTokens(), seed=1337)
+    cell = harness.baseline_cell(
+        "tfidf_lr", tables, harness.CachedTestTokens(), seed=1337, tuning="validation"
+    )
+    assert cell["tuning"] == "validation"
+    assert [set(row) for row in cell["selection"]] == [{"C", "validation_accuracy"}] * 8
     assert cell["train_size"] + cell["validation_size"] == 100 and cell["validation_size"] > 0
     assert cell["test_size"] == 48
     assert cell["test_accuracy"] == 1.0  # the cue words decide
     assert cell["hyperparameters"]["C"] in [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
     assert cell["model_bytes"] > 0
+
+
+def test_baseline_cell_cross_validates_on_every_document_of_the_draw(
+    harness, imdb, tmp_path, monkeypatch
+):
+    """The default: 5-fold CV on all 100 documents of the draw (in the table's order, the
+    slice hatt would hold out included), then a refit on all of them; the cell says so."""
+    from experiments import baselines
+
+    pools = harness.create_dataset(imdb, "polarity")
+    tables = harness.draw_tables(pools, "polarity", 100, 0, 1337, tmp_path)
+    seen, cross_validate = [], baselines.cross_validate_hyperparameters
+
+    def spy(name, train, **kwargs):
+        seen.append((train, kwargs))
+        return cross_validate(name, train, **kwargs)
+
+    monkeypatch.setattr(baselines, "cross_validate_hyperparameters", spy)
+    cell = harness.baseline_cell("tfidf_lr", tables, harness.CachedTestTokens(), seed=1337)
+    ((train, kwargs),) = seen
+    table = read_table(tables["train"])
+    assert train.texts == baselines.tokenize([row["text"] for row in table], progress=False)
+    assert kwargs["folds"] == 5 and kwargs["seed"] == 1337
+    assert cell["tuning"] == "cv5" and cell["train_size"] == 100 and cell["validation_size"] == 0
+    assert cell["test_size"] == 48 and cell["test_accuracy"] == 1.0
+    assert len(cell["selection"]) == 8
+    assert all(len(row["fold_accuracies"]) == 5 for row in cell["selection"])
+    best = max(cell["selection"], key=lambda row: row["cv_accuracy"])  # the first maximum
+    assert cell["hyperparameters"] == {"C": best["C"]}
+    json.dumps(cell)  # a cell is written as JSON
+
+
+def test_baseline_cell_refuses_an_unknown_tuning(harness, imdb, tmp_path):
+    with pytest.raises(ValueError, match="tuning='cv10'"):
+        harness.baseline_cell("nb_lr", {}, harness.CachedTestTokens(), seed=1, tuning="cv10")
 
 
 def test_each_test_table_is_tokenized_as_its_own(harness, tmp_path):

@@ -193,3 +193,44 @@ def test_a_multiclass_mix_matrix_shows_no_deep_weight(sc):
     row = sc.aggregate(cells)["polarity"][100]["cnn"]
     assert row["deep_weight"] is None and row["negative_deep"] == 0
     assert "| – |" in sc.format_table(sc.aggregate(cells))
+
+
+# === The baselines' two tunings ===
+
+
+def test_validation_tuned_cells_go_beside_never_over_the_cross_validated(sc, imdb, tmp_path):
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    common = ["--data", str(imdb), "--sizes", "20", "--draws", "1", "--families"]
+    common += ["--baselines", "tfidf_lr", "--out", str(out), "--runs", str(runs)]
+    sc.main(common)
+    cv_path = out / "polarity" / "n00020-d0-tfidf_lr.json"
+    cv_cell = cv_path.read_text()
+    assert json.loads(cv_cell)["tuning"] == "cv5"
+    assert not (out / sc.TUNING_TABLE_NAME).exists()  # nothing to set beside it yet
+
+    sc.main([*common, "--baseline-tuning", "validation"])
+    assert cv_path.read_text() == cv_cell
+    old = json.loads((out / "validation_tuned" / "polarity" / cv_path.name).read_text())
+    assert old["tuning"] == "validation" and old["validation_size"] > 0
+    assert [c["tuning"] for c in sc.read_cells(out)] == ["cv5"]  # the main table's cells
+    table = (out / sc.TUNING_TABLE_NAME).read_text()
+    assert "| 20 | TF-IDF + LR | 1 |" in table and table.rstrip().endswith("| 0 |")
+
+
+def test_tuning_table_sets_the_tunings_side_by_side(sc):
+    cells = [c for c in planted_cells(np.random.default_rng(4)) if c["kind"] == "baseline"]
+    old = [dict(c, tuning="validation") for c in cells if c["draw"] < 2]
+    del old[0]["tuning"]  # a cell from before cross-validation: validation-tuned
+    new = [dict(c, tuning="cv5", test_accuracy=c["test_accuracy"] + 0.01) for c in cells]
+    table = sc.format_tuning_table(new + old)
+    rows = {tuple(line.split(" | ")[:2]): line for line in table.splitlines()}
+    for size in (100, 300):
+        for method, label in (("nb_lr", "NB-LR"), ("tfidf_lr", "TF-IDF + LR")):
+            row = rows[(f"| {size}", label)].strip("| ").split(" | ")
+            mine = [c for c in new if c["size"] == size and c["method"] == method]
+            theirs = [c for c in old if c["size"] == size and c["method"] == method]
+            cv = harness.mean_std([c["test_accuracy"] for c in mine])
+            validation = harness.mean_std([c["test_accuracy"] for c in theirs])
+            assert row[2:4] == ["3", f"{100 * cv[0]:.2f} ± {100 * cv[1]:.2f}"]
+            assert row[5:7] == ["2", f"{100 * validation[0]:.2f} ± {100 * validation[1]:.2f}"]
+            assert row[8] == "+1.00" and row[10] == "0 1"  # +0.01 on the shared draws 0, 1
