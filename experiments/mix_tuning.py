@@ -216,7 +216,9 @@ def run_baselines(args, draws=None):
             path = place / f"{name}.json"
             if not path.exists():
                 place.mkdir(parents=True, exist_ok=True)
-                cell = harness.baseline_cell(name, tables, test_tokens, args.seed)
+                cell = harness.baseline_cell(
+                    name, tables, test_tokens, args.seed, tuning="validation"
+                )
                 path.write_text(json.dumps(cell, indent=2) + "\n")
                 print(f"{path}: {100 * cell['test_accuracy']:.2f} %", flush=True)
 

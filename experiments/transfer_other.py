@@ -197,7 +197,7 @@ def run_cell(args, parts, test_tokens, size, draw, method):
     place = Path(args.runs) / f"n{size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
     if method in harness.BASELINES:
-        figures = harness.baseline_cell(method, tables, test_tokens, args.seed)
+        figures = harness.baseline_cell(method, tables, test_tokens, args.seed, tuning="validation")
     else:
         extra = _init_extra(args, method)
         figures = harness.hatt_cell(

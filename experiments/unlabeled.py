@@ -263,7 +263,7 @@ def run_row(args, pools, test_tokens, draw, method):
     place.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if method in harness.BASELINES:
-        row = harness.baseline_cell(method, tables, test_tokens, args.seed)
+        row = harness.baseline_cell(method, tables, test_tokens, args.seed, tuning="validation")
     else:
         unlabeled = args.unlabeled
         if method in WITH_REST:
