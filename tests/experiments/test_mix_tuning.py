@@ -158,7 +158,8 @@ def test_baselines_run_once_a_drawn_table_and_stand_beside_hatt(tmp_path, mix_tu
     ]
     calls = []
 
-    def fake_cell(name, tables, test_tokens, seed):
+    def fake_cell(name, tables, test_tokens, seed, tuning):
+        assert tuning == "validation"  # as the table's recorded cells were tuned
         calls.append((name, tables["train"].name, tables["test"].name))
         draw = int(tables["train"].stem.split("-d")[1])
         return {"test_accuracy": {"nb_lr": 0.6, "tfidf_lr": 0.5}[name] + 0.1 * draw}
