@@ -229,29 +229,7 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
         if num_classes > 2:
             info["scheme"] = "one-vs-rest"
     else:
-        # what the two logistic starts share: the layer's features, the grid, the validation split
-        fit = dict(
-            binary=layer.binary,
-            reduction=layer.reduction,
-            idf=idf,
-            alpha=settings.alpha,
-            C=settings.C,
-            min_df=settings.min_df,
-            validation=validation,
-            seed=config.seed,
-            num_classes=num_classes,
-            class_weight=channel_class_weight(config, labels, num_classes),
-        )
-        folds = settings.folds_for(labels) if len(settings.grid_points()) > 1 else 0
-        tuning = None
-        if folds:
-            (fit["alpha"], fit["C"]), tuning = cross_validate_grid(
-                settings, counts, labels, folds, fit
-            )
-        weights, intercept, info = _logistic_start(settings.init, counts, labels, **fit)
-        if tuning is not None:
-            info["cross_validation"] = tuning
-            info["cv_accuracy"] = tuning["chosen"]["cv_accuracy"]
+        weights, intercept, info = _logistic_channel(layer, config, counts, labels, validation, idf)
     weights = weights * settings.init_scale
     intercept *= settings.init_scale
     info["scale"] = settings.init_scale
@@ -261,6 +239,35 @@ def fit_ngram_channel(layer, config, counts, labels, validation=None):
                 *split, weights, layer.binary, layer.reduction, intercept, idf
             )
     info["seconds"] = round(time.perf_counter() - start, 2)
+    return weights, intercept, info
+
+
+def _logistic_channel(layer, config, counts, labels, validation, idf):
+    """:func:`fit_ngram_channel`'s ``"nblr"`` and ``"lr"`` starts: the grid chosen (by the
+    training split's folds, or by the validation split), then the kept fit."""
+    settings = config.ngram
+    num_classes = num_classes_of_layer(layer)
+    # what the two logistic starts share: the layer's features, the grid, the validation split
+    fit = dict(
+        binary=layer.binary,
+        reduction=layer.reduction,
+        idf=idf,
+        alpha=settings.alpha,
+        C=settings.C,
+        min_df=settings.min_df,
+        validation=validation,
+        seed=config.seed,
+        num_classes=num_classes,
+        class_weight=channel_class_weight(config, labels, num_classes),
+    )
+    folds = settings.folds_for(labels) if len(settings.grid_points()) > 1 else 0
+    tuning = None
+    if folds:
+        (fit["alpha"], fit["C"]), tuning = cross_validate_grid(settings, counts, labels, folds, fit)
+    weights, intercept, info = _logistic_start(settings.init, counts, labels, **fit)
+    if tuning is not None:
+        info["cross_validation"] = tuning
+        info["cv_accuracy"] = tuning["chosen"]["cv_accuracy"]
     return weights, intercept, info
 
 
