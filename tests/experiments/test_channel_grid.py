@@ -70,15 +70,20 @@ def test_the_runs_own_settings_give_its_saved_channel_and_a_grid_is_searched(
     # the run variant's mix is the rule in force, as mix_tuning scores it
     in_force = importlib.import_module("experiments.mix_tuning").tuning_scores(run["run_dir"])
     assert own["accuracy"] == pytest.approx(in_force[channel_grid.mix_rule.TODAY]["accuracy"])
-    pairs = [(e["alpha"], e["C"]) for e in searched["fit"]["selection"]]
-    assert pairs == [(a, c) for a in grid["alpha"] for c in grid["C"]]
+    # a run of 200 reviews: the grid is searched by folds of its training split, as hatt
+    # train searches it (ngram.folds "auto"), every point scored on every fold
+    points = searched["fit"]["cross_validation"]["points"]
+    assert [(e["alpha"], e["C"]) for e in points] == [
+        (a, c) for a in grid["alpha"] for c in grid["C"]
+    ]
+    assert all(len(e["fold_accuracies"]) == 5 for e in points)
     chosen = (searched["fit"]["alpha"], searched["fit"]["C"])
     assert (searched["fit"]["refit"]["alpha"], searched["fit"]["refit"]["C"]) == chosen
     table = (out / "channel_grid.md").read_text()
     assert f"| grid | `{json.dumps(grid)}` | 1 | {100 * searched['accuracy']:.2f} % |" in table
     # cached beside the run: a second report fits nothing again
     cached = json.loads((runs / "polarity" / "n00200-d1" / "cnn" / "channel-grid.json").read_text())
-    assert cached["fit"]["selection"] == searched["fit"]["selection"]
+    assert cached["fit"]["cross_validation"] == searched["fit"]["cross_validation"]
     with np.load(runs / "polarity" / "n00200-d1" / "cnn" / "channel-run.npz") as saved:
         own_logits = {split: saved[split] for split in ("validation", "test")}
     for split, logits in own_logits.items():
