@@ -5,8 +5,11 @@ at zero, and the channel is fit afterwards on the training split alone. So a
 finished run of ``experiments/mix_tuning.py`` can be given another channel
 exactly as ``hatt train`` would have fit it: its corpus is read again from the
 run's ``config.json``, the channel is fit with other ``ngram`` settings
-(``--variant``; a grid of ``alpha`` and ``C`` is chosen on the validation split as
-the run's own fit is; the layer's settings, ``order``, ``buckets``, ``binary`` and
+(``--variant``; a grid of ``alpha`` and ``C`` is chosen as ``ngram.folds`` says, as
+``hatt train`` chooses it today: by 5 folds of the training split below 10,000 reviews,
+on the validation split above; the questions below were answered when every grid was
+chosen on the validation split, and a run's ``config.json`` written before
+``ngram.folds`` reads back as ``"auto"``, so their variants now choose by folds; the layer's settings, ``order``, ``buckets``, ``binary`` and
 ``reduction``, read other features of the run's token ids), refit on training +
 validation with ``ngram.refit``, and
 weighed against the run's saved deep logits by a mix rule (``--rule``, default the
