@@ -184,12 +184,9 @@ def table(results):
     for size, draws in sorted(results.items(), key=lambda item: int(item[0])):
         row = []
         for method in methods:
-            acc = [d[method]["accuracy"] * 100 for d in draws.values()]
-            f1 = [d[method]["macro_f1"] for d in draws.values()]
-            row.append(
-                f"{np.mean(acc):.2f} ± {np.std(acc, ddof=1) if len(acc) > 1 else 0:.2f}"
-                f" / {np.mean(f1):.3f}"
-            )
+            mean, std = harness.mean_std([d[method]["accuracy"] * 100 for d in draws.values()])
+            f1 = np.mean([d[method]["macro_f1"] for d in draws.values()])
+            row.append(f"{mean:.2f} ± {std:.2f} / {f1:.3f}")
         lines.append(f"| {size} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 

@@ -152,7 +152,7 @@ def test_folds_resolve_by_the_training_split():
     assert auto.folds_for(np.array([0] * 50 + [1] * 3)) == 3
     assert auto.folds_for(np.array([0] * 50 + [1])) == 0
     assert NgramSettings(folds=0).folds_for(np.arange(100) % 2) == 0
-    assert NgramSettings(folds=10).folds_for(np.arange(10_000_0) % 2) == 10
+    assert NgramSettings(folds=10).folds_for(np.arange(100_000) % 2) == 10
 
 
 def test_a_single_point_fits_no_fold(monkeypatch):
