@@ -52,7 +52,7 @@ from hatt.data.corpus import (
 from hatt.data.readers.archive import extract_archive
 from hatt.data.readers.folder import class_folders, document_files, read_files
 from hatt.data.readers.read_log import ReadLog
-from hatt.data.readers.tfds import read_tfds
+from hatt.data.readers.tfds import read_tfds, tfds_available
 
 ENV_VAR = "HATT_IMDB"
 TFDS_IMDB = "tfds:imdb_reviews"
@@ -212,6 +212,40 @@ def read_imdb(source=None, *, labels="binary", progress=True, log=None):
                 f"{given} failed ({type(error).__name__}: {str(error).splitlines()[0][:200]})."
             )
         ) from error
+
+
+def locate(source=None):
+    """Where :func:`read_imdb` would read IMDB from, found without reading it.
+
+    Args:
+        source: as in :func:`load_imdb` (``None``: ``$HATT_IMDB``, then tensorflow-datasets).
+
+    Returns:
+        The local folder or ``.tar.gz`` (a :class:`~pathlib.Path`), or ``"tfds:imdb_reviews"``
+        when tensorflow-datasets has it prepared or can download it.
+
+    Raises:
+        DataNotFoundError: no source works; the message names the three ways to provide it.
+    """
+    if source is None and os.environ.get(ENV_VAR):
+        source = os.environ[ENV_VAR]
+    if source is not None and str(source) != TFDS_IMDB:
+        path = Path(source).expanduser()
+        if not path.exists():
+            raise DataNotFoundError(_how_to_provide(f"the path {str(path)!r} does not exist."))
+        if path.is_dir() and find_root(path) is None:
+            raise DataNotFoundError(
+                _how_to_provide(
+                    f"{str(path)!r} is not an aclImdb folder (expected train/ and test/ in it)."
+                )
+            )
+        return path
+    if tfds_available("imdb_reviews", host=IMDB_HOST, port=80):
+        return TFDS_IMDB
+    given = "tensorflow-datasets" if source else f"{ENV_VAR} is not set, and tensorflow-datasets"
+    raise DataNotFoundError(
+        _how_to_provide(f"{given} has no imdb_reviews prepared and cannot download it.")
+    )
 
 
 def load_imdb(

@@ -40,6 +40,21 @@ def _tfds_splits(tfds, name, host, port):
         return tfds.load(name, as_supervised=True)
 
 
+def tfds_available(name, *, host=TFDS_HOST, port=443):
+    """Whether :func:`read_tfds` can read ``name`` without reading it: tensorflow-datasets
+    is installed and has it prepared, or can reach ``host`` to download it."""
+    try:
+        import tensorflow_datasets as tfds
+    except ImportError:
+        return False
+    try:
+        if _tfds_builder(tfds, name).is_prepared():
+            return True
+    except Exception:  # an unknown name, a broken cache: not readable without a download
+        pass
+    return _reachable(host, port)
+
+
 def _tfds_class_names(tfds, info):
     keys = info.supervised_keys
     feature = info.features[keys[1]] if keys else None
