@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from experiments import harness  # the draws, tables and hatt cells
+from hatt.training import IMDB_START
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "transfer"
@@ -40,7 +41,9 @@ RUNS = ROOT / "runs" / "small_corpora"
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--init", help="the trained model to start from")
+    parser.add_argument(
+        "--init", help="the trained model to start from, or imdb (hatt's IMDB start, cached)"
+    )
     parser.add_argument("--data", default=os.environ.get(harness.ENV_VAR), help="IMDB folder")
     parser.add_argument("--task", default="rating", choices=("rating", "polarity"))
     parser.add_argument("--family", default="han")
@@ -66,7 +69,8 @@ def run_cell(args, pools, size, draw):
     place = Path(args.runs) / args.task / f"n{size:05d}-d{draw}"
     place.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    extra = ["--init", str(Path(args.init).resolve())]
+    named = args.init == IMDB_START  # hatt's IMDB start, built once and cached
+    extra = ["--init", args.init if named else str(Path(args.init).resolve())]
     if args.frozen_epochs:
         extra += ["--set", f"init_frozen_epochs={args.frozen_epochs}"]
     row = harness.hatt_cell(args.family, tables, place, args.force, name=method, extra=extra)

@@ -183,7 +183,10 @@ class TextClassifier:
 
     Build it with :meth:`from_preset` (the tuned settings of ``hatt train``),
     ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``)
-    or :meth:`from_model` (starting from a trained model, ``--init``), train it with :meth:`fit`, then :meth:`predict`, :meth:`predict_labels`,
+    or :meth:`from_model` (starting from a trained model, ``--init``; ``init="imdb"``:
+    hatt's IMDB start of the family, built once and cached,
+    :mod:`hatt.training.starts.imdb`), train it with :meth:`fit`, then :meth:`predict`,
+    :meth:`predict_labels`,
     :meth:`evaluate`, :meth:`explain`, :meth:`save` (reloaded by
     :func:`hatt.load`) and :meth:`export`.
 

@@ -161,7 +161,10 @@ def _add_learning_from_elsewhere(train):
         default=None,
         help="start from a trained model of the same family (a run directory, a .keras file "
         "or saved_models/NAME): its encoders, its word vectors for the words both "
-        "vocabularies know, and its head when the classes are the same (init.json says what)",
+        "vocabularies know, and its head when the classes are the same (init.json says what); "
+        "or imdb: hatt's IMDB start of the family, built once from IMDB ($HATT_IMDB, with "
+        "its unlabeled reviews where they lie beside it) and cached under $HATT_CACHE "
+        "(a folder named imdb: ./imdb)",
     )
 
 

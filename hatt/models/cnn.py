@@ -130,4 +130,6 @@ def build_cnn(
 
 # === Family spec ===
 # max over time unless pooling="attention": its words are not pooled by attention by default
-SPEC = FamilySpec("cnn", build_cnn, FLAT, preset="cnn", word_attention=False, xla_predict=True)
+SPEC = FamilySpec(
+    "cnn", build_cnn, FLAT, preset="cnn", word_attention=False, xla_predict=True, imdb_minutes=7.6
+)

@@ -209,4 +209,5 @@ SPEC = FamilySpec(
     word_encoder="word_encoder",
     sentence_encoder="sentence_encoder",
     sentence_attention=True,
+    imdb_minutes=9.8,
 )

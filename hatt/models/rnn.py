@@ -171,4 +171,4 @@ def build_rnn(
 
 
 # === Family spec ===
-SPEC = FamilySpec("rnn", build_rnn, FLAT, preset="rnn", word_encoder="encoder_0")
+SPEC = FamilySpec("rnn", build_rnn, FLAT, preset="rnn", word_encoder="encoder_0", imdb_minutes=12.9)

@@ -50,6 +50,11 @@ class FamilySpec:
         xla_predict: Whether its prediction path is compiled by XLA (flat ids
             padded to a fixed window; padding changes no output), which fuses
             its lookups and convolutions.
+        imdb_minutes: The minutes its preset trained on IMDB's training split on
+            two cores (docs/results.md's main table), or `None`: said before hatt
+            builds the family's IMDB start (`hatt.training.starts.imdb`).
+        imdb_unlabeled_minutes: The minutes that start took to build with IMDB's
+            unlabeled reviews too (word vectors, the language model), or `None`.
     """
 
     name: str
@@ -63,6 +68,8 @@ class FamilySpec:
     sentence_attention: bool = False
     positional: bool = False
     xla_predict: bool = False
+    imdb_minutes: float | None = None
+    imdb_unlabeled_minutes: float | None = None
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:

@@ -187,4 +187,11 @@ def _word_vectors(token_ids, mask, vocabulary_size, embedding_dim, width, conv_k
 
 
 # === Family spec ===
-SPEC = FamilySpec("transformer", build_transformer, FLAT, preset="transformer", positional=True)
+SPEC = FamilySpec(
+    "transformer",
+    build_transformer,
+    FLAT,
+    preset="transformer",
+    positional=True,
+    imdb_minutes=10.2,
+)

@@ -10,7 +10,8 @@ The wings, each a folder with one concern:
 - :mod:`hatt.training.channel`: the n-gram channel: NB ratios, n-gram features,
   cross-fitting and the mix with the deep part.
 - :mod:`hatt.training.starts`: starting points: word vectors, the language model,
-  the sentence stage, transfer from a trained model (``--init``).
+  the sentence stage, transfer from a trained model (``--init``) or from hatt's IMDB
+  start (``--init imdb``, built once and cached).
 
 Above them, :mod:`hatt.training.self_training` wraps a run (a teacher labels unlabeled
 documents, a student trains on them; see :func:`train`). Methods that extend a run plug
@@ -88,10 +89,13 @@ from hatt.training.settings.config import (
     prepared_settings,
     translate_legacy,
 )
+from hatt.training.starts import imdb as imdb_start
+from hatt.training.starts.imdb import IMDB_START
 
 __all__ = [
     "adversarial",
     "FLAT_FAMILIES",
+    "IMDB_START",
     "METRIC_KEYS",
     "NGRAM_FITS",
     "NGRAM_INITS",
@@ -153,6 +157,10 @@ __all__ = [
 def train(config, run_dir, **kwargs):
     """Train ``config`` into ``run_dir``: the plain run, or self-training wrapped around it.
 
+    With ``config.init="imdb"``, hatt's IMDB start of the family is built first when it
+    is not cached (:func:`hatt.training.starts.imdb.ensure_start`: a full IMDB run, said
+    up front).
+
     With ``config.pseudo_labels`` the run is wrapped (:func:`hatt.training.self_training.train`:
     a teacher in ``RUN_DIR/teacher/``, its pseudo labels, then the student, each a plain
     run); otherwise it is the plain run itself (:func:`hatt.training.run.loop.train`).
@@ -171,12 +179,15 @@ def train(config, run_dir, **kwargs):
     Raises:
         ValueError, hatt.training.run.resume.RunError: as the plain run's (and
             ``pseudo_labels`` without unlabeled documents, before any data).
+        hatt.data.DataNotFoundError: ``init="imdb"`` not built, and IMDB not found.
 
     Example:
 
     >>> config = hatt.training.assemble_config("cnn", epochs=1)
     >>> metrics = hatt.training.train(config, "runs/cnn-1")
     """
+    if imdb_start.is_imdb_start(config.init):  # built once, before the run that starts from it
+        imdb_start.ensure_start(config.model, fit=loop.train, verbose=kwargs.get("verbose", "auto"))
     if config.pseudo_labels:  # a teacher, its pseudo labels, then the plain run as the student
         return self_training.train(config, run_dir, fit=loop.train, **kwargs)
     return loop.train(config, run_dir, **kwargs)

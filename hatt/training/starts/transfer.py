@@ -49,6 +49,7 @@ import numpy as np
 
 from hatt import run_dir as run_files
 from hatt.data.readers.files import read_json_object
+from hatt.training.starts import imdb as imdb_start
 
 NEVER = ("ngram_logit",)  # fit on the new corpus
 BY_WORD = ("embedding", "word_embedding", "regions")  # rows indexed by word id
@@ -59,7 +60,8 @@ def load_source(path, family):
     """The trained model at ``path`` (a Keras-backed :class:`hatt.export.Predictor`).
 
     Args:
-        path: a run directory, a ``.keras`` file or ``saved_models/NAME``.
+        path: a run directory, a ``.keras`` file or ``saved_models/NAME``; or ``"imdb"``,
+            hatt's IMDB start of ``family`` (:mod:`hatt.training.starts.imdb`, built).
         family: the family it must be.
 
     Raises:
@@ -68,6 +70,9 @@ def load_source(path, family):
     """
     from hatt import export
 
+    if imdb_start.is_imdb_start(path):
+        path = imdb_start.built_start(family)
+        print(imdb_start.describe(path), flush=True)
     try:
         predictor = export.load(path)
         predictor.text_model  # noqa: B018  (ids-level access: the Keras model)
