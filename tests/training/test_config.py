@@ -97,6 +97,22 @@ def test_a_run_written_with_the_removed_pretrain_settings_loads_as_without_them(
         training.assemble_config("han", config_file=path)
 
 
+@pytest.mark.parametrize(
+    "documents, folds", [(900, 0), (9_999, 0), (10_000, "auto"), (None, "auto")]
+)
+def test_a_run_saved_before_ngram_folds_reads_back_the_rule_it_trained_under(documents, folds):
+    # ngram.folds came after runs that chose the channel's grid on the validation split;
+    # below CV_DOCUMENTS "auto" now chooses by folds, so such a run reads back 0
+    saved = training.assemble_config("han").to_dict()
+    del saved["ngram"]["folds"]
+    saved["scaled"] = None if documents is None else {"train_documents": documents}
+    config = training.TrainConfig.from_dict(saved, saved=True)
+    assert config.ngram.folds == folds
+    assert config.ngram.folds_for([0, 1] * 450) == (0 if folds == 0 else 5)
+    today = training.assemble_config("han").to_dict()
+    assert training.TrainConfig.from_dict(today, saved=True).ngram.folds == "auto"  # written
+
+
 def test_a_legacy_config_file_lays_over_the_preset(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"ngram_C": 0.1, "model_kwargs": {"ngram_binary": False}}))

@@ -274,9 +274,10 @@ class TrainConfig:
         (:meth:`fit_to_corpus`): a resumed run compares equal to its command.
         """
         _check_scaled(values.get("scaled"))
+        values = translate_legacy(drop_removed(values) if saved else values, complete=True)
         if saved:
-            values = complete_later(drop_removed(values))
-        values = scale.unscale(translate_legacy(values, complete=True))
+            values = complete_later(values)
+        values = scale.unscale(values)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:

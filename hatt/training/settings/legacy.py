@@ -11,6 +11,8 @@ since a run was written, whose default would change what that run did, is read
 back as the run had it (:func:`complete_later`).
 """
 
+from hatt.training.settings.ngram import CV_DOCUMENTS
+
 # Settings removed because no code read them (a run that had them ran without them).
 REMOVED_FIELDS = ("pretrain", "pretrain_epochs", "pretrain_output_words")
 
@@ -78,17 +80,27 @@ def drop_removed(values):
 
 
 def complete_later(values):
-    """A saved run's configuration with the settings added since, as that run had them.
+    """A saved run's configuration (its ``ngram`` section translated) with the settings
+    added since, as that run had them, so that the same command today is not taken for
+    its own where it would train otherwise (and does not resume the run under other rules).
 
-    ``adversarial_unlabeled`` (VAT's term on the unlabeled documents, default true) came
-    after runs whose VAT read the labeled batches only: such a run with unlabeled
-    documents reads back ``False``, so the same command today (``True``) is not taken for
-    its own and does not resume it under another training step.
+    - ``adversarial_unlabeled`` (VAT's term on the unlabeled documents, default true) came
+      after runs whose VAT read the labeled batches only: such a run with unlabeled
+      documents reads back ``False``.
+    - ``ngram.folds`` (default ``"auto"``: a grid chosen by folds of the training split
+      below ``CV_DOCUMENTS`` training documents) came after runs that chose it on the
+      validation split: such a run below that size reads back ``0``; at or above it
+      ``"auto"`` chose on the validation split too, and stays.
     """
     if (
         "adversarial_unlabeled" not in values
         and values.get("adversarial") == "vat"
         and values.get("unlabeled") is not None
     ):
-        return {**values, "adversarial_unlabeled": False}
+        values = {**values, "adversarial_unlabeled": False}
+    ngram = values.get("ngram")
+    documents = (values.get("scaled") or {}).get("train_documents")
+    if isinstance(ngram, dict) and "folds" not in ngram and documents is not None:
+        if documents < CV_DOCUMENTS:
+            values = {**values, "ngram": {**ngram, "folds": 0}}
     return values
