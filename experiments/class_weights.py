@@ -14,13 +14,16 @@ cross-validation with and without ``class_weight="balanced"``:
   otherwise), each in its own process (:func:`experiments.harness.hatt_cell`);
 - the baseline: ``TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)`` +
   ``LogisticRegression``, ``C`` in {1, 10, 100} by stratified 5-fold CV on the training
-  table (``GridSearchCV``, accuracy), with ``class_weight`` None or ``"balanced"``.
+  table (``GridSearchCV``, accuracy), with ``class_weight`` None, ``"balanced"``, or for
+  ``sqrt`` the square roots of the balanced weights rescaled to the same total (the rule of
+  ``--class-weight sqrt``).
 
 Writes ``experiments/results/class_weights/results.json`` and ``results.md`` (accuracy,
 macro-F1 and the smallest class's recall on the test table, and the mix's weights).
 Cells already written are reused (a run resumes); ``--force`` trains them again.
 
 Run:  python -m experiments.class_weights --data PATH [--families han cnn] [--draws 1]
+          [--weights none sqrt balanced] [--runs DIR] [--out DIR]
 """
 
 import argparse
@@ -36,7 +39,7 @@ from experiments import harness
 CLASSES = {"awful": ("1",), "mixed": ("4", "7"), "great": ("10",)}
 TRAIN_SIZES = {"awful": 200, "mixed": 120, "great": 30}
 TEST_SCALE = 10  # the test table: ten times the training table, same proportions
-WEIGHTS = ("none", "balanced")
+WEIGHTS = ("none", "sqrt", "balanced")  # --class-weight W (--weights: a subset)
 SEED = 1337
 RESULTS = harness.ROOT / "experiments" / "results" / "class_weights"
 
@@ -105,7 +108,19 @@ def scores(labels, predicted):
     }
 
 
-def baseline_cell(paths, class_weight):
+def sklearn_class_weight(weight, labels):
+    """scikit-learn's ``class_weight`` for ``--class-weight weight`` on these labels."""
+    if weight == "none":
+        return None
+    if weight == "balanced":
+        return "balanced"
+    names, counts = np.unique(labels, return_counts=True)
+    roots = np.sqrt(counts.sum() / (len(counts) * counts))
+    roots *= counts.sum() / (counts * roots).sum()
+    return dict(zip(names.tolist(), roots.tolist(), strict=True))
+
+
+def baseline_cell(paths, weight):
     """scikit-learn's TF-IDF + LR, C by stratified 5-fold CV on the training table."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -117,7 +132,7 @@ def baseline_cell(paths, class_weight):
     test_texts, test_labels = read_table(paths["test"])
     pipeline = make_pipeline(
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
-        LogisticRegression(class_weight=class_weight, max_iter=1000),
+        LogisticRegression(class_weight=sklearn_class_weight(weight, labels), max_iter=1000),
     )
     search = GridSearchCV(
         pipeline,
@@ -183,6 +198,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="the labeled IMDB (else $HATT_IMDB)")
     parser.add_argument("--families", nargs="+", default=["han", "cnn"])
+    parser.add_argument("--weights", nargs="+", choices=WEIGHTS, default=list(WEIGHTS))
     parser.add_argument("--draws", type=int, default=1)
     parser.add_argument("--runs", default=str(harness.ROOT / "runs" / "class_weights"))
     parser.add_argument("--out", default=str(RESULTS))
@@ -195,12 +211,12 @@ def main(argv=None):
         paths = tables(args.data, args.runs, number)
         place = Path(args.runs) / f"d{number}"
         place.mkdir(parents=True, exist_ok=True)
-        for weight in WEIGHTS:
+        for weight in args.weights:
             print(f"draw {number}: scikit-learn TF-IDF + LR, class_weight {weight}", flush=True)
-            cell = baseline_cell(paths, None if weight == "none" else "balanced")
+            cell = baseline_cell(paths, weight)
             rows.append({"draw": number, "model": "tfidf_lr", "class_weight": weight, **cell})
         for family in args.families:
-            for weight in WEIGHTS:
+            for weight in args.weights:
                 print(f"draw {number}: hatt train {family} --class-weight {weight}", flush=True)
                 cell = hatt_cell(family, paths, place, weight, args.force)
                 rows.append({"draw": number, "model": family, "class_weight": weight, **cell})

@@ -13,6 +13,7 @@ import dataclasses
 
 FAMILIES = ("cnn", "rnn", "transformer", "han")  # hatt.models.build's families
 STRATEGIES = ("default", "mirrored", "multiworker")  # hatt.training's tf.distribute choices
+CLASS_WEIGHTS = ("auto", "balanced", "sqrt", "none")  # TrainConfig.class_weight, --class-weight
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from hatt.cli.args import (
     _add_set,
     _config_data_options,
 )
-from hatt.names import FAMILIES, STRATEGIES
+from hatt.names import CLASS_WEIGHTS, FAMILIES, STRATEGIES
 
 # The flags of `hatt train` that set the TrainConfig field of their name (None: not given).
 CONFIG_FLAGS = (
@@ -108,11 +108,11 @@ def add_train_command(sub):
     _add_data(train)
     train.add_argument(
         "--class-weight",
-        choices=("auto", "balanced", "none"),
+        choices=CLASS_WEIGHTS,
         default=None,
-        help="balanced: weigh each class by 1 / its share of the training split; auto (the "
-        "default): balanced when the largest class has over 1.5x the smallest's documents; "
-        "none: every class weighs 1",
+        help="balanced: weigh each class by 1 / its share of the training split; sqrt: by "
+        "1 / the square root of its share (half way); auto (the default): balanced when the "
+        "largest class has over 1.5x the smallest's documents; none: every class weighs 1",
     )
     _add_learning_from_elsewhere(train)
     train.add_argument(

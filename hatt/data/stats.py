@@ -41,7 +41,7 @@ def imbalance_warning(class_names, counts, class_weight=None):
     Args:
         class_names: the classes' names.
         counts: documents per class.
-        class_weight: the run's resolved weighting, ``"balanced"`` or ``"none"``
+        class_weight: the run's resolved weighting, ``"balanced"``, ``"sqrt"`` or ``"none"``
             (`hatt train`); ``None`` when no run is concerned (`hatt data`).
 
     Returns:
@@ -55,6 +55,11 @@ def imbalance_warning(class_names, counts, class_weight=None):
         return f"the class {class_names[smallest]!r} has no documents"
     if class_weight == "balanced":
         fix = "this run weighs the classes by 1 / frequency (--class-weight balanced)"
+    elif class_weight == "sqrt":
+        fix = (
+            "this run weighs the classes by 1 / sqrt(frequency) (--class-weight sqrt); "
+            "--class-weight balanced weighs them by 1 / frequency"
+        )
     elif class_weight == "none":
         fix = "this run weighs every class 1; --class-weight balanced weighs them by 1 / frequency"
     else:

@@ -58,3 +58,14 @@ def test_the_baseline_is_tuned_by_cross_validation_on_the_training_table(tmp_pat
     cell = class_weights.baseline_cell(paths, class_weight)
     assert cell["C"] in (1.0, 10.0, 100.0)
     assert cell["test_accuracy"] > 0.5 and 0 <= cell["test_macro_f1"] <= 1
+
+
+def test_the_baselines_sqrt_weights_are_hatts_rule():
+    from hatt.training.settings.scale import class_weight_map
+
+    labels = np.array(["awful"] * 200 + ["great"] * 30 + ["mixed"] * 120)
+    mine = class_weights.sklearn_class_weight("sqrt", labels)
+    theirs = class_weight_map("sqrt", [200, 30, 120])  # classes in sorted order
+    assert mine == pytest.approx({"awful": theirs[0], "great": theirs[1], "mixed": theirs[2]})
+    assert class_weights.sklearn_class_weight("none", labels) is None
+    assert class_weights.sklearn_class_weight("balanced", labels) == "balanced"

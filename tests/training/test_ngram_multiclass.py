@@ -458,6 +458,23 @@ def test_class_weight_map_is_sklearns_balanced_rule():
         class_weight_map("auto", [30, 10])
 
 
+def test_sqrt_class_weights_are_the_root_of_balanced_at_the_same_total():
+    from hatt.training.settings.scale import class_weight_map
+
+    counts = np.array([40, 10, 5])
+    weights = class_weight_map("sqrt", counts)
+    roots = np.sqrt(counts.sum() / (3 * counts))  # NumPy reference: root of balanced
+    expected = roots * counts.sum() / (counts * roots).sum()
+    np.testing.assert_allclose([weights[k] for k in range(3)], expected)
+    assert np.isclose(sum(weights[k] * counts[k] for k in range(3)), counts.sum())
+    assert np.isclose(weights[1] / weights[0], 2.0)  # 4x rarer weighs 2x (balanced: 4x)
+    assert class_weight_map("sqrt", [20, 20]) == {0: 1.0, 1: 1.0}
+    config = hatt.training.assemble_config("cnn", class_weight="sqrt").fit_to_corpus([40, 10])
+    assert config.class_weight == "sqrt"
+    warning = hatt.data.stats.imbalance_warning(["a", "b"], [90, 10], "sqrt")
+    assert "1 / sqrt(frequency) (--class-weight sqrt)" in warning
+
+
 def test_weighted_one_vs_rest_nblr_weighs_each_review_by_its_class():
     ids, labels = id_classes(90, 0, classes=3)
     labels = labels.copy()

@@ -370,7 +370,7 @@ def run_warnings(metrics, corpus, class_weight=None):
     ``class_weight``, the run's resolved setting), classes with a handful of training
     documents, and what the mix decided (the deep part dropped, or weighted 0)."""
     counts = corpus.class_counts("train")
-    weighting = "balanced" if class_weight == "balanced" else "none"
+    weighting = class_weight or "none"
     imbalance = imbalance_warning(corpus.class_names, counts, weighting)
     found = [f"Unbalanced classes: {imbalance}."] if imbalance else []
     for name, count in zip(corpus.class_names, counts, strict=True):

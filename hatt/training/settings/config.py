@@ -23,7 +23,7 @@ from hatt import models
 from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
 from hatt.models._checks import unknown_keys_error
-from hatt.names import STRATEGIES
+from hatt.names import CLASS_WEIGHTS, STRATEGIES
 from hatt.training.settings import glove, scale
 from hatt.training.settings.checks import (
     check_choice,
@@ -78,7 +78,6 @@ VOCABULARY_FIELDS = (
 )
 # TrainConfig fields that a prepared corpus fixes (hatt prepare → hatt train --prepared).
 PREPARED_FIELDS = DATA_FIELDS + VOCABULARY_FIELDS
-CLASS_WEIGHTS = ("auto", "balanced", "none")
 IMDB_LABELS = ("binary", "rating")
 PRESET_PACKAGE = "hatt.presets"
 DEFAULT_PRESET = "default"  # assemble_config: the family's own preset, when it has one
@@ -118,8 +117,9 @@ class TrainConfig:
     validation_size: int | float | None = None
     validation_split: str = "blocks"
     limit: int | None = None
-    # "balanced": weigh classes by 1 / frequency; "auto": balanced when the training
-    # split's largest class is over 1.5x its smallest (hatt.training.settings.scale); "none"/None: 1
+    # "balanced": weigh classes by 1 / frequency; "sqrt": by 1 / sqrt(frequency); "auto":
+    # balanced when the training split's largest class is over 1.5x its smallest
+    # (hatt.training.settings.scale); "none"/None: 1
     class_weight: str | None = "auto"
     max_tokens: int = 30000
     min_count: int = 2

@@ -98,8 +98,10 @@ def class_weight_map(class_weight, counts):
     """``{class: weight}`` of a resolved ``class_weight`` for ``counts`` per class, or ``None``.
 
     ``"balanced"``: class ``k`` weighs ``n / (C · n_k)`` (scikit-learn's
-    ``class_weight="balanced"``), so that every class adds the same to a loss; ``None``:
-    every class weighs 1 (returned as ``None``). The one rule of the deep part's Keras
+    ``class_weight="balanced"``), so that every class adds the same to a loss;
+    ``"sqrt"``: the square root of that, rescaled so that the documents' weights still
+    sum to ``n`` (a class 4x rarer weighs 2x, not 4x: half way between); ``None``: every
+    class weighs 1 (returned as ``None``). The one rule of the deep part's Keras
     ``class_weight``, the n-gram channel's fit and its mix with the deep part.
 
     Example:
@@ -109,14 +111,19 @@ def class_weight_map(class_weight, counts):
     """
     if class_weight is None:
         return None
-    if class_weight != "balanced":
+    if class_weight not in ("balanced", "sqrt"):
         raise ValueError(
-            "Expected class_weight to be resolved ('balanced' or None; 'auto' is resolved by "
-            f"the training split first). Received: class_weight={class_weight!r}"
+            "Expected class_weight to be resolved ('balanced', 'sqrt' or None; 'auto' is "
+            f"resolved by the training split first). Received: class_weight={class_weight!r}"
         )
-    counts = [float(c) for c in counts]
+    counts = [max(float(c), 1.0) for c in counts]
     total = sum(counts)
-    return {k: total / (len(counts) * max(c, 1.0)) for k, c in enumerate(counts)}
+    weights = [total / (len(counts) * c) for c in counts]
+    if class_weight == "sqrt":
+        roots = [math.sqrt(w) for w in weights]
+        scale = total / sum(c * r for c, r in zip(counts, roots, strict=True))
+        weights = [scale * r for r in roots]
+    return dict(enumerate(weights))
 
 
 def _get(config, key):
