@@ -282,8 +282,7 @@ class TextClassifier:
                 f"init={settings['init']!r} as a setting too."
             )
         try:
-            source = export.load(path)
-            source.text_model  # noqa: B018  (the Keras model its layers are copied from)
+            source = export.load_trained(path)  # the Keras model its layers are copied from
         except export.ExportError as error:
             raise ValueError(
                 "Expected path to name a trained hatt model (a run directory, a .keras file "

@@ -195,6 +195,34 @@ def load(path):
     )
 
 
+def load_trained(path):
+    """A Keras-backed :class:`Predictor` of the model at ``path``, for what needs its layers
+    (``--init``, :meth:`hatt.TextClassifier.from_model`, the deletion test).
+
+    As :func:`load`, except that a ``saved_models/NAME`` folder, or its newest version's
+    SavedModel folder, gives the ``model.keras`` exported beside it (the newest
+    version's; a SavedModel's signature takes raw text only).
+
+    Raises:
+        ExportError: as :func:`load`'s, or no Keras model beside the SavedModel (an older
+            version, or an export without its ``model.keras``).
+    """
+    path = Path(path)
+    predictor = load(path)
+    if predictor.kind == "keras":
+        return predictor
+    versions = version_numbers(path) or version_numbers(path.parent)
+    folder = path if version_numbers(path) else path.parent
+    newest = bool(versions) and (folder == path or path.name == str(versions[-1]))
+    if newest and (folder / run_files.MODEL).is_file():
+        return load(folder / run_files.MODEL)
+    raise ExportError(
+        f"{str(path)!r} is a SavedModel, whose signature takes raw text only; a model's "
+        "layers come from its Keras model: give the saved_models/NAME folder (its newest "
+        "version's model.keras), the .keras file or the run directory."
+    )
+
+
 def as_predictor(model, vectorizer=None):
     """A :class:`Predictor` for whatever names a model: THE way in for ``hatt.inspect``.
 

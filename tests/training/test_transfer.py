@@ -115,6 +115,22 @@ def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch
         )
 
 
+def test_an_export_folder_is_a_start_as_its_help_says(exported, tmp_path):
+    # issue 63: saved_models/NAME and its SavedModel version were refused ("need the Keras
+    # model") although --init's help names them; they give the model.keras beside them
+    result = exported["rnn"]
+    for path in (result.path, result.saved_model):
+        source = transfer.load_source(path, "rnn")
+        assert source.kind == "keras" and source.source == result.keras_file
+    clf = hatt.TextClassifier.from_model(result.path, preset=None, **TINY)
+    assert clf.config.init == str(result.path)
+    older = tmp_path / "saved_models" / "m"  # an older version: not the model.keras beside it
+    shutil.copytree(result.path, older)
+    shutil.copytree(result.saved_model, older / str(result.version + 1))
+    with pytest.raises(ValueError, match="newest version's model.keras"):
+        transfer.load_source(older / str(result.version), "rnn")
+
+
 # === Gradual unfreezing and from_model ===============================================
 
 # frozen for 2 of 3 epochs, then at ULMFiT's discriminative rates

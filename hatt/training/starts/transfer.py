@@ -74,8 +74,7 @@ def load_source(path, family):
         path = imdb_start.built_start(family)
         print(imdb_start.describe(path), flush=True)
     try:
-        predictor = export.load(path)
-        predictor.text_model  # noqa: B018  (ids-level access: the Keras model)
+        predictor = export.load_trained(path)
     except export.ExportError as error:
         raise ValueError(f"Expected init to name a trained hatt model. Received: {error}") from None
     if predictor.family != family:
