@@ -44,8 +44,14 @@ def document_lengths(ids):
 
 
 def bucket_boundaries(lengths, num_buckets):
-    """Boundaries at quantiles of ``lengths`` so that buckets hold similar counts."""
+    """Boundaries at quantiles of ``lengths`` so that buckets hold similar counts.
+
+    Never more buckets than documents: a larger ``num_buckets`` gives the boundaries of
+    one bucket a document (issue 63: ``num_buckets=10**9`` asked NumPy for 10^9
+    quantiles, 24 GB, where at most ``len(lengths)`` can differ).
+    """
     lengths = np.asarray(lengths)
+    num_buckets = min(num_buckets, len(lengths))
     if len(lengths) == 0 or num_buckets <= 1:
         return []
     quantiles = np.quantile(lengths, np.linspace(0, 1, num_buckets + 1)[1:-1])

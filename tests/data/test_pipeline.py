@@ -109,6 +109,13 @@ def test_bucket_boundaries_follow_quantiles():
     assert bucket_boundaries([], 4) == []
 
 
+def test_more_buckets_than_documents_are_one_bucket_a_document():
+    # issue 63: num_buckets=10**9 asked NumPy for 10^9 quantiles (24 GB) and was killed
+    lengths = np.random.default_rng(0).integers(1, 500, 120)
+    assert bucket_boundaries(lengths, 10**9) == bucket_boundaries(lengths, 120)
+    assert bucket_boundaries([7], 10**9) == []
+
+
 def test_bad_arguments(data):
     texts, labels, flat, _ = data
     with pytest.raises(ValueError, match="batch_size"):
