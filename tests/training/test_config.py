@@ -229,6 +229,23 @@ def test_the_default_grid_of_C_follows_the_reduction_and_is_written_out(reductio
     assert given.ngram.C == 0.5  # a given C is kept whatever the reduction
 
 
+@pytest.mark.parametrize("value", ["5", "[1]", '"trigram"'])
+@pytest.mark.parametrize("section", ["ngram", "model_kwargs"])
+def test_a_section_of_the_wrong_shape_is_a_clear_error_from_every_layer(section, value, tmp_path):
+    # issue 63: these ended in a TypeError / AttributeError while the layers were merged
+    expected = rf"Expected {section} to be an object of settings.*Received: {section}="
+    with pytest.raises(ValueError, match=expected + r".*") as caught:
+        training.assemble_config("cnn", overrides=[f"{section}={value}"])
+    assert "--set" in str(caught.value)
+    path = tmp_path / "config.json"
+    path.write_text(f'{{"{section}": {value}}}')
+    with pytest.raises(ValueError, match=r"\(--config; "):
+        training.assemble_config("cnn", config_file=path)
+    with pytest.raises(ValueError, match=r"\(the settings; "):
+        training.assemble_config("cnn", overrides={section: json.loads(value)})
+    assert training.assemble_config("cnn", overrides=["ngram=null"]).ngram is None
+
+
 def test_nblr_with_the_mean_reduction_needs_its_own_C():
     with pytest.raises(ValueError, match="reduction='mean' needs ngram.C"):
         training.assemble_config(

@@ -440,6 +440,25 @@ def prepared_settings(prepared_dir):
     return {k: v for k, v in manifest["settings"].items() if k in PREPARED_FIELDS}
 
 
+# The configuration's sections: objects of settings, laid over the preset's key by key.
+SECTIONS = {"model_kwargs": (dict,), "ngram": (dict, type(None))}
+
+
+def _check_sections(layer, where):
+    """``layer`` (a ``--config`` file's, ``--set``'s or the options' settings), refused with
+    a clear message where a section is not an object (issue 63: ``--set ngram=5`` ended in
+    a TypeError while the layers were merged)."""
+    for key, kinds in SECTIONS.items():
+        if key in layer and not isinstance(layer[key], kinds):
+            null = " or null (no channel)" if type(None) in kinds else ""
+            raise ValueError(
+                f"Expected {key} to be an object of settings{null} ({where}; e.g. "
+                f"{{'{key}': {{NAME: VALUE}}}}, on the command line --set {key}.NAME=VALUE). "
+                f"Received: {key}={layer[key]!r}"
+            )
+    return layer
+
+
 def _preset_scaled_keys(settings, config, overrides, config_file):
     """The keys of :data:`SCALED_KEYS` that ``settings`` (the preset) gave and no later layer set."""
     later = [translate_legacy(overrides)]
@@ -489,11 +508,14 @@ def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(
             )
         config = merge_config(config, {**settings, "preset": preset})
     if config_file:
-        config = merge_config(config, read_config_file(config_file))
+        config = merge_config(config, _check_sections(read_config_file(config_file), "--config"))
+    where = "the settings" if isinstance(overrides, dict) else "--set"
     if not isinstance(overrides, dict):
         overrides = parse_overrides(overrides)
-    config = merge_config(config, translate_legacy(overrides))
-    config.update({k: v for k, v in values.items() if v is not None})
+    config = merge_config(config, translate_legacy(_check_sections(overrides, where)))
+    config.update(
+        {k: v for k, v in _check_sections(values, "the options").items() if v is not None}
+    )
     config["model"] = family
     config = glove.fit_width(config, [overrides, config_file and read_config_file(config_file)])
     if "scale" not in config:
