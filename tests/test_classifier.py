@@ -307,6 +307,15 @@ def test_bad_documents_are_refused_before_training(no_training, x, y, message):
         hatt.TextClassifier("cnn", **TINY_CNN).fit(x, y)
 
 
+def test_an_infinite_dataset_is_refused_instead_of_read_forever(no_training):
+    # issue 63: fit(Dataset(...).repeat()) never returned and grew without bound
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices((["a b", "c d"], ["neg", "pos"])).repeat()
+    with pytest.raises(ValueError, match=r"Expected x to be a finite dataset.*\.take\(N\)"):
+        hatt.TextClassifier("cnn", **TINY_CNN).fit(dataset)
+
+
 @pytest.mark.parametrize(
     "make,message",
     [

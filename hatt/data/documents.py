@@ -108,8 +108,22 @@ def label_names(labels, argument="y"):
     return names
 
 
+INFINITE_CARDINALITY = -1  # tf.data.INFINITE_CARDINALITY: a dataset that never ends
+
+
 def _from_dataset(dataset, argument):
-    """``(texts, labels)`` of a ``tf.data.Dataset`` of ``(text, label)``, batched or not."""
+    """``(texts, labels)`` of a ``tf.data.Dataset`` of ``(text, label)``, batched or not.
+
+    Raises:
+        ValueError: the dataset is infinite (``.repeat()``: read to the end, it would
+            never end), or yields something other than pairs.
+    """
+    if int(dataset.cardinality()) == INFINITE_CARDINALITY:
+        raise ValueError(
+            f"Expected {argument} to be a finite dataset: its documents are read once, to the "
+            f"end. Received an infinite one (.repeat() without a count?); pass "
+            f"{argument}.take(N), or the dataset before .repeat() (epochs are the setting's)."
+        )
     texts, labels = [], []
     for element in dataset.as_numpy_iterator():
         if not isinstance(element, tuple) or len(element) != 2:
