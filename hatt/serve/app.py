@@ -139,7 +139,10 @@ class JSONResponse(Response):
 
 
 def json_bytes(content):
-    return json.dumps(content, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    """``content`` as UTF-8 JSON; a lone surrogate a request carried (``"\\ud800"``) is
+    written back as its JSON escape, not a crash (issue 63: a plain-text 500)."""
+    text = json.dumps(content, ensure_ascii=False, allow_nan=True)
+    return text.encode("utf-8", errors="backslashreplace")
 
 
 def error_response(status, message, retry_after=None):

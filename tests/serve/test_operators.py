@@ -200,6 +200,21 @@ def test_malformed_bodies_are_400s_that_say_why(fake_client, body, words):
     assert words in response.json()["error"]
 
 
+def test_a_lone_surrogate_in_a_model_name_is_a_json_404_and_counted(fake_client):
+    # issue 63: the 404's message held the surrogate, UTF-8 refused it, a plain-text 500
+    def errors():
+        sample = 'hatt_request_errors_total{code="404",endpoint="ui_explain",model="-"}'
+        line = [x for x in fake_client.get("/metrics").text.splitlines() if x.startswith(sample)]
+        return float(line[0].split()[-1]) if line else 0.0
+
+    before = errors()
+    body = b'{"model": "\\ud800", "text": "x"}'
+    response = fake_client.post("/ui/explain", content=body)
+    assert response.status_code == 404 and response.headers["content-type"] == "application/json"
+    assert "\ud800" in response.json()["error"]
+    assert errors() == before + 1
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: (
