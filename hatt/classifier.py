@@ -315,6 +315,27 @@ class TextClassifier:
         clf._start(None, predictor.family, predictor)
         return clf
 
+    # --- pickle, joblib, copy.deepcopy -----------------------------------------------
+
+    def __getstate__(self):
+        """The state pickle, joblib and ``copy.deepcopy`` carry: the settings, figures and
+        history, and a trained model as its ``.keras`` file's bytes (its loaded TensorFlow
+        functions cannot be pickled; issue 63).
+
+        Raises:
+            hatt.export.ExportError: a classifier over a SavedModel (raw text in only):
+                load the export's ``model.keras`` to pickle it.
+        """
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_predictor", "_run_dir")}
+        state["_trained"] = export.predictor_state(self.predictor) if self.trained else None
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        trained = state.pop("_trained")
+        self.__dict__.update(state, _run_dir=None)
+        self._predictor = None if trained is None else export.predictor_from_state(trained)
+
     def __repr__(self):
         state = f"classes={list(self.class_names)!r}" if self.trained else "untrained"
         preset = self.config.preset if self.config is not None else None

@@ -183,6 +183,46 @@ def test_save_reloads_in_a_fresh_process(clf, test_split, tmp_path):
         clf.save(tmp_path / "cnn.h5")
 
 
+UNPICKLE = """
+import json, pickle, sys
+import joblib
+
+clf = joblib.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+print(json.dumps({
+    "probabilities": clf.predict(texts).tolist(),
+    "classes": list(clf.class_names),
+    "metrics": clf.metrics["validation_accuracy"],
+    "config": clf.config.to_dict() == pickle.loads(pickle.dumps(clf.config)).to_dict(),
+    "again": pickle.loads(pickle.dumps(clf)).predict(texts).tolist(),
+}))
+"""
+
+
+def test_a_trained_classifier_pickles_to_a_fresh_process_and_deep_copies(clf, test_split, tmp_path):
+    # issue 63: "Can't pickle local object 'Predictor.from_text_model.<locals>.run'"
+    import copy
+
+    import joblib
+
+    texts = test_split.texts[:6]
+    expected = clf.predict(texts)
+    path = tmp_path / "clf.joblib"
+    joblib.dump(clf, path)
+    out = run_json_script(UNPICKLE, str(path), json.dumps(texts))
+    np.testing.assert_allclose(out["probabilities"], expected, atol=1e-6)
+    np.testing.assert_allclose(out["again"], expected, atol=1e-6)
+    assert out["classes"] == ["neg", "pos"] and out["config"]
+    assert out["metrics"] == clf.metrics["validation_accuracy"]
+    twin = copy.deepcopy(clf)
+    np.testing.assert_allclose(twin.predict(texts), expected, atol=1e-6)
+    assert twin.predictor.metadata == clf.predictor.metadata and twin.history == clf.history
+    untrained = copy.deepcopy(hatt.TextClassifier("cnn", **TINY_CNN))
+    assert (
+        not untrained.trained and untrained.config == hatt.TextClassifier("cnn", **TINY_CNN).config
+    )
+
+
 def test_export_writes_the_serving_layout(clf, test_split, tmp_path):
     result = clf.export(tmp_path / "saved_models" / "cnn")
     assert result.version == 1 and (result.saved_model / "saved_model.pb").is_file()

@@ -108,6 +108,18 @@ def test_classes_in_numpy_s_order_whatever_the_classifier_s(search):
     assert estimator.score(test.texts, expected) == pytest.approx(np.mean(predicted == expected))
 
 
+def test_a_fitted_search_pickles_with_its_estimator(search):
+    # issue 63: joblib persistence of a fitted HattClassifier failed on its TF functions
+    import pickle
+
+    test = planted(20, 6)
+    again = pickle.loads(pickle.dumps(search[0]))
+    np.testing.assert_allclose(
+        again.predict_proba(test.texts), search[0].predict_proba(test.texts), atol=1e-6
+    )
+    np.testing.assert_array_equal(again.best_estimator_.classes_, ["10", "9"])
+
+
 def test_labels_that_name_one_class_twice_are_refused(corpus):
     y = np.array(["3", "3.0", "4"])[np.arange(len(corpus)) % 3]  # "3.0" is class "3"
     with pytest.raises(ValueError, match="same class"):

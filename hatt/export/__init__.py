@@ -137,7 +137,15 @@ Its cost grows with the steps: on 2 CPU cores, 16 IMDB reviews take about
 # out), facts (what a run recorded), layout (the export folder's files).
 from hatt.export.facts import NGRAM_FACTS, model_warnings, run_facts
 from hatt.export.layout import EXPORT_FILE, VERSION_METADATA, ExportError
-from hatt.export.loading import as_predictor, load, load_run, load_trained, read_class_names
+from hatt.export.loading import (
+    as_predictor,
+    load,
+    load_run,
+    load_trained,
+    predictor_from_state,
+    predictor_state,
+    read_class_names,
+)
 from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size
 from hatt.export.text_model import (
     BINARY_CLASS_NAMES,
@@ -172,6 +180,8 @@ __all__ = [
     "TextModel",
     "as_predictor",
     "load_trained",
+    "predictor_from_state",
+    "predictor_state",
     "check_batch_size",
     "check_class_names",
     "default_class_names",

@@ -2,6 +2,7 @@
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import keras
@@ -193,6 +194,30 @@ def load(path):
         "version folder (1/, 2/, ...) with one, and no run directory files "
         "(config.json, model.keras, vectorizer.json). Export one with `hatt export RUN_DIR`."
     )
+
+
+def predictor_state(predictor):
+    """A Keras-backed predictor as picklable values: its ``.keras`` file's bytes, its
+    source and metadata (:func:`predictor_from_state` makes it again).
+
+    Raises:
+        ExportError: a SavedModel predictor (its signature is a TensorFlow graph).
+    """
+    text_model = predictor.text_model
+    with tempfile.TemporaryDirectory(prefix="hatt-state-") as folder:
+        path = Path(folder) / run_files.MODEL
+        text_model.save(path)
+        return path.read_bytes(), str(predictor.source), dict(predictor.metadata)
+
+
+def predictor_from_state(state):
+    """The :class:`Predictor` of :func:`predictor_state`'s values (loaded into memory)."""
+    keras_bytes, source, metadata = state
+    with tempfile.TemporaryDirectory(prefix="hatt-state-") as folder:
+        path = Path(folder) / run_files.MODEL
+        path.write_bytes(keras_bytes)
+        text_model = load(path).text_model
+    return Predictor.from_text_model(text_model, source, metadata)
 
 
 def load_trained(path):
