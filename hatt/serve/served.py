@@ -117,10 +117,11 @@ class ServedModel:
 
     @property
     def corpus(self):
-        """Where the model's training documents came from (its run's data source), or None."""
+        """The name of the model's training documents (its run's data source: the file or
+        folder's own name, never its path on the training machine, issue 63), or None."""
         metrics = getattr(self.predictor, "metadata", {}).get("metrics") or {}
-        source = metrics.get("data_source")
-        return str(source) if source else None
+        source = str(metrics.get("data_source") or "").replace("\\", "/").rstrip("/")
+        return source.rsplit("/", 1)[-1] or None
 
 
 def _tensor_info(name, array, fixed=None):

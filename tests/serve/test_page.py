@@ -2,6 +2,7 @@
 
 import html
 import html.parser
+import json
 import re
 
 import pytest
@@ -12,6 +13,7 @@ from hatt.inspect import explain
 from hatt.inspect.html import review_html
 from tests.data.conftest import write_tiny_imdb
 from tests.inspect._backwards import write_backwards_run
+from tests.serve.conftest import fake_predictor
 
 SCRIPTED = 'Great film! <script>alert(1)</script> <img src=x onerror="alert(2)"> Loved it.'
 
@@ -66,6 +68,24 @@ def test_models_for_the_page(client, served):
     }
     assert info["models"][2]["methods"] == ["saliency"]  # an export without `explain`
     assert info["imdb"] is False
+
+
+@pytest.mark.parametrize(
+    "source, shown",
+    [
+        ("/home/alice/private/reviews.csv", "reviews.csv"),
+        ("C:\\Users\\alice\\data\\aclImdb\\", "aclImdb"),
+        ("tfds:imdb_reviews", "tfds:imdb_reviews"),
+        ("", None),
+    ],
+)
+def test_the_server_names_a_corpus_without_the_training_machine_s_path(source, shown):
+    # issue 63: /ui/models and the metadata gave the data source's full path
+    predictor = fake_predictor()
+    predictor.metadata = {"metrics": {"data_source": source}}
+    model = serve.served_model("fake", predictor)
+    assert model.corpus == shown and model.describe()["corpus"] == shown
+    assert "alice" not in json.dumps(model.metadata())
 
 
 @pytest.mark.parametrize("name", ["cnn", "han"])
