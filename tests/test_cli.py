@@ -157,3 +157,17 @@ def test_the_training_summary_shows_macro_f1_for_two_classes_and_names_the_media
     assert "test macro-F1        0.4762   (2 classes: neg, pos)" in _class_lines(binary)[0]
     rating = {**binary, "class_names": ["1", "2", "3"], "test_mae": 0.7, "test_mae_median": 0.59}
     assert "0.590 when the model answers the median of its own" in _class_lines(rating)[1]
+
+
+def test_train_summary_shows_class_names_escaped(monkeypatch, capsys):
+    # issue 63: a label pos\x1b[31mRED\x07 turned the terminal red and rang the bell
+    from hatt import training
+    from hatt.cli import train as train_cli
+
+    monkeypatch.setattr(
+        training, "summary", lambda metrics, run_dir: "  pos\x1b[31mRED\x07 0.9\nok"
+    )
+    train_cli.print_summary({}, "runs/x")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "pos\\x1b[31mRED\\x07 0.9" in out and out.endswith("ok\n")

@@ -48,7 +48,6 @@ def cmd_train(args):
     run_dir = Path(
         args.run_dir or Path("runs") / f"{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    # Quoted so that the recorded command can be pasted back into a shell.
     argv = list(sys.argv[1:] if args.argv is None else args.argv)
     # Quoted so that the recorded command can be pasted back into a shell.
     command = shlex.join(["hatt", *argv])
@@ -59,7 +58,7 @@ def cmd_train(args):
     except KeyboardInterrupt:
         print(_interrupted_line(run_dir, config.epochs, argv, args), file=sys.stderr)
         return 130
-    print(training.summary(clf.metrics, run_dir))
+    print_summary(clf.metrics, run_dir)
     if args.export_dir:
         from hatt import export
 
@@ -99,12 +98,14 @@ def add_train_command(sub):
 
     train = sub.add_parser(
         "train",
-        help="train a model family on IMDB, evaluate on the test split, export it",
-        description="Train MODEL on IMDB: vocabulary from the training split, early stopping "
-        "on the validation split (best epoch restored), one evaluation on the test split. "
-        "Settings: the family's preset (hatt/presets/MODEL.json), then --config, then --set.",
+        help="train a model family on your documents (--data; IMDB by default), evaluate on "
+        "the test split, export it",
+        description="Train FAMILY on a corpus (--data: a folder, a table, tfds:NAME; IMDB by "
+        "default): vocabulary from the training split, early stopping on the validation split "
+        "(best epoch restored), one evaluation on the test split. Settings: the family's "
+        "preset (hatt/presets/FAMILY.json), then --config, then --set.",
     )
-    train.add_argument("model", choices=FAMILIES)
+    train.add_argument("model", metavar="FAMILY", choices=FAMILIES, help=", ".join(FAMILIES))
     _add_data(train)
     train.add_argument(
         "--class-weight",
@@ -133,6 +134,16 @@ def add_train_command(sub):
     _add_limit(train)
     _add_run_place(train)
     train.set_defaults(func=cmd_train)
+
+
+def print_summary(metrics, run_dir):
+    """The run's summary, its class names shown as text: a label holding terminal controls
+    (``pos\\x1b[31m``) is printed escaped, never acted on (issue 63)."""
+    from hatt import training
+    from hatt.inspect.terminal import printable
+
+    lines = training.summary(metrics, run_dir).splitlines()
+    print("\n".join(printable(line) for line in lines))
 
 
 def _add_learning_from_elsewhere(train):
