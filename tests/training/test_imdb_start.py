@@ -136,7 +136,9 @@ def test_the_recipe_takes_the_unlabeled_reviews_only_beside_imdb_and_with_a_word
     assert imdb_start.recipe("cnn", False) == ("labeled", {})  # no word encoder to pretrain
     assert imdb_start.start_dir("han", name).name == "imdb-han-unlabeled-v1"
     assert "language model" in imdb_start.plan("han", name, settings)
-    assert "about 7.6 minutes" in imdb_start.plan("cnn", "labeled", {})  # the preset's, measured
+    assert "(7.6 minutes on two cores when measured)" in imdb_start.plan("cnn", "labeled", {})
+    assert "81.8 minutes" in imdb_start.plan("han", "unlabeled", settings)  # the build's own
+    assert "longer than the 12.9 minutes" in imdb_start.plan("rnn", "unlabeled", settings)
 
 
 def test_locate_names_the_source_without_reading_it(tmp_path, monkeypatch):

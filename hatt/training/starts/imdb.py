@@ -85,7 +85,7 @@ def plan(family, recipe_name, settings):
     minutes = spec.imdb_unlabeled_minutes if recipe_name == "unlabeled" else spec.imdb_minutes
     took = "a full IMDB run"
     if minutes:
-        took = f"about {minutes:g} minutes on two cores when measured, more on a busy machine"
+        took = f"{minutes:g} minutes on two cores when measured"
     elif recipe_name == "unlabeled" and spec.imdb_minutes:
         took = f"longer than the {spec.imdb_minutes:g} minutes of the labelled reviews alone"
     return (
