@@ -124,6 +124,16 @@ def test_more_than_two_classes_give_the_channel_the_multiclass_grid(family, caps
     assert (counted.ngram.reduction, counted.ngram.idf) == (preset["reduction"], False)
 
 
+def test_a_run_with_a_start_keeps_the_preset_s_shapes():
+    # the start is the preset trained on IMDB (--init imdb): scaled filters would leave no
+    # layer of the CNN to copy; the channel still scales (it is fit on the new corpus)
+    config = assemble_config("cnn", init="imdb").fit_to_corpus([500, 500])
+    preset = load_preset("cnn")
+    assert config.model_kwargs["filters"] == preset["model_kwargs"]["filters"]
+    assert config.ngram.buckets < preset["ngram"]["buckets"]
+    assert "model_kwargs.filters" not in config.scale and "ngram.buckets" in config.scale
+
+
 def test_no_preset_and_direct_configs_do_not_scale():
     assert assemble_config("cnn", preset="none").scale == []
     config = TrainConfig(ngram={"buckets": 4096})

@@ -460,7 +460,9 @@ def _check_sections(layer, where):
 
 
 def _preset_scaled_keys(settings, config, overrides, config_file):
-    """The keys of :data:`SCALED_KEYS` that ``settings`` (the preset) gave and no later layer set."""
+    """The keys of :data:`SCALED_KEYS` that ``settings`` (the preset) gave and no later layer
+    set. With ``init`` the builder's (``model_kwargs.*``) never scale: the start's shapes are
+    the model's, or its layers could not be copied (the CNN's filters)."""
     later = [translate_legacy(overrides)]
     if config_file:
         later.append(translate_legacy(read_config_file(config_file)))
@@ -470,6 +472,8 @@ def _preset_scaled_keys(settings, config, overrides, config_file):
         if name not in (settings.get(section) or {}):
             continue
         if any(name in (layer.get(section) or {}) for layer in later):
+            continue
+        if section == "model_kwargs" and config.get("init"):
             continue
         if config.get(section) and config[section].get(name) == settings[section][name]:
             keys.append(key)
