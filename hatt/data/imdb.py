@@ -153,20 +153,31 @@ def _read_split(root, split, labels, log, progress=True):
     return Split(texts, np.array(names, dtype=object), ids)
 
 
-def _load_local(path, labels, progress, log):
-    path = Path(path).expanduser()
+def _given_source(source):
+    """``source``, or ``$HATT_IMDB`` when none is given (``None``: tensorflow-datasets)."""
+    if source is None and os.environ.get(ENV_VAR):
+        return os.environ[ENV_VAR]
+    return source
+
+
+def _checked_local(source):
+    """A local source as a :class:`~pathlib.Path`: an existing ``.tar.gz`` or a folder
+    :func:`find_root` accepts (its files are not read)."""
+    path = Path(source).expanduser()
     if not path.exists():
         raise DataNotFoundError(_how_to_provide(f"the path {str(path)!r} does not exist."))
-    if path.is_file():
-        root = _extract(path, progress=progress)
-    else:
-        root = find_root(path)
-        if root is None:
-            raise DataNotFoundError(
-                _how_to_provide(
-                    f"{str(path)!r} is not an aclImdb folder (expected train/ and test/ in it)."
-                )
+    if path.is_dir() and find_root(path) is None:
+        raise DataNotFoundError(
+            _how_to_provide(
+                f"{str(path)!r} is not an aclImdb folder (expected train/ and test/ in it)."
             )
+        )
+    return path
+
+
+def _load_local(path, labels, progress, log):
+    path = _checked_local(path)
+    root = _extract(path, progress=progress) if path.is_file() else find_root(path)
     if progress:
         print(f"Reading IMDB reviews from {root}")
     train = _read_split(root, "train", labels, log, progress)
@@ -189,8 +200,7 @@ def read_imdb(source=None, *, labels="binary", progress=True, log=None):
     tensorflow-datasets only.
     """
     log = ReadLog() if log is None else log
-    if source is None and os.environ.get(ENV_VAR):
-        source = os.environ[ENV_VAR]
+    source = _given_source(source)
     if source is not None and str(source) != TFDS_IMDB:
         return _load_local(source, labels, progress, log)
     if labels == "rating":
@@ -227,19 +237,9 @@ def locate(source=None):
     Raises:
         DataNotFoundError: no source works; the message names the three ways to provide it.
     """
-    if source is None and os.environ.get(ENV_VAR):
-        source = os.environ[ENV_VAR]
+    source = _given_source(source)
     if source is not None and str(source) != TFDS_IMDB:
-        path = Path(source).expanduser()
-        if not path.exists():
-            raise DataNotFoundError(_how_to_provide(f"the path {str(path)!r} does not exist."))
-        if path.is_dir() and find_root(path) is None:
-            raise DataNotFoundError(
-                _how_to_provide(
-                    f"{str(path)!r} is not an aclImdb folder (expected train/ and test/ in it)."
-                )
-            )
-        return path
+        return _checked_local(source)
     if tfds_available("imdb_reviews", host=IMDB_HOST, port=80):
         return TFDS_IMDB
     given = "tensorflow-datasets" if source else f"{ENV_VAR} is not set, and tensorflow-datasets"

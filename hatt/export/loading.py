@@ -233,14 +233,13 @@ def load_trained(path):
             version, or an export without its ``model.keras``).
     """
     path = Path(path)
-    predictor = load(path)
-    if predictor.kind == "keras":
-        return predictor
-    versions = version_numbers(path) or version_numbers(path.parent)
-    folder = path if version_numbers(path) else path.parent
+    if not (path.is_dir() and ((path / "saved_model.pb").is_file() or version_numbers(path))):
+        return load(path)  # a .keras file or a run directory: Keras-backed
+    folder = path if version_numbers(path) else path.parent  # saved_models/NAME
+    versions = version_numbers(folder)
     newest = bool(versions) and (folder == path or path.name == str(versions[-1]))
     if newest and (folder / run_files.MODEL).is_file():
-        return load(folder / run_files.MODEL)
+        return load(folder / run_files.MODEL)  # never the SavedModel itself: loaded for nothing
     raise ExportError(
         f"{str(path)!r} is a SavedModel, whose signature takes raw text only; a model's "
         "layers come from its Keras model: give the saved_models/NAME folder (its newest "
