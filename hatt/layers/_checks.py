@@ -5,6 +5,7 @@ Each check is `check(name, value)` and raises with the message Keras uses,
 """
 
 import functools
+import math
 
 
 def check_positive_int(name, value):
@@ -23,9 +24,16 @@ def check_optional_positive_int(name, value):
 
 
 def check_positive_number(name, value):
-    """Raise unless `value` is an int or float > 0 (bools rejected)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"Expected {name} to be a number > 0. Received: {name}={value!r}")
+    """Raise unless `value` is a finite int or float > 0 (bools, infinity and NaN rejected)."""
+    if not is_finite_number(value) or not value > 0:
+        raise ValueError(f"Expected {name} to be a finite number > 0. Received: {name}={value!r}")
+
+
+def is_finite_number(value):
+    """An int or a float that is neither infinite nor NaN (bools are not numbers here)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    return math.isfinite(value)
 
 
 def check_rate(name, value):

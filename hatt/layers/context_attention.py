@@ -8,6 +8,7 @@ from hatt.layers._checks import (
     check_optional_positive_int,
     check_positive_int,
     check_rate,
+    is_finite_number,
 )
 from hatt.layers._masking import input_width, masked_softmax, to_bool_mask
 from hatt.layers.normalizers import check_normalizer, normalize
@@ -486,9 +487,9 @@ def _check_options(normalizer, local_p, window, hard, temperature, hard_k):
     check_normalizer(normalizer)
     if hard not in HARD:
         raise ValueError(f"Expected hard to be one of {HARD}. Received: hard={hard!r}")
-    if not _is_number(temperature) or not temperature > 0:
+    if not is_finite_number(temperature) or not temperature > 0:
         raise ValueError(
-            f"Expected temperature to be a float > 0. Received: temperature={temperature!r}"
+            f"Expected temperature to be a finite float > 0. Received: temperature={temperature!r}"
         )
     if not isinstance(hard_k, int) or isinstance(hard_k, bool) or hard_k < 1:
         raise ValueError(f"Expected hard_k to be an int >= 1. Received: hard_k={hard_k!r}")

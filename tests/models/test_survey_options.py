@@ -77,7 +77,7 @@ def test_the_attention_temperature_reaches_every_pooling_attention(family):
     pooling = [n for n in ATTENTIONS[family] if n.endswith("_attention")]
     for name in pooling:
         assert model.get_layer(name).temperature == 0.25
-    with pytest.raises(ValueError, match="attention_temperature to be a number > 0"):
+    with pytest.raises(ValueError, match="attention_temperature to be a finite number > 0"):
         hatt.models.build(family, vocabulary_size=60, attention_temperature=0, **KWARGS[family])
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from hatt import training
+from hatt import layers, training
 from hatt.training.run import loop
 from hatt.training.settings import config as config_lib
 
@@ -178,6 +178,11 @@ def test_set_values_must_be_json_except_words_for_text_settings():
         training.parse_overrides(["ngram.C=big"])
     with pytest.raises(ValueError, match="epochs"):
         training.parse_overrides(["epochs=three"])
+    # a builder argument is described by its default's kind (it said "a dict")
+    with pytest.raises(ValueError, match=r"model_kwargs.filters=VALUE to be an int written as"):
+        training.parse_overrides(["model_kwargs.filters=abc"])
+    with pytest.raises(ValueError, match=r"model_kwargs.dropout=VALUE to be a float written as"):
+        training.parse_overrides(["model_kwargs.dropout=high"])
 
 
 @pytest.mark.parametrize(
@@ -265,6 +270,14 @@ def test_nblr_with_the_mean_reduction_needs_its_own_C():
             r"Expected learning_rate to be a number > 0. Received: learning_rate=-1.0",
         ),
         ({"learning_rate": 0.0}, "learning_rate to be a number > 0"),
+        # issue 63: infinity, seeds NumPy and Keras cannot take, builder values at the door
+        ({"learning_rate": float("inf")}, r"learning_rate to be a finite number.*=inf"),
+        ({"seed": -1}, r"Expected seed to be an int from 0 to 4294967295.*seed=-1"),
+        ({"seed": 2**70}, r"seed to be an int from 0 to 4294967295.*=1180591620717411303424"),
+        (
+            {"model_kwargs": {"filters": 0}},
+            r"Expected model_kwargs.filters to be a positive int. Received: model_kwargs.filters=0",
+        ),
         ({"monitor": "bogus"}, r"Expected monitor to be one of \('val_loss', 'val_accuracy'\)"),
         ({"epochs": -1}, r"Expected epochs to be an int >= 1. Received: epochs=-1"),
         ({"bach_size": 3}, r"'bach_size' \(did you mean 'batch_size'\?\)"),
@@ -274,6 +287,18 @@ def test_silent_wrong_settings_are_refused_at_the_door(overrides, message):
     """Issue 33, item 1: checked before any data is read, naming the setting."""
     with pytest.raises(ValueError, match=message):
         training.assemble_config("cnn", preset="cnn", overrides=overrides)
+
+
+def test_attention_temperature_of_infinity_is_refused_when_settings_are_assembled():
+    # issue 63: attention_temperature=Infinity trained (a uniform attention) without a word
+    for overrides in (
+        {"model_kwargs": {"attention_temperature": float("inf")}},
+        ["model_kwargs.attention_temperature=Infinity"],
+    ):
+        with pytest.raises(ValueError, match=r"attention_temperature to be a finite number > 0"):
+            training.assemble_config("han", preset="han", overrides=overrides)
+    with pytest.raises(ValueError, match=r"temperature to be a finite float > 0"):
+        layers.ContextAttention(temperature=float("inf"))
 
 
 def test_the_batch_memory_bound_never_refuses_a_preset_and_suggests_a_power_of_two():

@@ -1,6 +1,7 @@
 """The checks every settings section runs on its values: types against annotations, ranges, choices."""
 
 import dataclasses
+import math
 import types
 import typing
 
@@ -37,6 +38,8 @@ def check_type(name, value, annotation):
         raise ValueError(
             f"Expected {name} to be {describe_kinds(kinds)}. Received: {name}={value!r}"
         )
+    if isinstance(value, float) and not math.isfinite(value):  # no setting means infinity
+        raise ValueError(f"Expected {name} to be a finite number. Received: {name}={value!r}")
 
 
 def check_fields(instance, prefix=""):
@@ -45,6 +48,17 @@ def check_fields(instance, prefix=""):
         if dataclasses.is_dataclass(kinds_of(hints[field.name])[0]):
             continue  # a nested section checks itself
         check_type(prefix + field.name, getattr(instance, field.name), hints[field.name])
+
+
+SEEDS = (0, 2**32 - 1)  # what NumPy's and Keras' random seeds take
+
+
+def check_seed(name, value):
+    if not SEEDS[0] <= value <= SEEDS[1]:
+        raise ValueError(
+            f"Expected {name} to be an int from {SEEDS[0]} to {SEEDS[1]} (2**32 - 1). "
+            f"Received: {name}={value!r}"
+        )
 
 
 def check_positive_int(name, value, minimum=1):

@@ -16,19 +16,21 @@ by :func:`translate_legacy`, so old config files and run directories load.
 """
 
 import dataclasses
+import inspect
 import json
 import typing
 
 from hatt import models
 from hatt import presets as presets_package
 from hatt.data.readers.files import read_json_object
-from hatt.models._checks import unknown_keys_error
+from hatt.models._checks import ARGUMENT_CHECKS, unknown_keys_error
 from hatt.names import CLASS_WEIGHTS, STRATEGIES
 from hatt.training.settings import glove, scale
 from hatt.training.settings.checks import (
     check_choice,
     check_fields,
     check_positive_int,
+    check_seed,
     check_share,
     check_type,
     describe_kinds,
@@ -228,6 +230,7 @@ class TrainConfig:
                 raise ValueError(
                     f"Expected {name} to be a number > 0. Received: {name}={getattr(self, name)!r}"
                 )
+        check_seed("seed", self.seed)
         check_choice("monitor", self.monitor, MONITORS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_choice("learning_rate_decay", self.learning_rate_decay, DECAYS)
@@ -326,6 +329,10 @@ def check_model_kwargs(family, model_kwargs):
     unknown = sorted(set(model_kwargs) - set(known))
     if unknown:
         raise unknown_keys_error(f"model_kwargs for {family}", unknown, known)
+    for key, value in model_kwargs.items():  # each value as the builder will check it
+        check = ARGUMENT_CHECKS.get(key)
+        if check is not None and value is not None:
+            check(f"model_kwargs.{key}", value)
 
 
 # === Overrides and layering ==========================================================
@@ -333,8 +340,6 @@ def check_model_kwargs(family, model_kwargs):
 
 def _string_keys():
     """Dotted keys whose values are strings, so ``--set KEY=word`` needs no JSON quotes."""
-    import inspect
-
     hints = typing.get_type_hints(TrainConfig)
     keys = {name for name, hint in hints.items() if str in kinds_of(hint)}
     ngram = typing.get_type_hints(NgramSettings)
@@ -355,7 +360,19 @@ def _expected(key):
     head, _, rest = key.partition(".")
     if head == "ngram" and rest:
         hints, head = typing.get_type_hints(NgramSettings), rest
+    if head == "model_kwargs" and rest:  # a builder argument: the kind of its default
+        defaults = {
+            type(default)
+            for builder in models.registry.BUILDERS.values()
+            for name, default in _builder_defaults(builder)
+            if name == rest and default is not None
+        }
+        return describe_kinds(sorted(defaults, key=str)) if defaults else "a JSON value"
     return describe_kinds(kinds_of(hints[head])) if head in hints else "a JSON value"
+
+
+def _builder_defaults(builder):
+    return [(n, p.default) for n, p in inspect.signature(builder).parameters.items()]
 
 
 def parse_overrides(pairs):
