@@ -263,6 +263,7 @@ class Vectorizer(keras.layers.Layer):
             seen += batch_size
             bar.update(min(seen, total) if total else seen)
         kept = [(w, n) for w, n in counts.items() if n >= self.min_count]
+        _check_kept(kept, counts, self.min_count)
         kept.sort(key=lambda item: (-item[1], item[0]))
         self.set_vocabulary([w.decode("utf-8") for w, _ in kept[: self.max_tokens - 2]])
         return self
@@ -427,6 +428,23 @@ def at_least_one(dense, pad_value=PAD_ID):
     rank = dense.shape.rank
     paddings = [[0, 0]] + [[0, tf.maximum(0, 1 - shape[i])] for i in range(1, rank)]
     return tf.pad(dense, paddings, constant_values=pad_value)
+
+
+def _check_kept(kept, counts, min_count):
+    """A vocabulary of no word would train on padding and out-of-vocabulary ids alone."""
+    if kept:
+        return
+    if not counts:
+        raise ValueError(
+            "Expected the training texts to hold words. Received: texts in which the "
+            "tokenizer found no word (only punctuation, markup or whitespace?)"
+        )
+    most = max(counts.values())
+    raise ValueError(
+        f"Expected min_count to keep some words of the training texts. Received: "
+        f"min_count={min_count}, where the most frequent of their {len(counts)} words occurs "
+        f"{most} time(s): lower min_count (2 by default)."
+    )
 
 
 @functools.cache

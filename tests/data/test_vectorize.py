@@ -42,6 +42,14 @@ def test_min_count_and_max_tokens():
     assert capped.get_vocabulary() == ["", "[UNK]", "film", "good"]
 
 
+def test_a_vocabulary_of_no_word_is_refused():
+    # issue 63: min_count=10**6 trained on padding and out-of-vocabulary ids alone
+    with pytest.raises(ValueError, match=r"min_count=1000000, where the most frequent .* occurs"):
+        Vectorizer(min_count=10**6).adapt(TRAIN)
+    with pytest.raises(ValueError, match="found no word"):
+        Vectorizer(min_count=1).adapt(["...", "!!", ""])
+
+
 def test_empty_reviews_give_one_padding_step():
     v = Vectorizer(max_tokens=10, min_count=1).adapt(["a b"])
     assert v(["", "   "]).numpy().tolist() == [[0], [0]]
