@@ -97,6 +97,25 @@ def test_another_task_keeps_its_fresh_head(source):
     assert info["head"].startswith("other classes")
 
 
+def test_word_rows_of_another_width_are_left_not_broadcast(source):
+    # issue 63: from_model(..., preset=OTHER) met a NumPy broadcast error where the new
+    # embedding had as many rows a word but another width; now that layer starts fresh
+    vectorizer = hatt.data.Vectorizer(max_tokens=150, min_count=1, sequence_length=20)
+    vectorizer.adapt(planted(60, 5).texts)
+    model = hatt.models.build(
+        "rnn",
+        vocabulary_size=vectorizer.vocabulary_size,
+        num_classes=2,
+        embedding_dim=TINY["embedding_dim"] + 3,
+        units=TINY["units"],
+    )
+    start = model.get_layer("embedding").get_weights()[0].copy()
+    info = transfer.init_from_model(model, vectorizer, source.class_names, source)
+    assert info["left"]["embedding"].startswith("other shapes")
+    np.testing.assert_array_equal(model.get_layer("embedding").get_weights()[0], start)
+    assert info["embedding_words"] == 0
+
+
 def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch):
     from hatt.training.run import datasets as corpus_lib
 
@@ -106,11 +125,11 @@ def test_a_bad_init_fails_before_any_data_is_read(trained, tmp_path, monkeypatch
     monkeypatch.setattr(corpus_lib.Corpus, "open", no_data)
     texts = planted(40, 3)
     with pytest.raises(ValueError, match="Expected init to name a trained hatt model"):
-        hatt.TextClassifier("rnn", init=str(tmp_path / "nowhere"), **TINY).fit(
+        hatt.TextClassifier("rnn", preset=None, init=str(tmp_path / "nowhere"), **TINY).fit(
             texts.texts, texts.labels, run_dir=tmp_path / "a", verbose=0
         )
     with pytest.raises(ValueError, match="Expected init to be a han model"):
-        hatt.TextClassifier("han", init=str(trained), word_vectors=None).fit(
+        hatt.TextClassifier("han", preset=None, init=str(trained), word_vectors=None).fit(
             texts.texts, texts.labels, run_dir=tmp_path / "b", verbose=0
         )
 
@@ -268,7 +287,7 @@ def test_a_resumed_run_freezes_as_the_uninterrupted_one(trained, unfrozen, tmp_p
     shutil.copytree(unfrozen.stopped[stopped_after], run_dir)
     assert not (run_dir / "metrics.json").exists()  # an unfinished run
     watch = _Weights()
-    clf = hatt.TextClassifier("rnn", init=str(trained), **UNFREEZE)
+    clf = hatt.TextClassifier("rnn", preset=None, init=str(trained), **UNFREEZE)
     clf.fit(*_other_task(), run_dir=run_dir, callbacks=[watch], verbose=0)
     assert sorted(watch.epochs) == list(range(stopped_after, 3))
     if stopped_after == 1:  # epoch 2 (index 1) frozen: the encoder still as copied

@@ -116,7 +116,8 @@ def _row_mapped(target, source, vocabulary, source_vocabulary):
     here, there = zip(*pairs, strict=True) if pairs else ((), ())
     weights = []
     for mine, theirs in zip(target.get_weights(), source.get_weights(), strict=True):
-        if mine.shape[0] == len(vocabulary) and theirs.shape[0] == len(source_vocabulary):
+        by_word = mine.shape[0] == len(vocabulary) and theirs.shape[0] == len(source_vocabulary)
+        if by_word and mine.shape[1:] == theirs.shape[1:]:  # same width a word
             mine = np.array(mine)
             mine[list(here)] = theirs[list(there)]
             weights.append(mine)
