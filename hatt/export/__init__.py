@@ -159,8 +159,11 @@ from hatt.export.writer import (
     STALE_SECONDS,
     TEMPORARY_PREFIX,
     ExportResult,
+    disk_full_error,
     export,
+    is_disk_full,
     remove_stale_temporaries,
+    save_keras,
     save_saved_model,
     write_export,
 )
@@ -193,6 +196,9 @@ __all__ = [
     "read_class_names",
     "remove_stale_temporaries",
     "run_facts",
+    "disk_full_error",
+    "is_disk_full",
+    "save_keras",
     "save_saved_model",
     "write_export",
 ]

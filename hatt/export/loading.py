@@ -3,6 +3,7 @@
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import keras
@@ -45,6 +46,12 @@ def read_class_names(run_dir):
 
 def text_model_from_keras(path, family=None):
     path = Path(path)
+    if path.suffix == ".keras" and path.is_file() and not zipfile.is_zipfile(path):
+        raise ExportError(  # Keras says "File not found" of a file it cannot open as a zip
+            f"{str(path)!r} is not a complete .keras file: a .keras file is a zip archive, and "
+            f"this one ({path.stat().st_size:,} bytes) is truncated or damaged (a save cut "
+            "short, a full disk, a partial copy?). Save or export the model again."
+        )
     try:
         # compile=False: what is exported or served never trains, and a run's optimizer
         # state (Adam's two moments a weight) would triple the export's model.keras.
@@ -181,7 +188,10 @@ def load(path):
             raise ExportError(
                 f"Expected a .keras file or a model folder. Received the file {str(path)!r}."
             )
-        return Predictor.from_text_model(text_model_from_keras(path), path, facts_beside(path))
+        text_model = text_model_from_keras(path)  # its own facts, then its folder's
+        beside = {k: v for k, v in facts_beside(path).items() if v not in (None, [], {})}
+        facts = {**text_model.facts, **beside}
+        return Predictor.from_text_model(text_model, path, facts)
     if (path / "saved_model.pb").is_file():
         return _load_saved_model(path)
     versions = version_numbers(path)

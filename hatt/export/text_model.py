@@ -1,5 +1,7 @@
 """The raw-text model: :class:`TextModel` joins a Vectorizer and an id model (one function, three homes)."""
 
+import json
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -10,6 +12,9 @@ from hatt.data.corpus import BINARY_CLASSES
 from hatt.data.vectorize import PAD_ID, PAD_TOKEN, Vectorizer, text_batch
 from hatt.export import attribution
 from hatt.models.wiring import plain_recurrences
+
+# The facts of a run a TextModel carries in its .keras file (hatt.export.model_warnings reads them).
+MODEL_FACTS = ("ngram", "warnings")
 
 
 @keras.saving.register_keras_serializable(package="hatt")
@@ -61,7 +66,7 @@ class TextModel(keras.Model):
     >>> out["probability"], out["tokens"], out["word_attention"]
     """
 
-    def __init__(self, model, vectorizer, family=None, class_names=None, **kwargs):
+    def __init__(self, model, vectorizer, family=None, class_names=None, facts=None, **kwargs):
         kwargs.setdefault("name", "text_model")
         super().__init__(**kwargs)
         if isinstance(model, dict):
@@ -82,10 +87,25 @@ class TextModel(keras.Model):
         self.vectorizer = vectorizer
         self.num_classes = models.head.num_classes_of(model)
         self.class_names = check_class_names(class_names, self.num_classes)
+        self.facts = facts
         # Serialized before the views exist (they add nodes to the model's layers).
         self._model_config = keras.saving.serialize_keras_object(model)
         self._views = models.explanation_view(model)
         self.built = True
+
+    @property
+    def facts(self):
+        """What the model's run found about its parts (:data:`MODEL_FACTS`: the n-gram
+        channel's mix, the run's warnings), carried inside its ``.keras`` file so a
+        model saved alone still says why its parts should not be read alone
+        (:func:`hatt.export.model_warnings`)."""
+        return json.loads(self._facts)
+
+    @facts.setter
+    def facts(self, value):
+        value = value if isinstance(value, dict) else {}
+        kept = {k: value[k] for k in MODEL_FACTS if value.get(k) is not None}
+        self._facts = json.dumps(kept, default=float)  # a str: Keras tracks no dict of it
 
     @property
     def prediction_keys(self):
@@ -446,6 +466,7 @@ class TextModel(keras.Model):
                 "vectorizer": keras.saving.serialize_keras_object(self.vectorizer),
                 "family": self.family,
                 "class_names": list(self.class_names),
+                "facts": self.facts,
             }
         )
         return config

@@ -1,6 +1,7 @@
 """Writing an export: the next SavedModel version of a model, atomically, beside its Keras files."""
 
 import dataclasses
+import errno
 import os
 import shutil
 import tempfile
@@ -150,6 +151,10 @@ def write_export(text_model, out, metadata=None):
         version = _write_version(text_model, facts, staging, out)
         keras_file = _write_keras_files(text_model, staging, out, version)
         _write_index(out, staging)
+    except Exception as error:
+        if is_disk_full(error):
+            raise disk_full_error(out, error) from error
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ExportResult(
@@ -160,6 +165,59 @@ def write_export(text_model, out, metadata=None):
         family=text_model.family,
         score_kind=text_model.score_kind,
         seconds=round(time.perf_counter() - start, 2),
+    )
+
+
+def save_keras(text_model, path, facts=None):
+    """Write ``text_model`` as the ``.keras`` file ``path``, whole or not at all.
+
+    ``facts``: what its run recorded (a Predictor's ``metadata``); the n-gram mix and
+    the run's warnings go inside the file (:attr:`TextModel.facts`), so the model
+    loaded alone still warns as ``hatt inspect`` does.
+
+    Written under a temporary name beside ``path`` and renamed into place: a save
+    cut short (a full disk, Ctrl-C) leaves no truncated ``.keras`` at ``path`` (an
+    earlier file there stays as it was).
+
+    Raises:
+        ExportError: the disk filled up (:func:`disk_full_error`).
+    """
+    path = Path(path)
+    if facts is not None:
+        text_model.facts = facts
+    temporary = path.with_name(f".tmp-{path.stem}-{os.getpid()}.keras")  # Keras wants .keras
+    try:
+        text_model.save(temporary)
+        os.replace(temporary, path)
+    except BaseException as error:
+        temporary.unlink(missing_ok=True)
+        if is_disk_full(error):
+            raise disk_full_error(path, error) from error
+        raise
+    return path
+
+
+def is_disk_full(error):
+    """An ``OSError`` (or TensorFlow's ``ResourceExhaustedError``) of a full disk or quota."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    full = ("No space left on device", "Disk quota exceeded")
+    return isinstance(error, tf.errors.ResourceExhaustedError) and any(
+        m in str(error) for m in full
+    )
+
+
+def disk_full_error(path, error):
+    """The :class:`ExportError` of a write to ``path`` that met a full disk: where, how much
+    room is left, and that nothing half-written was left behind."""
+    where = Path(path).resolve()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free / 2**20
+    return ExportError(
+        f"The disk is full: writing {str(path)!r} stopped ({free:,.1f} MiB free on the disk "
+        f"of {str(where)!r}; {type(error).__name__}). Nothing half-written was left in its "
+        "place. Free some space, or write the model elsewhere."
     )
 
 
