@@ -1,20 +1,28 @@
-"""How ``import hatt`` starts inside the ``hatt`` command: quiet, and light for ``--help``.
+"""How ``import hatt`` starts: quiet, and light for the ``hatt`` command's ``--help``.
 
 TensorFlow writes a start-up block to standard error while it is imported
 (oneDNN, CUDA lookups; "E0000 ... failed call to cuInit" on a machine without
 a GPU) through its C++ logger, before ``TF_CPP_MIN_LOG_LEVEL`` is read for all
-of them. In the ``hatt`` command (not in a user's own Python) the import runs
-with file descriptor 2 pointed at ``/dev/null`` and ``TF_CPP_MIN_LOG_LEVEL=3``
-(unless ``--verbose``), and a help request (``hatt``, ``hatt --help``,
-``hatt train --help``) imports no TensorFlow at all: the subpackages load when
-first used (:func:`hatt.__getattr__`).
+of them, and a WARNING each time a graph is traced again for a new shape or
+model ("triggered tf.function retracing": hatt traces one graph a model and
+split on purpose). When quiet, the import runs with file descriptor 2 pointed
+at ``/dev/null`` and ``TF_CPP_MIN_LOG_LEVEL=3``, and the retracing warning is
+dropped. Quiet is the default in the ``hatt`` command (``--verbose`` lets
+TensorFlow speak) and in a user's own Python, where TensorFlow is left to
+speak when it was imported before hatt, when ``TF_CPP_MIN_LOG_LEVEL`` is set,
+or with ``HATT_VERBOSE=1``. A help request (``hatt``, ``hatt --help``, ``hatt
+train --help``) imports no TensorFlow at all: the subpackages load when first
+used (:func:`hatt.__getattr__`).
 """
 
 import contextlib
+import logging
 import os
 import sys
 
 VERBOSE_FLAG = "--verbose"
+VERBOSE_VARIABLE = "HATT_VERBOSE"  # =1: a user's own Python lets TensorFlow speak
+RETRACING = "triggered tf.function retracing"
 
 
 def command_arguments():
@@ -57,12 +65,35 @@ def quiet_native_logs():
         os.close(devnull)
 
 
+def python_is_quiet():
+    """A user's own Python: quiet unless TensorFlow came first, its log level is set, or
+    ``HATT_VERBOSE=1``."""
+    verbose = os.environ.get(VERBOSE_VARIABLE, "").lower() in ("1", "true", "yes")
+    return (
+        not verbose and "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+    )
+
+
+class _DropRetracing(logging.Filter):
+    def filter(self, record):
+        return RETRACING not in record.getMessage()
+
+
+def drop_retracing_warnings():
+    """TensorFlow's "triggered tf.function retracing" WARNING dropped (once per process)."""
+    logger = logging.getLogger("tensorflow")
+    if not any(isinstance(f, _DropRetracing) for f in logger.filters):
+        logger.addFilter(_DropRetracing())
+
+
 def plan():
     """``(light, quiet)`` for this process: import nothing heavy; silence TF's start-up."""
     arguments = command_arguments()
     if arguments is None:
-        return False, False
-    quiet = VERBOSE_FLAG not in arguments
+        light, quiet = False, python_is_quiet()
+    else:
+        light, quiet = is_help_request(arguments), VERBOSE_FLAG not in arguments
     if quiet:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    return is_help_request(arguments), quiet
+        drop_retracing_warnings()
+    return light, quiet

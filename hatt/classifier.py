@@ -48,6 +48,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
+import keras
 import numpy as np
 
 from hatt import export, models, training
@@ -181,9 +182,9 @@ class Explanations(list):
 class TextClassifier:
     """A document classifier on raw text: preset + vectorizer + backbone + head + n-gram channel.
 
-    Build it with :meth:`from_preset` (the tuned settings of ``hatt train``),
-    ``TextClassifier(family, **settings)`` (the bare defaults plus ``settings``)
-    or :meth:`from_model` (starting from a trained model, ``--init``; ``init="imdb"``:
+    Build it with ``TextClassifier(family, **settings)`` (the family's tuned
+    preset, as ``hatt train FAMILY``, plus ``settings``; ``preset=None``: the bare
+    defaults), :meth:`from_preset` (a preset by name) or :meth:`from_model` (starting from a trained model, ``--init``; ``init="imdb"``:
     hatt's IMDB start of the family, built once and cached,
     :mod:`hatt.training.starts.imdb`), train it with :meth:`fit`, then :meth:`predict`,
     :meth:`predict_labels`,
@@ -192,8 +193,10 @@ class TextClassifier:
 
     Args:
         family: ``"cnn"``, ``"rnn"``, ``"transformer"`` or ``"han"``.
-        preset: a preset's name (``hatt/presets/NAME.json``), or ``None`` for the
-            bare :class:`hatt.training.TrainConfig` defaults.
+        preset: ``"default"``: the family's own preset (``hatt/presets/FAMILY.json``,
+            the tuned settings ``hatt train FAMILY`` uses: its n-gram channel, and
+            shapes scaled to the corpus); a preset's name; or ``None`` for the bare
+            :class:`hatt.training.TrainConfig` defaults.
         **settings: :class:`hatt.training.TrainConfig` fields (``epochs``,
             ``batch_size``, ``learning_rate``, ``ngram``, ``model_kwargs``,
             ``validation_size``, ``seed``, ...) and arguments of the family's
@@ -215,7 +218,9 @@ class TextClassifier:
             range (TrainConfig's checks), before any training.
     """
 
-    def __init__(self, family=models.DEFAULT_FAMILY, *, preset=None, **settings):
+    def __init__(
+        self, family=models.DEFAULT_FAMILY, *, preset=config_lib.DEFAULT_PRESET, **settings
+    ):
         overrides = settings_overrides(family, settings)
         config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
         self._start(config, config.model)
@@ -245,7 +250,7 @@ class TextClassifier:
         return cls(preset_family(name), preset=name, **overrides)
 
     @classmethod
-    def from_model(cls, path, *, preset="default", **settings):
+    def from_model(cls, path, *, preset=config_lib.DEFAULT_PRESET, **settings):
         """A classifier that starts from the trained hatt model at ``path`` (``--init``).
 
         Its family is the trained model's; ``fit`` copies the trained model's
@@ -434,6 +439,7 @@ class TextClassifier:
         """
         config = self._config_for(epochs)
         config, unlabeled = self._unlabeled(config, unlabeled)
+        callbacks = _checked_callbacks(callbacks)
         texts = self._documents(config, x, y, validation_data)
         if config.strategy == "default":  # a multi-worker strategy must precede any op:
             loop.check_buildable(config)  # then the loop's first step checks the settings
@@ -630,13 +636,17 @@ class TextClassifier:
         """Write the model as one ``.keras`` file (vocabulary and weights inside).
 
         :func:`hatt.load` (or ``keras.saving.load_model`` after ``import hatt``)
-        reloads it without ``custom_objects``.
+        reloads it without ``custom_objects``. Written under a temporary name and
+        renamed: a save cut short leaves no truncated file at ``path``.
+
+        Raises:
+            hatt.export.ExportError: the disk is full (nothing is left at ``path``).
         """
         path = Path(path)
         if path.suffix != ".keras":
             raise ValueError(f"Expected a path ending in .keras. Received: path={str(path)!r}")
-        self.text_model.save(path)
-        return path
+        # whole or not at all, with what its run found (the warnings a notebook shows)
+        return export.save_keras(self.text_model, path, self.predictor.metadata)
 
     def export(self, out):
         """Write the next version of a TF Serving export into ``out`` (as ``hatt export``).
@@ -650,6 +660,27 @@ class TextClassifier:
         if self.metrics:
             metadata["metrics"] = self.metrics
         return export.write_export(self.text_model, Path(out), metadata)
+
+
+def _checked_callbacks(callbacks):
+    """fit's ``callbacks`` as a list of Keras callbacks, checked before any work."""
+    if callbacks is None:
+        return None
+    if isinstance(callbacks, keras.callbacks.Callback):
+        return [callbacks]
+    if not isinstance(callbacks, list | tuple):
+        raise ValueError(
+            "Expected callbacks to be a list of keras.callbacks.Callback. Received: "
+            f"callbacks of type {type(callbacks).__name__}"
+        )
+    for i, callback in enumerate(callbacks):
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise ValueError(
+                "Expected callbacks to hold keras.callbacks.Callback instances (e.g. "
+                f"keras.callbacks.CSVLogger('log.csv')). Received: callbacks[{i}]="
+                f"{callback!r:.80} ({type(callback).__name__})"
+            )
+    return list(callbacks)
 
 
 def load(path):

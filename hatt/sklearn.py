@@ -1,8 +1,8 @@
 """hatt.sklearn.HattClassifier: :class:`hatt.TextClassifier` as a scikit-learn estimator.
 
-``HattClassifier(family="cnn", epochs=3, dropout=0.3).fit(texts, labels)`` trains
-a :class:`hatt.TextClassifier` (``TextClassifier(family, **params)``, or
-``from_preset(preset, **params)``) and follows scikit-learn's conventions:
+``HattClassifier(family="cnn", epochs=3).fit(texts, labels)`` trains a
+:class:`hatt.TextClassifier` (``TextClassifier(family, preset=preset, **params)``:
+the family's tuned preset by default, as ``hatt train FAMILY``) and follows scikit-learn's conventions:
 ``get_params`` / ``set_params`` (every setting of ``TextClassifier`` is a
 parameter, stored as given), ``fit`` / ``predict`` / ``predict_proba`` /
 ``score``, ``classes_`` in ``np.unique(y)`` order (the order scikit-learn
@@ -36,8 +36,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from hatt.classifier import TextClassifier
-from hatt.data.documents import check_texts, label_names
+from hatt.data.documents import check_documents, check_texts, label_names
 from hatt.models import DEFAULT_FAMILY
+from hatt.training.settings.config import DEFAULT_PRESET
 
 
 class HattClassifier(ClassifierMixin, BaseEstimator):
@@ -45,8 +46,9 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
 
     Args:
         family: ``"cnn"``, ``"rnn"``, ``"transformer"`` or ``"han"``.
-        preset: a preset's name (the tuned settings of ``hatt train``), or
-            ``None`` for the bare defaults.
+        preset: ``"default"``: the family's own preset (the tuned settings of
+            ``hatt train FAMILY``); a preset's name; or ``None`` for the bare
+            defaults.
         epochs: the most epochs (``None``: the settings').
         verbose: Keras ``fit``'s verbosity (``0``: quiet).
         **params: settings of :class:`hatt.TextClassifier` (``dropout``,
@@ -66,7 +68,9 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
     >>> search.fit(texts, labels).best_params_
     """
 
-    def __init__(self, family=DEFAULT_FAMILY, preset=None, epochs=None, verbose=0, **params):
+    def __init__(
+        self, family=DEFAULT_FAMILY, preset=DEFAULT_PRESET, epochs=None, verbose=0, **params
+    ):
         self.family = family
         self.preset = preset
         self.epochs = epochs
@@ -99,9 +103,9 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     def _classifier(self):
-        if self.preset is not None:
+        if self.preset not in (None, DEFAULT_PRESET):  # a preset by name names its family
             return TextClassifier.from_preset(self.preset, **self._params)
-        return TextClassifier(self.family, **self._params)
+        return TextClassifier(self.family, preset=self.preset, **self._params)
 
     def fit(self, X, y):
         """Train a new :class:`hatt.TextClassifier` on documents ``X`` and labels ``y``.
@@ -122,9 +126,15 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
                 "Expected each label of y to name its own class. Received labels that name the "
                 f"same class (3, 3.0, '3' and '3.0' are one class): {classes.tolist()}"
             )
-        texts = check_texts(X, "X")
+        texts, kept = check_documents(X, names, "X", "y")  # empty texts skipped, counted
+        emptied = sorted(set(class_names) - set(kept))
+        if emptied:
+            raise ValueError(
+                f"Expected documents with text in every class of y. Received: every document "
+                f"of the class(es) {emptied} has an empty or missing text in X"
+            )
         classifier = self._classifier()
-        classifier.fit(texts, names, epochs=self.epochs, verbose=self.verbose)
+        classifier.fit(texts, kept, epochs=self.epochs, verbose=self.verbose)
         self.classifier_ = classifier
         self.classes_ = classes
         self._columns = [classifier.class_names.index(name) for name in class_names]

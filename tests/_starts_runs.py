@@ -47,7 +47,7 @@ def unlabeled_documents(corpus):
 
 def _fit(folder):
     texts = corpus()
-    clf = hatt.TextClassifier("rnn", unlabeled_vocabulary=True, **SETTINGS, **MODEL)
+    clf = hatt.TextClassifier("rnn", preset=None, unlabeled_vocabulary=True, **SETTINGS, **MODEL)
     clf.fit(texts, run_dir=folder / "run", verbose=0, unlabeled=unlabeled_documents(texts))
     facts = {"run_dir": folder / "run", "metrics": clf.metrics}
     return facts, facts

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import hatt
+import hatt.classifier
 from hatt.training.run import loop
 from tests._fresh_process import run_json_script
 from tests.conftest import planted
@@ -74,7 +75,7 @@ def fitted(train):
     """The module's classifier and the epochs its callback saw end."""
     seen = []
     callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
-    clf = hatt.TextClassifier("cnn", **TINY_CNN)
+    clf = hatt.TextClassifier("cnn", preset=None, **TINY_CNN)
     return clf.fit(train.texts, names(train), callbacks=[callback], verbose=0), seen
 
 
@@ -217,9 +218,10 @@ def test_a_trained_classifier_pickles_to_a_fresh_process_and_deep_copies(clf, te
     twin = copy.deepcopy(clf)
     np.testing.assert_allclose(twin.predict(texts), expected, atol=1e-6)
     assert twin.predictor.metadata == clf.predictor.metadata and twin.history == clf.history
-    untrained = copy.deepcopy(hatt.TextClassifier("cnn", **TINY_CNN))
+    untrained = copy.deepcopy(hatt.TextClassifier("cnn", preset=None, **TINY_CNN))
     assert (
-        not untrained.trained and untrained.config == hatt.TextClassifier("cnn", **TINY_CNN).config
+        not untrained.trained
+        and untrained.config == hatt.TextClassifier("cnn", preset=None, **TINY_CNN).config
     )
 
 
@@ -250,7 +252,7 @@ def test_a_dataset_numbers_and_validation_data(tmp_path, train):
     dataset = tf.data.Dataset.from_tensor_slices((train.texts, values)).batch(32)
     validation = planted(30, 5)
     run_dir = tmp_path / "run"
-    clf = hatt.TextClassifier("cnn", **TINY_CNN).fit(
+    clf = hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(
         dataset,
         validation_data=(validation.texts, np.array([10, 9])[validation.labels]),
         epochs=2,
@@ -319,7 +321,7 @@ def test_hatt_train_is_textclassifier_fit_on_the_settings_data_source(tmp_path, 
 
 
 def test_documents_beside_a_data_source_setting_are_refused(no_training, tmp_path):
-    clf = hatt.TextClassifier("cnn", data=str(tmp_path / "train.csv"), **TINY_CNN)
+    clf = hatt.TextClassifier("cnn", preset=None, data=str(tmp_path / "train.csv"), **TINY_CNN)
     with pytest.raises(ValueError, match="not both"):
         clf.fit(["a b", "c d"], ["neg", "pos"])
 
@@ -344,7 +346,7 @@ def test_documents_beside_a_data_source_setting_are_refused(no_training, tmp_pat
 )
 def test_bad_documents_are_refused_before_training(no_training, x, y, message):
     with pytest.raises(ValueError, match=message):
-        hatt.TextClassifier("cnn", **TINY_CNN).fit(x, y)
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(x, y)
 
 
 def test_an_infinite_dataset_is_refused_instead_of_read_forever(no_training):
@@ -353,7 +355,7 @@ def test_an_infinite_dataset_is_refused_instead_of_read_forever(no_training):
 
     dataset = tf.data.Dataset.from_tensor_slices((["a b", "c d"], ["neg", "pos"])).repeat()
     with pytest.raises(ValueError, match=r"Expected x to be a finite dataset.*\.take\(N\)"):
-        hatt.TextClassifier("cnn", **TINY_CNN).fit(dataset)
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(dataset)
 
 
 @pytest.mark.parametrize(
@@ -364,8 +366,11 @@ def test_an_infinite_dataset_is_refused_instead_of_read_forever(no_training):
             lambda: hatt.TextClassifier.from_preset("han", word_unit=8),
             r"Unknown setting for 'han'.*'word_unit' \(did you mean 'word_units'\?\)",
         ),
-        (lambda: hatt.TextClassifier("cnn", batch_size="big"), "batch_size"),
-        (lambda: hatt.TextClassifier("cnn", ngram={"bucket": 8}), "Unknown ngram settings"),
+        (lambda: hatt.TextClassifier("cnn", preset=None, batch_size="big"), "batch_size"),
+        (
+            lambda: hatt.TextClassifier("cnn", preset=None, ngram={"bucket": 8}),
+            "Unknown ngram settings",
+        ),
         (lambda: hatt.TextClassifier("svm"), "family"),
     ],
 )
@@ -390,10 +395,10 @@ def test_settings_go_where_the_cli_puts_them():
 
 def test_a_bad_value_fails_before_the_corpus_is_built(train, monkeypatch):
     monkeypatch.setattr(hatt.classifier, "in_memory_corpus", pytest.fail)
-    with pytest.raises(ValueError, match="do not build"):
-        hatt.TextClassifier("cnn", **{**TINY_CNN, "kernel_sizes": []}).fit(
+    with pytest.raises(ValueError, match=r"model_kwargs.kernel_sizes to be a non-empty list"):
+        hatt.TextClassifier("cnn", preset=None, **{**TINY_CNN, "kernel_sizes": []}).fit(
             train.texts, names(train)
-        )
+        )  # refused as the settings are assembled (issue 63), before any model is built
 
 
 # === The README's example ==============================================================
@@ -410,12 +415,12 @@ def test_the_readme_python_example_runs(tiny_corpus, monkeypatch, tmp_path, caps
     """The README's block as written; the planted corpus unless HATT_IMDB, tiny HAN settings."""
     if not os.environ.get("HATT_IMDB"):
         monkeypatch.setattr(hatt.data, "load_imdb", lambda limit=None, **kwargs: tiny_corpus)
-    from_preset = hatt.TextClassifier.from_preset.__func__
+    init = hatt.TextClassifier.__init__
 
-    def tiny_preset(cls, name, **overrides):
-        return from_preset(cls, name, **{**TINY_HAN, **overrides})
+    def tiny_init(self, family, **settings):  # the preset's settings, tiny shapes over them
+        init(self, family, **{**TINY_HAN, **settings})
 
-    monkeypatch.setattr(hatt.TextClassifier, "from_preset", classmethod(tiny_preset))
+    monkeypatch.setattr(hatt.TextClassifier, "__init__", tiny_init)
     monkeypatch.chdir(tmp_path)
     code = readme_example()
     assert len(code.strip().splitlines()) <= 10
@@ -427,3 +432,177 @@ def test_the_readme_python_example_runs(tiny_corpus, monkeypatch, tmp_path, caps
         assert accuracy >= 0.9  # the planted cue is easy
     assert re.fullmatch(r"\['(negative|positive)' '(negative|positive)'\]", printed[-1])
     assert (tmp_path / "han.keras").is_file()
+
+
+# === Careless input, round 4 (issue 63) and the Python face (issue 64) =================
+
+
+class _Stop(Exception):
+    """Raised where the corpus would be built: what fit checked is what it kept."""
+
+
+@pytest.fixture
+def kept_documents(monkeypatch):
+    """What fit hands on to the corpus (texts, names), training stopped there."""
+    kept = {}
+
+    def capture(texts, names, config, validation=None):
+        kept.update(texts=texts, names=names)
+        raise _Stop
+
+    monkeypatch.setattr(hatt.classifier, "in_memory_corpus", capture)
+    return kept
+
+
+def test_fit_skips_and_counts_empty_and_missing_texts_as_the_cli_readers_do(kept_documents, capsys):
+    # issue 64: a pandas column with empty cells (NaN) failed ("Expected x to hold strings");
+    # issue 63: fit([""] * 120, y) trained to 50 % without a word
+    pandas = pytest.importorskip("pandas")
+    texts = pandas.Series(["a good film", float("nan"), "  ", "a bad film", None, "fine"])
+    labels = ["pos", "neg", "pos", "neg", "pos", "pos"]
+    with pytest.raises(_Stop):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(texts, labels)
+    assert kept_documents == {
+        "texts": ["a good film", "a bad film", "fine"],
+        "names": ["pos", "neg", "pos"],
+    }
+    err = capsys.readouterr().err
+    assert "Skipped 3 document(s) with an empty text: x[1], x[2], x[4]" in err
+
+
+def test_fit_on_nothing_but_empty_texts_is_refused(no_training, capsys):
+    with pytest.raises(ValueError, match=r"x to hold documents with text.*6 document\(s\), every"):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit([""] * 6, ["a", "b"] * 3)
+    assert "Skipped 6 document(s) with an empty text" in capsys.readouterr().err
+
+
+def test_lone_surrogates_are_read_as_the_readers_read_invalid_bytes(kept_documents, clf):
+    # issue 63: a lone surrogate in fit or predict failed deep in TensorFlow's encoding
+    with pytest.raises(_Stop):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(["ok \ud800 x", "b"], ["a", "b"])
+    assert kept_documents["texts"] == ["ok \ufffd x", "b"]
+    probabilities = clf.predict(["good \udc80 film", "good \ufffd film"])
+    np.testing.assert_allclose(probabilities[0], probabilities[1], atol=1e-6)
+
+
+def test_predict_answers_every_document_and_names_those_without_text(clf):
+    # issue 64: predict([""]) answered a class without a word
+    with pytest.warns(
+        UserWarning, match=r"2 document\(s\) hold no text \(texts\[0\], texts\[2\]\)"
+    ):
+        probabilities = clf.predict(["", "a fine film", None])
+    assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities[0], probabilities[2])
+
+
+@pytest.mark.parametrize(
+    "x,message",
+    [
+        ({"text": ["a", "b"]}, r"x to be a list, a NumPy array or a pandas Series.*type dict"),
+        ({"a", "b"}, r"\(in order\). Received: x of type set"),
+    ],
+)
+def test_containers_without_one_document_a_row_are_refused(no_training, x, message):
+    # issue 63: a dict given to fit reported "1 documents"
+    with pytest.raises(ValueError, match=message):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(x, ["a", "b"])
+
+
+def test_a_data_frame_names_its_text_column_or_is_refused(no_training, kept_documents):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"comment": ["a b", "c d"], "sentiment": ["x", "y"]})
+    with pytest.raises(ValueError, match=r"DataFrame with the columns \['comment', 'sentiment'\]"):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(frame, frame["sentiment"])
+    with pytest.raises(_Stop):  # one column: its rows are the documents
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(
+            frame[["comment"]], frame["sentiment"]
+        )
+    assert kept_documents["texts"] == ["a b", "c d"]
+
+
+@pytest.mark.parametrize(
+    "callbacks,message",
+    [
+        (["x"], r"callbacks\[0\]='x' \(str\)"),
+        ("x", r"callbacks to be a list.*type str"),
+        ([keras.callbacks.History(), print], r"callbacks\[1\]="),
+    ],
+)
+def test_callbacks_that_are_not_keras_callbacks_are_refused_before_work(
+    no_training, kept_documents, callbacks, message
+):
+    # issue 63: fit(callbacks=["x"]) failed with AttributeError after the corpus was built
+    with pytest.raises(ValueError, match=message):
+        hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit(
+            ["a b", "c d"], ["x", "y"], callbacks=callbacks
+        )
+    assert kept_documents == {}
+
+
+def test_the_family_s_tuned_preset_is_the_default_face(no_training):
+    # issue 64: TextClassifier("cnn") and HattClassifier("cnn") built the bare defaults
+    from hatt.sklearn import HattClassifier
+
+    for family in hatt.models.FAMILIES:
+        assert hatt.TextClassifier(family).config == hatt.training.assemble_config(family)
+    assert hatt.TextClassifier("cnn").config.preset == "cnn"
+    assert hatt.TextClassifier("cnn", preset=None).config.preset is None
+    estimator = HattClassifier("han", dropout=0.2)
+    assert estimator.get_params()["preset"] == "default"
+    built = estimator._classifier().config
+    assert built.preset == "han" and built.model_kwargs["dropout"] == 0.2
+    assert HattClassifier(preset="cnn_kim")._classifier().config.preset == "cnn_kim"
+
+
+def test_a_save_cut_short_by_a_full_disk_leaves_nothing_and_says_so(clf, tmp_path, monkeypatch):
+    # issue 63: save() on a full disk left a truncated .keras at the path; export ended
+    # in TensorFlow's ResourceExhaustedError traceback
+    import errno
+
+    import tensorflow as tf
+
+    earlier = tmp_path / "model.keras"
+    earlier.write_bytes(b"the earlier model")
+
+    def half_then_full(self, path, *args, **kwargs):
+        Path(path).write_bytes(b"PK\x03\x04 half a zip")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(type(clf.text_model), "save", half_then_full)
+    with pytest.raises(hatt.export.ExportError, match=r"The disk is full: writing .*model.keras"):
+        clf.save(earlier)
+    assert earlier.read_bytes() == b"the earlier model"  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.keras"]  # no temporary
+
+    def exhausted(text_model, path):
+        Path(path).mkdir()
+        (Path(path) / "saved_model.pb").write_bytes(b"half")
+        raise tf.errors.ResourceExhaustedError(None, None, f"{path}; No space left on device")
+
+    monkeypatch.setattr(hatt.export.writer, "save_saved_model", exhausted)
+    with pytest.raises(hatt.export.ExportError, match="The disk is full"):
+        clf.export(tmp_path / "served")
+    assert hatt.export.layout.version_numbers(tmp_path / "served") == []
+    assert [p.name for p in (tmp_path / "served").iterdir()] == []  # the staging is gone
+
+
+def test_a_truncated_keras_file_is_called_truncated_not_missing(clf, tmp_path):
+    whole = clf.save(tmp_path / "whole.keras").read_bytes()
+    cut = tmp_path / "cut.keras"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(hatt.export.ExportError, match=r"not a complete .keras file.*truncated"):
+        hatt.load(cut)
+
+
+def test_a_saved_model_keeps_its_run_s_warnings_for_the_notebook_view(clf, tmp_path):
+    # issue 64: a model saved alone and loaded in a notebook drew its deep part's scores
+    # without the warning `hatt inspect` prints (the channel carries the model)
+    copy = hatt.load(clf.save(tmp_path / "a.keras"))
+    warning = "The model is the n-gram channel alone (a test's warning)."
+    facts = {"warnings": [warning], "ngram": {"mix": {"deep": 0.0}}, "command": "not kept"}
+    path = hatt.export.save_keras(copy.text_model, tmp_path / "b.keras", facts)
+    reloaded = hatt.load(path)
+    assert reloaded.text_model.facts == {"warnings": [warning], "ngram": {"mix": {"deep": 0.0}}}
+    assert warning in reloaded.predictor.warnings
+    page = reloaded.explain(["a fine film"])._repr_html_()
+    assert html.escape(warning, quote=True) in html.unescape(page)

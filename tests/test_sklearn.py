@@ -56,12 +56,14 @@ def corpus():
 @pytest.mark.parametrize("check", APPLICABLE)
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # scikit-learn casting its own NaN y
 def test_scikit_learn_checks_that_apply(check):
-    getattr(checks, check)("HattClassifier", HattClassifier("cnn", epochs=1, **TINY))
+    getattr(checks, check)("HattClassifier", HattClassifier("cnn", preset=None, epochs=1, **TINY))
 
 
 def test_parameters_are_stored_as_given_and_cloned():
     grid = [0.1, 0.5]
-    estimator = HattClassifier("han", epochs=2, dropout=0.3, ngram={"buckets": 64}, C=grid)
+    estimator = HattClassifier(
+        "han", preset=None, epochs=2, dropout=0.3, ngram={"buckets": 64}, C=grid
+    )
     params = estimator.get_params()
     assert params["dropout"] == 0.3 and params["C"] is grid and params["family"] == "han"
     copy = clone(estimator)
@@ -87,7 +89,7 @@ def search(corpus):
     y = np.array(["9", "10"])[corpus.labels]  # "10" marks the planted "superb"
     split = StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=0)
     search = GridSearchCV(
-        HattClassifier("cnn", epochs=3, **TINY), {"dropout": [0.0, 0.5]}, cv=split
+        HattClassifier("cnn", preset=None, epochs=3, **TINY), {"dropout": [0.0, 0.5]}, cv=split
     )
     return search.fit(np.asarray(corpus.texts, dtype=object), y), y
 
@@ -123,13 +125,13 @@ def test_a_fitted_search_pickles_with_its_estimator(search):
 def test_labels_that_name_one_class_twice_are_refused(corpus):
     y = np.array(["3", "3.0", "4"])[np.arange(len(corpus)) % 3]  # "3.0" is class "3"
     with pytest.raises(ValueError, match="same class"):
-        HattClassifier("cnn", **TINY).fit(corpus.texts, y)
+        HattClassifier("cnn", preset=None, **TINY).fit(corpus.texts, y)
 
 
 @pytest.mark.slow
 def test_cross_val_score_fits_and_scores_each_fold(corpus):
     folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=0)
-    estimator = HattClassifier("cnn", epochs=3, **TINY)
+    estimator = HattClassifier("cnn", preset=None, epochs=3, **TINY)
     scores = cross_val_score(estimator, corpus.texts, corpus.labels, cv=folds)
     assert scores.shape == (2,) and scores.min() >= 0.8
 
@@ -141,3 +143,25 @@ def test_grid_search_fits_each_setting_and_refits_the_best(search, corpus):
     assert len(search.cv_results_["mean_test_score"]) == 2
     assert search.best_estimator_.classifier_.config.model_kwargs["dropout"] in (0.0, 0.5)
     assert search.score(corpus.texts, y) >= 0.8
+
+
+def test_empty_cells_are_skipped_and_counted_and_a_class_left_without_text_is_named(
+    corpus, monkeypatch, capsys
+):
+    # issue 64: a pandas column with empty cells failed where the CLI skips and counts them
+    import hatt.classifier
+
+    kept = {}
+
+    def fit(self, texts, names, **kwargs):
+        kept.update(texts=texts, names=names)
+        raise StopIteration
+
+    monkeypatch.setattr(hatt.classifier.TextClassifier, "fit", fit)
+    X = np.array(["a good film", None, "a bad film", ""], dtype=object)
+    with pytest.raises(StopIteration):
+        HattClassifier("cnn", preset=None, **TINY).fit(X, ["pos", "neg", "neg", "pos"])
+    assert kept == {"texts": ["a good film", "a bad film"], "names": ["pos", "neg"]}
+    assert "Skipped 2 document(s) with an empty text: X[1], X[3]" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"every document of the class\(es\) \['neg'\] has an"):
+        HattClassifier("cnn", preset=None, **TINY).fit(X, ["pos", "neg", "pos", "neg"])

@@ -11,6 +11,7 @@ the argument and the index.
 import dataclasses
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from hatt.data.corpus import (
     encode_labels,
     label_name,
 )
-from hatt.data.readers.read_log import ReadLog
+from hatt.data.readers.read_log import ReadLog, _examples, _repair, kept_text
 
 # the source of a corpus given in memory (fit's x and y), as metrics.json records it
 IN_MEMORY_CORPUS = "in-memory documents"
@@ -34,7 +35,12 @@ def is_dataset(value):
 
 
 def _as_list(values, argument):
-    """A list from a list, tuple, 1-D NumPy array or pandas Series (anything with ``tolist``)."""
+    """A list from a list, tuple, 1-D NumPy array or pandas Series (anything with ``tolist``).
+
+    Raises:
+        ValueError: a single string, a table of several columns (a DataFrame: name the
+            text column), a mapping or a set (no document order), or something else.
+    """
     if isinstance(values, str | bytes):
         raise ValueError(
             f"Expected {argument} to be a list of documents, not a single string. "
@@ -44,6 +50,20 @@ def _as_list(values, argument):
         raise ValueError(
             f"Expected {argument} to be one-dimensional (one document a row). "
             f"Received: {argument} of shape {values.shape}"
+        )
+    if hasattr(values, "columns") and hasattr(values, "iloc"):  # a pandas DataFrame
+        columns = list(values.columns)
+        if len(columns) != 1:
+            raise ValueError(
+                f"Expected {argument} to be one document a row (a list or a pandas Series). "
+                f"Received: a DataFrame with the columns {columns[:10]}; pass its text column, "
+                f"e.g. {argument}=df[{str(columns[0]) if columns else 'text'!r}]"
+            )
+        values = values.iloc[:, 0]
+    if isinstance(values, dict | set | frozenset):
+        raise ValueError(
+            f"Expected {argument} to be a list, a NumPy array or a pandas Series of documents "
+            f"(in order). Received: {argument} of type {type(values).__name__}"
         )
     if hasattr(values, "tolist"):
         return values.tolist()
@@ -56,8 +76,27 @@ def _as_list(values, argument):
         ) from None
 
 
+def _as_text(text, i, argument):
+    """Document ``i`` as a ``str`` (``bytes`` decoded as UTF-8), ``None`` when missing."""
+    if isinstance(text, bytes):
+        return text.decode("utf-8", errors="replace")
+    if isinstance(text, str):
+        return text
+    if _is_missing(text):  # None, NaN, pandas' NA: an empty cell
+        return None
+    raise ValueError(
+        f"Expected {argument} to hold strings. Received: {argument}[{i}]={text!r} "
+        f"({type(text).__name__})"
+    )
+
+
 def check_texts(texts, argument="x", allow_empty=False):
-    """``texts`` as a list of ``str`` (``bytes`` decoded as UTF-8).
+    """``texts`` as a list of ``str``, one per document given, for predicting.
+
+    ``bytes`` are decoded as UTF-8; a lone surrogate (not Unicode text) is read as
+    U+FFFD, as the readers read an invalid byte; a missing text (``None``, NaN:
+    an empty cell) is the empty document. An empty document has no words: its
+    probabilities are the model's answer to nothing (a warning names them).
 
     Raises:
         ValueError: a single string, an empty list (unless ``allow_empty``), or an
@@ -66,17 +105,41 @@ def check_texts(texts, argument="x", allow_empty=False):
     texts = _as_list(texts, argument)
     if not texts and not allow_empty:
         raise ValueError(f"Expected {argument} to hold documents. Received: an empty {argument}")
-    out = []
+    out, empty = [], []
     for i, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
-        if not isinstance(text, str):
-            raise ValueError(
-                f"Expected {argument} to hold strings. Received: {argument}[{i}]={text!r} "
-                f"({type(text).__name__})"
-            )
+        text = _as_text(text, i, argument)
+        text = "" if text is None else _repair(text)[0]
+        if not text.strip():
+            empty.append(f"{argument}[{i}]")
         out.append(text)
+    if empty:
+        warnings.warn(
+            f"{len(empty)} document(s) hold no text ({_examples(empty)}): their "
+            "probabilities are the model's answer to an empty document, not a reading of it.",
+            stacklevel=3,
+        )
     return out
+
+
+def kept_documents(texts, labels, argument="x", label_argument="y"):
+    """The documents fit trains on: ``(texts, class names, log)``, empty ones skipped, counted.
+
+    As every corpus reader does (:func:`hatt.data.readers.read_log.kept_text`): a
+    missing (``None``, NaN: an empty cell) or blank text is skipped and counted in
+    ``log`` by its place (``x[38]``); a lone surrogate is read as U+FFFD and counted
+    as repaired. The kept documents' labels must each name a class.
+
+    Raises:
+        ValueError: a text that is not a string, or a kept document's missing label.
+    """
+    log = ReadLog()
+    kept_texts, names = [], []
+    for i, (text, label) in enumerate(zip(texts, labels, strict=True)):
+        text = kept_text(_as_text(text, i, argument) or "", f"{argument}[{i}]", log)
+        if text is not None:
+            kept_texts.append(text)
+            names.append(_label(label, i, label_argument))
+    return kept_texts, names, log
 
 
 def _is_missing(value):
@@ -87,6 +150,16 @@ def _is_missing(value):
     return value.__class__.__name__ in ("NAType", "NaTType")  # pandas' missing values
 
 
+def _label(value, i, argument):
+    name = "" if _is_missing(value) else label_name(value)
+    if not name:
+        raise ValueError(
+            f"Expected {argument} to hold a class name or number for every document. "
+            f"Received: {argument}[{i}]={value!r}"
+        )
+    return name
+
+
 def label_names(labels, argument="y"):
     """The class name of each label (:func:`hatt.data.corpus.label_name`, as the CLI reads them).
 
@@ -95,17 +168,7 @@ def label_names(labels, argument="y"):
     Raises:
         ValueError: a missing label (``None``, NaN) or an empty one, named by index.
     """
-    labels = _as_list(labels, argument)
-    names = []
-    for i, value in enumerate(labels):
-        name = "" if _is_missing(value) else label_name(value)
-        if not name:
-            raise ValueError(
-                f"Expected {argument} to hold a class name or number for every document. "
-                f"Received: {argument}[{i}]={value!r}"
-            )
-        names.append(name)
-    return names
+    return [_label(value, i, argument) for i, value in enumerate(_as_list(labels, argument))]
 
 
 INFINITE_CARDINALITY = -1  # tf.data.INFINITE_CARDINALITY: a dataset that never ends
@@ -143,7 +206,15 @@ def _from_dataset(dataset, argument):
 
 
 def check_documents(x, y, argument="x", label_argument="y"):
-    """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``)."""
+    """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``).
+
+    Documents with a missing or blank text are skipped and counted, as the corpus
+    readers skip them: the count and their places are printed on standard error
+    (:func:`kept_documents`).
+
+    Raises:
+        ValueError: bad documents or labels, lengths that differ, or no document left.
+    """
     if is_dataset(x):
         if y is not None:
             raise ValueError(
@@ -153,12 +224,20 @@ def check_documents(x, y, argument="x", label_argument="y"):
         x, y = _from_dataset(x, argument)
     elif y is None:
         raise ValueError(f"Expected labels {label_argument} for the documents {argument}.")
-    texts = check_texts(x, argument)
-    names = label_names(y, label_argument)
-    if len(texts) != len(names):
+    texts, labels = _as_list(x, argument), _as_list(y, label_argument)
+    if not texts:
+        raise ValueError(f"Expected {argument} to hold documents. Received: an empty {argument}")
+    if len(texts) != len(labels):
         raise ValueError(
             f"Expected one label per document. Received: {len(texts)} documents in {argument} "
-            f"and {len(names)} labels in {label_argument}"
+            f"and {len(labels)} labels in {label_argument}"
+        )
+    texts, names, log = kept_documents(texts, labels, argument, label_argument)
+    log.print_summary()
+    if not texts:
+        raise ValueError(
+            f"Expected {argument} to hold documents with text. Received: {len(labels)} "
+            "document(s), every one empty or missing"
         )
     return texts, names
 

@@ -218,7 +218,7 @@ def runs(corpus, tmp_path_factory):
         ("vat", vat, {}),
         ("vat_unlabeled", vat, {"unlabeled": unlabeled}),
     ):
-        clf = hatt.TextClassifier("cnn", **TINY_CNN, **options)
+        clf = hatt.TextClassifier("cnn", preset=None, **TINY_CNN, **options)
         run_dir = folder / name
         clf.fit(corpus, run_dir=run_dir, verbose=0, **fit_options)
         out[name] = (run_dir, clf.metrics)

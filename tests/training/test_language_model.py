@@ -261,7 +261,7 @@ def _tiny(family, **values):
     """A tiny ``family`` classifier that pretrains its encoder for one LM epoch."""
     shared = {"max_tokens": 200, "min_count": 1, "embedding_dim": 8, "ngram": None}
     lm = {"lm_epochs": 1, "lm_batch_size": 16, "lm_negatives": 8, "batch_size": 16}
-    return hatt.TextClassifier(family, **shared, **lm, **values)
+    return hatt.TextClassifier(family, preset=None, **shared, **lm, **values)
 
 
 PRETRAINED = ["word_embedding", "word_encoder", "word_attention", "sentence_encoder"]

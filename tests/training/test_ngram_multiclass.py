@@ -548,7 +548,9 @@ def test_the_mix_weighs_validation_reviews_by_the_runs_class_weights(corpus, mon
     """mix_ngram_channel gives choose_mix each validation review's class weight (the training
     split's, rescaled to a mean of 1)."""
     train = unbalanced(corpus.train)
-    small = TextCorpus(train, corpus.validation, corpus.test, "small-2", class_names=("0", "1", "2"))
+    small = TextCorpus(
+        train, corpus.validation, corpus.test, "small-2", class_names=("0", "1", "2")
+    )
     cfg, model, splits = prepared(small, "separate")
     cfg = dataclasses.replace(cfg, class_weight="balanced")
     seen = {}

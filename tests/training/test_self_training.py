@@ -96,7 +96,7 @@ def taught(corpus, unlabeled, tmp_path_factory):
     """One finished self-training run (threshold chosen on validation), trained once for
     the module; each test works on a copy (``taught(folder)``)."""
     run_dir = tmp_path_factory.mktemp("taught") / "self"
-    hatt.TextClassifier("cnn", pseudo_labels=True, **TINY).fit(
+    hatt.TextClassifier("cnn", preset=None, pseudo_labels=True, **TINY).fit(
         corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
     )
     return lambda folder: Path(shutil.copytree(run_dir, folder))
@@ -121,10 +121,10 @@ def students(monkeypatch):
 
 
 def train(corpus, unlabeled, run_dir, restart=False, **settings):
-    """``hatt.TextClassifier("cnn", **TINY, **settings).fit(corpus, run_dir=...,
+    """``hatt.TextClassifier("cnn", preset=None, **TINY, **settings).fit(corpus, run_dir=...,
     unlabeled=unlabeled)``'s own call of ``hatt.training.train`` (fit goes on to read
     the student's history, which a faked student has not written)."""
-    config = hatt.TextClassifier("cnn", **{**TINY, **settings}).config
+    config = hatt.TextClassifier("cnn", preset=None, **{**TINY, **settings}).config
     config = dataclasses.replace(config, unlabeled=IN_MEMORY_UNLABELED)
     return training.train(
         config, run_dir, texts=corpus, unlabeled=unlabeled, restart=restart, verbose=0
@@ -161,7 +161,7 @@ def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(
     # again (the runs faked as tests/training/test_train_wrapper.py fakes them: the
     # taught run above is the real teacher and student; what --restart decides is here)
     with pytest.raises(resume.RunError, match="finished run"):
-        hatt.TextClassifier("cnn", pseudo_labels=True, **TINY).fit(
+        hatt.TextClassifier("cnn", preset=None, pseudo_labels=True, **TINY).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )
     stamp = (run_dir / "teacher" / "metrics.json").stat().st_mtime_ns
@@ -178,7 +178,9 @@ def test_fit_trains_a_teacher_then_a_student_on_the_confident_documents(
 
 
 def test_pseudo_labels_without_unlabeled_documents_fail_before_any_data(corpus, tmp_path):
-    clf = hatt.TextClassifier("cnn", pseudo_labels=True, **TINY)  # unlabeled come at fit
+    clf = hatt.TextClassifier(
+        "cnn", preset=None, pseudo_labels=True, **TINY
+    )  # unlabeled come at fit
     with pytest.raises(ValueError, match="Expected unlabeled documents"):
         clf.fit(corpus, run_dir=tmp_path / "none", verbose=0)
     assert not (tmp_path / "none").exists()
@@ -219,6 +221,6 @@ def test_an_interrupted_student_reuses_the_teacher_and_its_labels(
 
     assert len(students) == 2  # a student each time, and no teacher trained
     with pytest.raises(resume.RunError, match="teacher .* other settings .*filters"):
-        hatt.TextClassifier("cnn", **{**TINY, **settings, "filters": 6}).fit(
+        hatt.TextClassifier("cnn", preset=None, **{**TINY, **settings, "filters": 6}).fit(
             corpus, run_dir=run_dir, verbose=0, unlabeled=unlabeled
         )

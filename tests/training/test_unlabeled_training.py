@@ -82,7 +82,7 @@ def test_bad_unlabeled_settings_are_refused_before_anything_runs(values, message
 
 
 def test_a_missing_unlabeled_path_and_bad_documents_are_clear_errors(corpus, tmp_path):
-    clf = hatt.TextClassifier("rnn", **TINY_RNN)
+    clf = hatt.TextClassifier("rnn", preset=None, **TINY_RNN)
     with pytest.raises(ValueError, match="no such file or folder"):
         clf.fit(corpus, run_dir=tmp_path / "a", verbose=0, unlabeled=tmp_path / "nowhere")
     with pytest.raises(ValueError, match="Expected unlabeled documents to be strings"):
