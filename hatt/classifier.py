@@ -62,6 +62,7 @@ from hatt.data.documents import (
     in_memory_corpus,
     is_dataset,
     label_names,
+    warn_empty,
 )
 from hatt.data.unlabeled import IN_MEMORY_UNLABELED
 from hatt.models._checks import unknown_keys_error
@@ -558,6 +559,11 @@ class TextClassifier:
     def predict(self, texts, batch_size=64):
         """Class probabilities of raw documents: ``[N, C]`` float32, columns :attr:`class_names`."""
         texts = check_texts(texts, "texts", allow_empty=True)
+        warn_empty(texts, "texts")
+        return self._probabilities(texts, batch_size)
+
+    def _probabilities(self, texts, batch_size):
+        """predict's probabilities of checked texts (:func:`hatt.data.documents.check_texts`)."""
         out = self.predictor.predict(texts, batch_size=export.check_batch_size(batch_size))
         return np.asarray(out["probabilities"], dtype=np.float32).reshape(-1, self.num_classes)
 

@@ -36,7 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from hatt.classifier import TextClassifier
-from hatt.data.documents import check_documents, check_texts, label_names
+from hatt.data.documents import check_documents, check_texts, label_names, warn_empty
 from hatt.models import DEFAULT_FAMILY
 from hatt.training.settings.config import DEFAULT_PRESET
 
@@ -144,7 +144,8 @@ class HattClassifier(ClassifierMixin, BaseEstimator):
         """Class probabilities ``[N, len(classes_)]``, columns in ``classes_`` order."""
         check_is_fitted(self)
         texts = check_texts(X, "X", allow_empty=True)
-        return self.classifier_.predict(texts)[:, self._columns]
+        warn_empty(texts, "X")  # once, naming X's rows
+        return self.classifier_._probabilities(texts, batch_size=64)[:, self._columns]
 
     def predict(self, X):
         """The most probable class of each document, as a label of ``classes_``."""

@@ -110,6 +110,19 @@ def test_classes_in_numpy_s_order_whatever_the_classifier_s(search):
     assert estimator.score(test.texts, expected) == pytest.approx(np.mean(predicted == expected))
 
 
+def test_documents_without_text_are_answered_and_named_once(search):
+    # issue 64: predict([""]) answered a class without a word
+    import warnings
+
+    estimator = search[0].best_estimator_
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        probabilities = estimator.predict_proba(np.array(["a fine film", None, " "], dtype=object))
+    said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(said) == 1 and said[0].startswith("2 document(s) hold no text (X[1], X[2])")
+    assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
+
+
 def test_a_fitted_search_pickles_with_its_estimator(search):
     # issue 63: joblib persistence of a fitted HattClassifier failed on its TF functions
     import pickle

@@ -95,8 +95,7 @@ def check_texts(texts, argument="x", allow_empty=False):
 
     ``bytes`` are decoded as UTF-8; a lone surrogate (not Unicode text) is read as
     U+FFFD, as the readers read an invalid byte; a missing text (``None``, NaN:
-    an empty cell) is the empty document. An empty document has no words: its
-    probabilities are the model's answer to nothing (a warning names them).
+    an empty cell) is the empty document (:func:`warn_empty` names them).
 
     Raises:
         ValueError: a single string, an empty list (unless ``allow_empty``), or an
@@ -105,20 +104,26 @@ def check_texts(texts, argument="x", allow_empty=False):
     texts = _as_list(texts, argument)
     if not texts and not allow_empty:
         raise ValueError(f"Expected {argument} to hold documents. Received: an empty {argument}")
-    out, empty = [], []
+    out = []
     for i, text in enumerate(texts):
         text = _as_text(text, i, argument)
-        text = "" if text is None else _repair(text)[0]
-        if not text.strip():
-            empty.append(f"{argument}[{i}]")
-        out.append(text)
+        out.append("" if text is None else _repair(text)[0])
+    return out
+
+
+def warn_empty(texts, argument="x"):
+    """A ``UserWarning`` naming the documents of ``texts`` without text, if any.
+
+    Such a document has no words: its probabilities are the model's answer to
+    nothing, which a user should not read as a reading of the document.
+    """
+    empty = [f"{argument}[{i}]" for i, text in enumerate(texts) if not text.strip()]
     if empty:
         warnings.warn(
             f"{len(empty)} document(s) hold no text ({_examples(empty)}): their "
             "probabilities are the model's answer to an empty document, not a reading of it.",
             stacklevel=3,
         )
-    return out
 
 
 def kept_documents(texts, labels, argument="x", label_argument="y"):
