@@ -11,6 +11,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hatt import models
+from hatt.classifier import TextClassifier
 from hatt.training.settings import config as config_lib
 from hatt.training.settings.config import NgramSettings, TrainConfig, assemble_config
 
@@ -73,3 +75,30 @@ def test_random_set_strings_give_a_config_or_a_clear_error(pairs):
         assemble_config("cnn", preset=None, overrides=[f"{k}={v}" for k, v in pairs if k != "data"])
     except ValueError as error:
         assert str(error)
+
+
+BUILDER_KEYS = sorted({a for f in models.FAMILIES for a in models.builder_arguments(f)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    family=st.sampled_from(models.FAMILIES),
+    preset=st.sampled_from(["default", None]),
+    settings_=st.dictionaries(_keys(FIELDS + BUILDER_KEYS), values, max_size=4),
+)
+def test_random_python_settings_give_a_classifier_or_a_clear_error(family, preset, settings_):
+    """The Python face takes the CLI's checks (issue 63): TextClassifier(**settings) builds
+    a checked config or says what is wrong, never a TypeError from deep inside."""
+    settings_ = {
+        k: v for k, v in settings_.items() if k not in ("data", "test_data", "init", "preset")
+    }
+    try:
+        clf = TextClassifier(family, preset=preset, **settings_)
+    except ValueError as error:
+        assert str(error) and "Traceback" not in str(error)
+    else:
+        config = clf.config
+        assert TrainConfig.from_dict(config.to_dict()) == config
+        assert 0 <= config.seed < 2**32 and config.learning_rate > 0
+        for key, value in config.model_kwargs.items():
+            assert not (isinstance(value, float) and value != value), key  # never NaN
