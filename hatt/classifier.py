@@ -60,6 +60,7 @@ from hatt.data.documents import (
     check_documents,
     check_texts,
     in_memory_corpus,
+    in_memory_log,
     is_dataset,
     label_names,
     warn_empty,
@@ -446,7 +447,7 @@ class TextClassifier:
             loop.check_buildable(config)  # then the loop's first step checks the settings
         with self._quiet(verbose):
             if isinstance(texts, tuple):  # in memory: a corpus without a test split
-                texts = in_memory_corpus(texts[0], texts[1], config, texts[2])
+                texts = in_memory_corpus(*texts[:2], config, *texts[2:])
             train = dict(
                 texts=texts,
                 command=command,
@@ -468,7 +469,7 @@ class TextClassifier:
 
     def _documents(self, config, x, y, validation_data):
         """What fit trains on: a TextCorpus, ``None`` (the settings' source) or ``(texts,
-        names, validation)`` to assemble, checked before anything is built."""
+        names, validation, log)`` to assemble, checked before anything is built."""
         defaults = config_lib.TrainConfig()
         named = [f for f in SOURCE_FIELDS if getattr(config, f) != getattr(defaults, f)]
         if x is None:
@@ -490,11 +491,12 @@ class TextClassifier:
                     "(it holds its labels and its validation split)."
                 )
             return x
-        texts, names = check_documents(x, y)
+        log = in_memory_log()  # what was skipped: printed and kept with the corpus
+        texts, names = check_documents(x, y, log=log)
         validation = None
         if validation_data is not None:
             validation = self._validation(validation_data)
-        return texts, names, validation
+        return texts, names, validation, log
 
     def _validation(self, validation_data):
         if is_dataset(validation_data):

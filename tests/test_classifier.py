@@ -125,6 +125,7 @@ def test_metrics_and_history_are_the_validation_split_s(clf, train):
     assert metrics["validation"]["accuracy"] == pytest.approx(metrics["validation_accuracy"])
     assert len(clf.history["val_accuracy"]) == metrics["epochs"] == len(clf.history["loss"])
     assert "validation_probabilities" not in metrics  # its temporary folder is gone
+    assert metrics["read"]["skipped"] == {}  # what reading skipped: nothing here
 
 
 def test_predictions_are_those_of_the_run_directory_s_model(clf, test_split, tmp_path):
@@ -446,8 +447,10 @@ def kept_documents(monkeypatch):
     """What fit hands on to the corpus (texts, names), training stopped there."""
     kept = {}
 
-    def capture(texts, names, config, validation=None):
+    def capture(texts, names, config, validation=None, log=None):
         kept.update(texts=texts, names=names)
+        if log is not None and log.skipped:
+            kept["skipped"] = log.as_dict()["skipped"]  # the corpus's report: metrics' "read"
         raise _Stop
 
     monkeypatch.setattr(hatt.classifier, "in_memory_corpus", capture)
@@ -465,15 +468,29 @@ def test_fit_skips_and_counts_empty_and_missing_texts_as_the_cli_readers_do(kept
     assert kept_documents == {
         "texts": ["a good film", "a bad film", "fine"],
         "names": ["pos", "neg", "pos"],
+        "skipped": {"empty text": 3},
     }
+    assert "Skipped" not in capsys.readouterr().err  # said by the corpus, which the stub is
+
+
+def test_what_fit_skipped_is_said_once_and_kept_in_the_corpus_report(capsys):
+    from hatt.data import documents
+
+    texts = ["a good film", "", "a bad film", None] * 8
+    labels = ["pos", "neg", "neg", "pos"] * 8
+    log = documents.in_memory_log()
+    kept, names = documents.check_documents(texts, labels, log=log)
+    assert len(kept) == 16 and "Skipped" not in capsys.readouterr().err
+    config = hatt.TextClassifier("cnn", preset=None, **TINY_CNN).config
+    corpus = documents.in_memory_corpus(kept, names, config, log=log)
     err = capsys.readouterr().err
-    assert "Skipped 3 document(s) with an empty text: x[1], x[2], x[4]" in err
+    assert err.count("Skipped 16 document(s) with an empty text: x[1], x[3], x[5] and 13 more") == 1
+    assert corpus.report["skipped"] == {"empty text": 16}  # metrics.json's "read"
 
 
-def test_fit_on_nothing_but_empty_texts_is_refused(no_training, capsys):
+def test_fit_on_nothing_but_empty_texts_is_refused(no_training):
     with pytest.raises(ValueError, match=r"x to hold documents with text.*6 document\(s\), every"):
         hatt.TextClassifier("cnn", preset=None, **TINY_CNN).fit([""] * 6, ["a", "b"] * 3)
-    assert "Skipped 6 document(s) with an empty text" in capsys.readouterr().err
 
 
 def test_lone_surrogates_are_read_as_the_readers_read_invalid_bytes(kept_documents, clf):

@@ -126,7 +126,7 @@ def warn_empty(texts, argument="x"):
         )
 
 
-def kept_documents(texts, labels, argument="x", label_argument="y"):
+def kept_documents(texts, labels, argument="x", label_argument="y", log=None):
     """The documents fit trains on: ``(texts, class names, log)``, empty ones skipped, counted.
 
     As every corpus reader does (:func:`hatt.data.readers.read_log.kept_text`): a
@@ -137,7 +137,7 @@ def kept_documents(texts, labels, argument="x", label_argument="y"):
     Raises:
         ValueError: a text that is not a string, or a kept document's missing label.
     """
-    log = ReadLog()
+    log = ReadLog() if log is None else log
     kept_texts, names = [], []
     for i, (text, label) in enumerate(zip(texts, labels, strict=True)):
         text = kept_text(_as_text(text, i, argument) or "", f"{argument}[{i}]", log)
@@ -210,12 +210,13 @@ def _from_dataset(dataset, argument):
     return texts, labels
 
 
-def check_documents(x, y, argument="x", label_argument="y"):
+def check_documents(x, y, argument="x", label_argument="y", log=None):
     """Checked ``(texts, class names)`` of ``fit``'s ``x`` and ``y`` (or a dataset ``x``).
 
     Documents with a missing or blank text are skipped and counted, as the corpus
-    readers skip them: the count and their places are printed on standard error
-    (:func:`kept_documents`).
+    readers skip them (:func:`kept_documents`): into ``log`` (a
+    :class:`hatt.data.readers.read_log.ReadLog` whose corpus prints and keeps its
+    summary: :func:`in_memory_corpus`), or, without one, printed on standard error.
 
     Raises:
         ValueError: bad documents or labels, lengths that differ, or no document left.
@@ -237,8 +238,10 @@ def check_documents(x, y, argument="x", label_argument="y"):
             f"Expected one label per document. Received: {len(texts)} documents in {argument} "
             f"and {len(labels)} labels in {label_argument}"
         )
-    texts, names, log = kept_documents(texts, labels, argument, label_argument)
-    log.print_summary()
+    own = log is None
+    texts, names, log = kept_documents(texts, labels, argument, label_argument, log)
+    if own:
+        log.print_summary()
     if not texts:
         raise ValueError(
             f"Expected {argument} to hold documents with text. Received: {len(labels)} "
@@ -264,7 +267,12 @@ class _InMemoryLog(ReadLog):
             super().warn(message)
 
 
-def in_memory_corpus(texts, names, config, validation=None):
+def in_memory_log():
+    """The log of documents given in memory (:func:`check_documents`, :func:`in_memory_corpus`)."""
+    return _InMemoryLog()
+
+
+def in_memory_corpus(texts, names, config, validation=None, log=None):
     """The :class:`hatt.data.TextCorpus` fit trains on; its test split is the validation split.
 
     Args:
@@ -273,7 +281,10 @@ def in_memory_corpus(texts, names, config, validation=None):
             ``validation_size``, ``validation_split``, ``seed``, ``limit``).
         validation: ``(texts, names)`` of the validation split, or ``None`` to
             carve it out of the documents (:func:`hatt.data.corpus.assemble`).
+        log: what checking the documents skipped (:func:`in_memory_log`): printed
+            once and kept as the corpus's ``report`` (``metrics.json``'s ``read``).
     """
+    log = in_memory_log() if log is None else log
     if validation is None:
         empty = Split([], np.asarray([], dtype=object), [])
         carving = Carving(
@@ -284,7 +295,7 @@ def in_memory_corpus(texts, names, config, validation=None):
             limit=config.limit,
         )
         raw = RawCorpus(_split(texts, names, "train"), empty, IN_MEMORY_CORPUS)
-        corpus = assemble(raw, log=_InMemoryLog(), carving=carving)
+        corpus = assemble(raw, log=log, carving=carving)
         return dataclasses.replace(corpus, test=corpus.validation)
     unknown = sorted(set(validation[1]) - set(names))
     if unknown:
@@ -296,4 +307,12 @@ def in_memory_corpus(texts, names, config, validation=None):
         _split(texts, names, "train"), _split(*validation, "validation"), IN_MEMORY_CORPUS
     )
     class_names, train, validation_split = encode_labels(raw, config.classes)
-    return TextCorpus(train, validation_split, validation_split, IN_MEMORY_CORPUS, class_names)
+    log.print_summary()
+    return TextCorpus(
+        train,
+        validation_split,
+        validation_split,
+        IN_MEMORY_CORPUS,
+        class_names,
+        report=log.as_dict(),
+    )

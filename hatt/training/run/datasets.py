@@ -270,6 +270,7 @@ class Corpus:
         self._labels_and_ids = {}
         self.class_names = tuple(class_names)
         self.unlabeled = None  # Unlabeled documents (config.unlabeled), raw text only
+        self.report = {}  # what reading the labelled documents skipped or repaired
 
     @property
     def num_classes(self):
@@ -319,6 +320,7 @@ class Corpus:
             splits=splits,
         )
         corpus.check_classes()
+        corpus.report = dict(getattr(texts, "report", None) or {})
         corpus.unlabeled = read_unlabeled(config, splits, unlabeled)
         vocabulary_texts = list(texts.train.texts)
         also = ""

@@ -409,6 +409,7 @@ def write_metrics(run, model, corpus, scores, history, train_seconds, command):
         "test_probabilities": str(run_dir / run_files.TEST_PROBABILITIES),
         "validation_probabilities": str(run_dir / run_files.VALIDATION_PROBABILITIES),
         "data_source": corpus.source,
+        "read": corpus.report,  # what reading skipped ({"skipped": {reason: n}, ...})
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),
         "strategy": config.strategy,
