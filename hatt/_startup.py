@@ -8,9 +8,9 @@ model ("triggered tf.function retracing": hatt traces one graph a model and
 split on purpose). When quiet, the import runs with file descriptor 2 pointed
 at ``/dev/null`` and ``TF_CPP_MIN_LOG_LEVEL=3``, and the retracing warning is
 dropped. Quiet is the default in the ``hatt`` command (``--verbose`` lets
-TensorFlow speak) and in a user's own Python, where TensorFlow is left to
-speak when it was imported before hatt, when ``TF_CPP_MIN_LOG_LEVEL`` is set,
-or with ``HATT_VERBOSE=1``. A help request (``hatt``, ``hatt --help``, ``hatt
+TensorFlow speak) and in a user's own Python, where TensorFlow's start-up is
+left to speak when it was imported before hatt or ``TF_CPP_MIN_LOG_LEVEL`` is
+set, and ``HATT_VERBOSE=1`` lets both speak. A help request (``hatt``, ``hatt --help``, ``hatt
 train --help``) imports no TensorFlow at all: the subpackages load when first
 used (:func:`hatt.__getattr__`).
 """
@@ -65,12 +65,18 @@ def quiet_native_logs():
         os.close(devnull)
 
 
+def verbose_asked():
+    """``HATT_VERBOSE=1`` (or ``true``, ``yes``): TensorFlow may speak in a user's Python."""
+    return os.environ.get(VERBOSE_VARIABLE, "").lower() in ("1", "true", "yes")
+
+
 def python_is_quiet():
-    """A user's own Python: quiet unless TensorFlow came first, its log level is set, or
-    ``HATT_VERBOSE=1``."""
-    verbose = os.environ.get(VERBOSE_VARIABLE, "").lower() in ("1", "true", "yes")
+    """A user's own Python: TensorFlow's start-up block hidden unless TensorFlow came first,
+    its log level is set, or ``HATT_VERBOSE=1``."""
     return (
-        not verbose and "tensorflow" not in sys.modules and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+        not verbose_asked()
+        and "tensorflow" not in sys.modules
+        and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
     )
 
 
@@ -95,5 +101,6 @@ def plan():
         light, quiet = is_help_request(arguments), VERBOSE_FLAG not in arguments
     if quiet:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if quiet or (arguments is None and not verbose_asked()):  # noise whoever imported first
         drop_retracing_warnings()
     return light, quiet
