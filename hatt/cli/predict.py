@@ -14,6 +14,7 @@ from hatt.cli.args import (
     data_options,
 )
 from hatt.names import MAX_REVIEWS, METHODS
+from hatt.progress import printable, printable_lines
 
 # === hatt predict ===================================================================
 
@@ -31,8 +32,6 @@ def _chunks(items, size):
 
 def print_model_warnings(command, predictor):
     """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
-    from hatt.inspect.terminal import printable
-
     for warning in getattr(predictor, "warnings", ()):
         print(f"hatt {command}: warning: {printable(warning)}", file=sys.stderr)
 
@@ -178,12 +177,11 @@ def cmd_evaluate(args):
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
     source = args.data or "IMDB"
-    from hatt.inspect.terminal import printable  # class names as text, never escapes
-
+    # class names as text, never escapes; a name holding \r stays on its row (issue 63)
     print(
         printable(f"{args.model} on {source}: {len(documents):,} documents (--split {args.split})")
     )
-    print("\n".join(printable(line) for line in format_metrics(figures).splitlines()))
+    print(printable_lines(format_metrics(figures)))
     if args.output:
         result = {
             "model": str(args.model),
