@@ -301,7 +301,7 @@ class Server:
         ``body_timeout_s`` (408 after)."""
         cap = self.settings.max_body_bytes
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
+        if declared.isascii() and declared.isdigit() and int(declared) > cap:
             raise api.ApiError(413, _too_large(cap, f"{declared} bytes"))
         body = bytearray()
         try:
