@@ -114,6 +114,21 @@ def test_errors_name_the_source(tmp_path):
         read_unlabeled(tmp_path / "test.txt", text_column="text")
 
 
+def test_a_folder_without_txt_files_says_what_is_read_and_what_was_left_out(tmp_path):
+    """Issue 63: a folder of .png files said only '0 read'."""
+    pictures = tmp_path / "pictures"
+    (pictures / "more").mkdir(parents=True)
+    for name in ("a.png", "b.png", "more/c.png", "notes.md", "README", ".hidden.png"):
+        (pictures / name).write_bytes(b"\x89PNG")
+    with pytest.raises(ValueError) as caught:
+        read_unlabeled(pictures)
+    message = str(caught.value)
+    assert "0 read" in message and "A folder's documents are its .txt files" in message
+    assert "5 other files left out by extension (3 .png, 1 (no extension), 1 .md)" in message
+    (pictures / "d.txt").write_text("a review")
+    assert read_unlabeled(pictures)[0] == ["a review"]
+
+
 @pytest.mark.skipif(
     not Path(os.environ.get("HATT_UNSUP", "/nonexistent")).is_file(),
     reason="set HATT_UNSUP to aclImdb_v1_unsup.tar.gz to read the real unlabeled reviews",
