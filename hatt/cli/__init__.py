@@ -16,7 +16,12 @@ import sys
 import hatt
 from hatt import lock
 from hatt._startup import VERBOSE_FLAG
-from hatt.cli.args import _config_data_options, _read_file, data_options  # noqa: F401
+from hatt.cli.args import (  # noqa: F401
+    CommandParser,
+    _config_data_options,
+    _read_file,
+    data_options,
+)
 from hatt.cli.corpus import add_data_command, add_prepare_command
 from hatt.cli.predict import (
     add_evaluate_command,
@@ -46,7 +51,7 @@ def build_parser():
         help="show TensorFlow's start-up messages (hidden by default; the flag may come "
         "anywhere on the line)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for add in (
         add_data_command,
         add_train_command,
