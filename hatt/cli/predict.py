@@ -67,33 +67,41 @@ PREDICT_FORMATS = ("lines", "csv", "tsv", "jsonl")
 def _reviews(args):
     """``[(text_id, text)]``: TEXT arguments (ids 0, 1, ...), a file's lines (their
     0-based numbers), or a table's text column (ids ``line17``: where the record starts,
-    so a review with line breaks stays one review)."""
+    so a review with line breaks stays one review; with ``--id-column``, that column's
+    values as written)."""
     from hatt.data.readers.load import reader_for
     from hatt.data.readers.read_log import ReadLog
     from hatt.data.readers.table import read_table
 
     if not args.file:
-        if args.format not in (None, "lines") or args.text_column:
-            raise ValueError("--format and --text-column read a --file F table.")
+        if args.format not in (None, "lines") or args.text_column or args.id_column:
+            raise ValueError("--format, --text-column and --id-column read a --file F table.")
         return list(enumerate(args.texts))
     reader = reader_for(args.file, format=args.format)
     kind = reader.kind or "lines"  # a table by its text column, any other file a line a review
     if kind == "lines":
-        if args.text_column:
-            raise ValueError(
-                f"Expected --text-column with a table (--format csv, tsv or jsonl). Received: "
-                f"--file {args.file!r} read as one review a line"
-            )
+        for flag, given in (("--text-column", args.text_column), ("--id-column", args.id_column)):
+            if given:
+                raise ValueError(
+                    f"Expected {flag} with a table (--format csv, tsv or jsonl). Received: "
+                    f"--file {args.file!r} read as one review a line"
+                )
         return _read_file(args.file).lines
     if args.file == "-":
         raise ValueError(f"Expected a table file for --format {kind}. Received: --file -")
     log = ReadLog()
     table = read_table(
-        args.file, text_column=args.text_column or "text", label_column=None, log=log, kind=kind
+        args.file,
+        text_column=args.text_column or "text",
+        label_column=None,
+        log=log,
+        kind=kind,
+        id_column=args.id_column,
     )
     for line in log.summary_lines():  # skipped rows are counted, never dropped silently
         print(f"hatt predict: {line}", file=sys.stderr)
-    return [(i.split("/", 1)[1], t) for i, t in zip(table.ids, table.texts, strict=True)]
+    ids = table.ids if args.id_column else [i.split("/", 1)[1] for i in table.ids]
+    return list(zip(ids, table.texts, strict=True))
 
 
 def _prediction_row(predictor, out, i, text_id, threshold):
@@ -126,9 +134,13 @@ def add_predict_command(sub):
         "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
         "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
-        "refused). What the model's run recorded against its parts (a deep part with a "
-        "negative weight in the mix, or below the n-gram channel alone) is warned about "
-        "once on stderr.",
+        "refused), or for a table the line its record starts on (line17), or with "
+        "--id-column your own ids, carried through as written. Options may come before, "
+        "between or after MODEL and TEXT. What the model's run recorded (unbalanced or "
+        "tiny classes, what the mix decided) is warned about once on stderr, at most 3 "
+        "warnings and a count of the rest; "
+        "what concerns explanations only (a deep part with a negative weight in the mix, or "
+        "below the n-gram channel alone) is left to hatt inspect.",
     )
     predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
@@ -146,6 +158,13 @@ def add_predict_command(sub):
     )
     predict.add_argument(
         "--text-column", default=None, metavar="NAME", help="a table's text column (default: text)"
+    )
+    predict.add_argument(
+        "--id-column",
+        default=None,
+        metavar="NAME",
+        help="a table's column of your own ids: each line's text_id is its value, as written "
+        '(a number as its text, an empty field ""), instead of line17',
     )
     predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
     predict.add_argument(
