@@ -30,10 +30,34 @@ def _chunks(items, size):
         yield chunk
 
 
-def print_model_warnings(command, predictor):
-    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
-    for warning in getattr(predictor, "warnings", ()):
+MAX_WARNINGS = 3  # a model's warnings printed in full; the rest are counted in one line
+
+
+def print_model_warnings(command, predictor, explaining=True):
+    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line.
+
+    Without ``explaining`` (predict, evaluate), those about explanations only
+    (:func:`hatt.export.facts.explanation_warnings`) are left out. At most
+    :data:`MAX_WARNINGS` are printed, then one line counts the rest (issue 63: a
+    2,000-class model warned about each of its small classes on every call).
+    """
+    warnings = list(getattr(predictor, "warnings", ()))
+    if not explaining:
+        from hatt.export.facts import explanation_warnings
+
+        metadata = getattr(predictor, "metadata", None) or {}
+        names = getattr(predictor, "class_names", None)
+        about_explanations = explanation_warnings(metadata.get("ngram"), names)
+        warnings = [w for w in warnings if w not in about_explanations]
+    for warning in warnings[:MAX_WARNINGS]:
         print(f"hatt {command}: warning: {printable(warning)}", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        print(
+            f"hatt {command}: warning: ... and {len(warnings) - MAX_WARNINGS:,} more warnings "
+            'recorded with this model (its run\'s metrics.json lists them under "warnings"; '
+            "hatt.export.load(MODEL).warnings in Python)",
+            file=sys.stderr,
+        )
 
 
 def cmd_predict(args):
@@ -52,7 +76,7 @@ def cmd_predict(args):
             f"--threshold is for two-class models; this one has {predictor.num_classes} classes "
             "(the label is the most probable one)."
         )
-    print_model_warnings("predict", predictor)
+    print_model_warnings("predict", predictor, explaining=False)
     for chunk in _chunks(reviews, args.batch_size):
         out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
         for i, (text_id, _) in enumerate(chunk):
@@ -192,7 +216,7 @@ def cmd_evaluate(args):
     options = data_options(args)
     documents, report = hatt.data.read_documents(**options, split=args.split, progress=False)
     predictor = hatt.export.load(args.model)
-    print_model_warnings("evaluate", predictor)
+    print_model_warnings("evaluate", predictor, explaining=False)
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
     source = args.data or "IMDB"
