@@ -80,6 +80,16 @@ def test_archive_reads_imdb_unsup_folder_only(tmp_path):
     assert read_unlabeled(other)[0] == ["one", "two"]
 
 
+def test_a_truncated_archive_is_an_error_not_part_of_its_documents(tmp_path):
+    """Issue 63: a streamed .tar.gz cut short gave the documents before the cut, silently."""
+    path = _tar(tmp_path / "big.tar.gz", {f"d/{i}.txt": f"doc {i}".encode() for i in range(60)})
+    assert len(read_unlabeled(path)[0]) == 60
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError, match="'.*cut.tar.gz' is a truncated or damaged gzip file"):
+        read_unlabeled(cut)
+
+
 def test_archive_is_streamed(tmp_path, monkeypatch):
     """Members are read one at a time from a stream, never extracted all at once."""
     path = _tar(tmp_path / "big.tar.gz", {f"d/{i}.txt": f"doc {i}".encode() for i in range(50)})

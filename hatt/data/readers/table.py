@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hatt.data.corpus import Split, label_name
-from hatt.data.readers.files import decode_text
+from hatt.data.readers.files import damaged_compressed_file, decode_text
 from hatt.data.readers.read_log import EMPTY_LABEL, SHORT_ROW, ReadLog, _repair, kept_text
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -33,9 +33,7 @@ def _table_text(path):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
-            raise ValueError(
-                f"Expected {str(path)!r} to be gzip-compressed. Received: {error}"
-            ) from None
+            raise ValueError(damaged_compressed_file(path, error)) from None
     decode_text(data, repr(str(path)))  # refuses a file that is not text (NotTextError)
     return data.decode("utf-8-sig", errors="surrogateescape")
 
