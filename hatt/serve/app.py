@@ -254,20 +254,24 @@ class Server:
         )
 
     async def warm_up(self):
-        """Run every model in each lane (explain's graph is traced here); then ready.
+        """Run every model once each way (explain's graph is traced here); then ready.
 
         ``predict`` runs once at every power-of-two batch size up to
         ``max_batch_size``: the CNN's predict path is compiled by XLA once per
         padded batch shape (:meth:`hatt.export.TextModel._compiled_classifier`),
-        and no request should pay for a compilation.
+        and no request should pay for a compilation. The model is called
+        directly, on the predict lane's threads and in a thread of its own for
+        explain: the warm-up is not traffic, and neither ``/metrics`` (batch
+        sizes) nor ``/ui/stats`` counts it (issue 63).
         """
         largest = self.settings.max_batch_size  # padded to the next power of two
         sizes = [1 << k for k in range((largest - 1).bit_length())] + [largest]
+        loop = asyncio.get_running_loop()
         try:
             for model in self.models.values():
                 for size in sizes:
-                    await self.predict(model, PREDICT, WARM_UP * size)
-                await self.explain(model, WARM_UP)
+                    await loop.run_in_executor(self.executor, model.run, PREDICT, WARM_UP * size)
+                await asyncio.to_thread(model.explain, WARM_UP)
         except Exception as error:  # noqa: BLE001  (reported by /readyz, not a crash)
             logger.exception("warm-up failed")
             self.warm_up_error = f"{type(error).__name__}: {error}"
