@@ -119,7 +119,8 @@ def being_trained(args, error):
     """The error to show for a model path that a live ``hatt train`` still holds (its lock,
     :mod:`hatt.lock`): who holds it and what to do, where the loader said "not a hatt run
     directory" or "holds no hatt model" (issue 63); ``None`` for any other error."""
-    if type(error).__name__ != "ExportError":  # hatt.export's: the model could not be read
+    layout = sys.modules.get("hatt.export.layout")  # not loaded: no model was read
+    if layout is None or not isinstance(error, layout.ExportError):
         return None
     for path in _model_paths(args):
         held = lock.holder(path)
