@@ -3,7 +3,9 @@
 ``fcntl.flock`` locks belong to the open file, so the OS releases them when the
 process exits, however it exits (a crash, ``SIGKILL``): a stale ``.lock`` file
 left behind locks nothing. ``hatt train`` holds its run directory's lock for
-the whole run, ``hatt prepare`` its output folder's.
+the whole run, ``hatt prepare`` its output folder's. The file says who holds it:
+``PID HOST SINCE`` (``SINCE`` in UTC, ISO 8601); :func:`holder` reads it while the
+lock is held (``hatt predict runs/x`` on a run still training says so).
 
 Example:
 
@@ -12,26 +14,69 @@ Example:
 """
 
 import contextlib
+import dataclasses
+import datetime
 import fcntl
 import os
+import socket
 from pathlib import Path
 
 LOCK_NAME = ".lock"
 
 
-class DirectoryInUse(ValueError):
-    """The directory is locked by another live process (``pid``: its id, or None)."""
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """Who holds a lock: the ``.lock`` file's ``PID HOST SINCE`` (``None`` where unsaid)."""
 
-    def __init__(self, directory, pid, what="run directory"):
+    pid: int | None = None
+    host: str | None = None
+    since: str | None = None
+
+    def __str__(self):
+        said = f"pid {self.pid}" if self.pid is not None else "another process"
+        if self.host:
+            said += f" on host {self.host}"
+        return said + (f" since {self.since}" if self.since else "")
+
+
+class DirectoryInUse(ValueError):
+    """The directory is locked by another live process (``pid``: its id, or None;
+    ``holder``: its :class:`Holder`)."""
+
+    def __init__(self, directory, pid, what="run directory", holder=None):
         self.directory, self.pid = str(directory), pid
-        holder = f"pid {pid}" if pid is not None else "another process"
-        super().__init__(f"{what} {self.directory} is in use by {holder}")
+        self.holder = holder or Holder(pid)
+        super().__init__(f"{what} {self.directory} is in use by {self.holder}")
 
 
 def _holder(handle):
+    """The :class:`Holder` a ``.lock`` file names (an older file holds the pid alone)."""
     handle.seek(0)
-    text = handle.read().strip()
-    return int(text) if text.isdigit() else None
+    fields = handle.read().split()
+    pid = fields[0] if fields else ""
+    return Holder(
+        int(pid) if pid.isascii() and pid.isdigit() else None,
+        fields[1] if len(fields) > 1 else None,
+        fields[2] if len(fields) > 2 else None,
+    )
+
+
+def holder(directory):
+    """The :class:`Holder` of ``directory``'s lock while a live process holds it, else ``None``
+    (no ``.lock``, a stale one, or a path that is not a directory). Takes no lock itself."""
+    try:
+        handle = open(Path(directory) / LOCK_NAME, encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(handle)
+        except OSError:
+            return None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
 
 
 def acquire(directory, what="run directory"):
@@ -53,12 +98,13 @@ def acquire(directory, what="run directory"):
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        pid = _holder(handle)
+        held = _holder(handle)
         handle.close()
-        raise DirectoryInUse(directory, pid, what) from None
+        raise DirectoryInUse(directory, held.pid, what, held) from None
+    since = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     handle.seek(0)
     handle.truncate()
-    handle.write(f"{os.getpid()}\n")
+    handle.write(f"{os.getpid()} {socket.gethostname() or '-'} {since}\n")
     handle.flush()
     return handle
 

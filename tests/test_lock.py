@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,10 +50,13 @@ def test_a_directory_held_by_a_live_process_is_refused_with_its_pid(tmp_path):
     try:
         with pytest.raises(lock.DirectoryInUse) as caught:
             lock.acquire(tmp_path / "run")
-        assert (
-            str(caught.value) == f"run directory {tmp_path / 'run'} is in use by pid {holder.pid}"
+        held = caught.value.holder
+        assert (held.pid, held.host) == (holder.pid, socket.gethostname())
+        assert str(caught.value) == (
+            f"run directory {tmp_path / 'run'} is in use by pid {holder.pid} on host "
+            f"{held.host} since {held.since}"
         )
-        assert caught.value.pid == holder.pid
+        assert caught.value.pid == holder.pid and lock.holder(tmp_path / "run") == held
         other = _try_in_another_process(tmp_path / "run")
         assert other.returncode != 0 and f"in use by pid {holder.pid}" in other.stderr
     finally:
@@ -64,11 +68,12 @@ def test_a_killed_holder_leaves_the_directory_free(tmp_path):
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     holder.stdout.close()
-    assert (tmp_path / "run" / lock.LOCK_NAME).read_text().strip() == str(holder.pid)  # stale file
+    assert (tmp_path / "run" / lock.LOCK_NAME).read_text().split()[0] == str(holder.pid)  # stale
+    assert lock.holder(tmp_path / "run") is None
     other = _try_in_another_process(tmp_path / "run")
     assert other.returncode == 0 and "acquired" in other.stdout, other.stderr
     handle = lock.acquire(tmp_path / "run")
-    assert (tmp_path / "run" / lock.LOCK_NAME).read_text().strip() == str(os.getpid())
+    assert (tmp_path / "run" / lock.LOCK_NAME).read_text().split()[0] == str(os.getpid())
     lock.release(handle)
 
 

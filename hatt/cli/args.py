@@ -1,5 +1,6 @@
 """The arguments several subcommands share (data source, seed, limit, --set, files)."""
 
+import argparse
 import sys
 
 import hatt
@@ -8,6 +9,31 @@ MODEL_HELP = (
     "a SavedModel folder, a saved_models/NAME folder (latest version), a .keras file "
     "or a run directory"
 )
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options may come between its positionals, and what it does
+    not know is an error in its own usage.
+
+    ``hatt predict MODEL --threshold 0.3 "a review"`` works as ``hatt predict --threshold
+    0.3 MODEL "a review"`` does (argparse's intermixed parsing: its plain parsing gave
+    ``TEXT ...`` nothing at the option and then refused the reviews with the top-level
+    usage, issue 63); an unknown option is refused with ``usage: hatt predict ...``.
+    """
+
+    _parsing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._parsing:  # the intermixed parse's own passes
+            return super().parse_known_args(args, namespace)
+        self._parsing = True
+        try:
+            namespace, extras = self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._parsing = False
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 def _add_data(parser):

@@ -34,7 +34,10 @@ def cmd_data(args):
         progress=not args.quiet,
     )
     stats = hatt.data.statistics(corpus)
-    print(json.dumps(stats, indent=2) if args.json else hatt.data.format_statistics(stats))
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        print(hatt.data.format_statistics(stats, brief=args.quiet))
     return 0
 
 
@@ -59,7 +62,11 @@ def add_data_command(sub):
     )
     _add_limit(data)
     data.add_argument("--json", action="store_true", help="print the statistics as JSON")
-    _add_quiet(data)
+    _add_quiet(
+        data,
+        "no progress bars, and one line (classes, source, split sizes) and the warnings "
+        "instead of the tables (with --json: the JSON only)",
+    )
     data.set_defaults(func=cmd_data)
 
 

@@ -14,6 +14,7 @@ from hatt.cli.args import (
     data_options,
 )
 from hatt.names import MAX_REVIEWS, METHODS
+from hatt.progress import printable, printable_lines
 
 # === hatt predict ===================================================================
 
@@ -29,12 +30,34 @@ def _chunks(items, size):
         yield chunk
 
 
-def print_model_warnings(command, predictor):
-    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line."""
-    from hatt.inspect.terminal import printable
+MAX_WARNINGS = 3  # a model's warnings printed in full; the rest are counted in one line
 
-    for warning in getattr(predictor, "warnings", ()):
+
+def print_model_warnings(command, predictor, explaining=True):
+    """The model's warnings (:attr:`hatt.export.Predictor.warnings`) on stderr, one a line.
+
+    Without ``explaining`` (predict, evaluate), those about explanations only
+    (:func:`hatt.export.facts.explanation_warnings`) are left out. At most
+    :data:`MAX_WARNINGS` are printed, then one line counts the rest (issue 63: a
+    2,000-class model warned about each of its small classes on every call).
+    """
+    warnings = list(getattr(predictor, "warnings", ()))
+    if not explaining:
+        from hatt.export.facts import explanation_warnings
+
+        metadata = getattr(predictor, "metadata", None) or {}
+        names = getattr(predictor, "class_names", None)
+        about_explanations = explanation_warnings(metadata.get("ngram"), names)
+        warnings = [w for w in warnings if w not in about_explanations]
+    for warning in warnings[:MAX_WARNINGS]:
         print(f"hatt {command}: warning: {printable(warning)}", file=sys.stderr)
+    if len(warnings) > MAX_WARNINGS:
+        print(
+            f"hatt {command}: warning: ... and {len(warnings) - MAX_WARNINGS:,} more warnings "
+            'recorded with this model (its run\'s metrics.json lists them under "warnings"; '
+            "hatt.export.load(MODEL).warnings in Python)",
+            file=sys.stderr,
+        )
 
 
 def cmd_predict(args):
@@ -53,7 +76,7 @@ def cmd_predict(args):
             f"--threshold is for two-class models; this one has {predictor.num_classes} classes "
             "(the label is the most probable one)."
         )
-    print_model_warnings("predict", predictor)
+    print_model_warnings("predict", predictor, explaining=False)
     for chunk in _chunks(reviews, args.batch_size):
         out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
         for i, (text_id, _) in enumerate(chunk):
@@ -68,33 +91,41 @@ PREDICT_FORMATS = ("lines", "csv", "tsv", "jsonl")
 def _reviews(args):
     """``[(text_id, text)]``: TEXT arguments (ids 0, 1, ...), a file's lines (their
     0-based numbers), or a table's text column (ids ``line17``: where the record starts,
-    so a review with line breaks stays one review)."""
+    so a review with line breaks stays one review; with ``--id-column``, that column's
+    values as written)."""
     from hatt.data.readers.load import reader_for
     from hatt.data.readers.read_log import ReadLog
     from hatt.data.readers.table import read_table
 
     if not args.file:
-        if args.format not in (None, "lines") or args.text_column:
-            raise ValueError("--format and --text-column read a --file F table.")
+        if args.format not in (None, "lines") or args.text_column or args.id_column:
+            raise ValueError("--format, --text-column and --id-column read a --file F table.")
         return list(enumerate(args.texts))
     reader = reader_for(args.file, format=args.format)
     kind = reader.kind or "lines"  # a table by its text column, any other file a line a review
     if kind == "lines":
-        if args.text_column:
-            raise ValueError(
-                f"Expected --text-column with a table (--format csv, tsv or jsonl). Received: "
-                f"--file {args.file!r} read as one review a line"
-            )
+        for flag, given in (("--text-column", args.text_column), ("--id-column", args.id_column)):
+            if given:
+                raise ValueError(
+                    f"Expected {flag} with a table (--format csv, tsv or jsonl). Received: "
+                    f"--file {args.file!r} read as one review a line"
+                )
         return _read_file(args.file).lines
     if args.file == "-":
         raise ValueError(f"Expected a table file for --format {kind}. Received: --file -")
     log = ReadLog()
     table = read_table(
-        args.file, text_column=args.text_column or "text", label_column=None, log=log, kind=kind
+        args.file,
+        text_column=args.text_column or "text",
+        label_column=None,
+        log=log,
+        kind=kind,
+        id_column=args.id_column,
     )
     for line in log.summary_lines():  # skipped rows are counted, never dropped silently
         print(f"hatt predict: {line}", file=sys.stderr)
-    return [(i.split("/", 1)[1], t) for i, t in zip(table.ids, table.texts, strict=True)]
+    ids = table.ids if args.id_column else [i.split("/", 1)[1] for i in table.ids]
+    return list(zip(ids, table.texts, strict=True))
 
 
 def _prediction_row(predictor, out, i, text_id, threshold):
@@ -127,9 +158,13 @@ def add_predict_command(sub):
         "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "
         "are skipped; a few invalid UTF-8 bytes are replaced, a file that is not text is "
-        "refused). What the model's run recorded against its parts (a deep part with a "
-        "negative weight in the mix, or below the n-gram channel alone) is warned about "
-        "once on stderr.",
+        "refused), or for a table the line its record starts on (line17), or with "
+        "--id-column your own ids, carried through as written. Options may come before, "
+        "between or after MODEL and TEXT. What the model's run recorded (unbalanced or "
+        "tiny classes, what the mix decided) is warned about once on stderr, at most 3 "
+        "warnings and a count of the rest; "
+        "what concerns explanations only (a deep part with a negative weight in the mix, or "
+        "below the n-gram channel alone) is left to hatt inspect.",
     )
     predict.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     predict.add_argument("texts", metavar="TEXT", nargs="*", help="reviews to classify")
@@ -147,6 +182,13 @@ def add_predict_command(sub):
     )
     predict.add_argument(
         "--text-column", default=None, metavar="NAME", help="a table's text column (default: text)"
+    )
+    predict.add_argument(
+        "--id-column",
+        default=None,
+        metavar="NAME",
+        help="a table's column of your own ids: each line's text_id is its value, as written "
+        '(a number as its text, an empty field ""), instead of line17',
     )
     predict.add_argument("--batch-size", type=int, default=64, help="reviews per model call")
     predict.add_argument(
@@ -174,16 +216,15 @@ def cmd_evaluate(args):
     options = data_options(args)
     documents, report = hatt.data.read_documents(**options, split=args.split, progress=False)
     predictor = hatt.export.load(args.model)
-    print_model_warnings("evaluate", predictor)
+    print_model_warnings("evaluate", predictor, explaining=False)
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
     source = args.data or "IMDB"
-    from hatt.inspect.terminal import printable  # class names as text, never escapes
-
+    # class names as text, never escapes; a name holding \r stays on its row (issue 63)
     print(
         printable(f"{args.model} on {source}: {len(documents):,} documents (--split {args.split})")
     )
-    print("\n".join(printable(line) for line in format_metrics(figures).splitlines()))
+    print(printable_lines(format_metrics(figures)))
     if args.output:
         result = {
             "model": str(args.model),

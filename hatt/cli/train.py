@@ -12,6 +12,7 @@ from hatt.cli.args import (
     _config_data_options,
 )
 from hatt.names import CLASS_WEIGHTS, FAMILIES, STRATEGIES
+from hatt.progress import printable_lines
 
 # The flags of `hatt train` that set the TrainConfig field of their name (None: not given).
 CONFIG_FLAGS = (
@@ -140,10 +141,8 @@ def print_summary(metrics, run_dir):
     """The run's summary, its class names shown as text: a label holding terminal controls
     (``pos\\x1b[31m``) is printed escaped, never acted on (issue 63)."""
     from hatt import training
-    from hatt.inspect.terminal import printable
 
-    lines = training.summary(metrics, run_dir).splitlines()
-    print("\n".join(printable(line) for line in lines))
+    print(printable_lines(training.summary(metrics, run_dir)))
 
 
 def _add_learning_from_elsewhere(train):

@@ -4,6 +4,7 @@ import numpy as np
 
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
 from hatt.data.text import tokenize
+from hatt.progress import printable
 
 STATISTICS = ("mean", "median", "p90", "p99", "max")
 LENGTHS = ("words_per_review", "sentences_per_review", "words_per_sentence")
@@ -110,43 +111,77 @@ def statistics(corpus):
     return stats
 
 
+def _table(header, rows, align=None):
+    """Rows of cells as lines, each column as wide as its widest cell and two spaces apart,
+    so that a number that outgrows its column widens it instead of running into its
+    neighbour (issue 63). ``align``: ``"l"`` or ``"r"`` a column (default: the first
+    left, the others right)."""
+    table = [header, *rows]
+    align = align or "l" + "r" * (len(header) - 1)
+    widths = [max(len(row[k]) for row in table) for k in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(width) if side == "l" else cell.rjust(width)
+            for cell, width, side in zip(row, widths, align, strict=True)
+        ).rstrip()
+        for row in table
+    ]
+
+
+def _shown_name(name):
+    """A class name as the table shows it: controls escaped, cut to ``_NAME_WIDTH``."""
+    shown = printable(name)
+    return shown if len(shown) <= _NAME_WIDTH else shown[: _NAME_WIDTH - 1] + "…"
+
+
 def _class_table(stats):
-    names = stats["class_names"]
-    width = max(5, *(min(len(n), _NAME_WIDTH) for n in names))
     splits = list(stats["splits"])
-    lines = [f"{'class':<{width}}" + "".join(f"{s:>12}" for s in splits)]
-    for name in names:
-        shown = name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
-        counts = "".join(f"{stats['splits'][s]['classes'][name]:>12}" for s in splits)
-        lines.append(f"{shown:<{width}}{counts}")
-    totals = "".join(f"{stats['splits'][s]['reviews']:>12}" for s in splits)
-    lines.append(f"{'all':<{width}}{totals}")
-    return lines
+    rows = [
+        [_shown_name(name), *(str(stats["splits"][s]["classes"][name]) for s in splits)]
+        for name in stats["class_names"]
+    ]
+    rows.append(["all", *(str(stats["splits"][s]["reviews"]) for s in splits)])
+    return _table(["class", *splits], rows)
 
 
 def _length_table(stats):
-    lines = [f"{'split':<11}{'reviews':>8}  {'':<20}" + "".join(f"{k:>9}" for k in STATISTICS)]
+    rows = []
     for name, split in stats["splits"].items():
         for row, key in enumerate(LENGTHS):
-            prefix = f"{name:<11}{split['reviews']:>8}" if row == 0 else " " * 19
-            values = "".join(f"{split[key][k]:>9}" for k in STATISTICS)
-            lines.append(f"{prefix}  {key:<20}{values}")
-    return lines
+            first = [name, str(split["reviews"])] if row == 0 else ["", ""]
+            rows.append([*first, key, *(str(split[key][k]) for k in STATISTICS)])
+    return _table(["split", "reviews", "", *STATISTICS], rows, align="lrl" + "r" * len(STATISTICS))
 
 
 def _report_lines(report):
+    """What reading skipped or repaired, counted. Its warnings are not repeated: the reader
+    printed them on standard error as it read (issue 64: ``hatt data`` said them twice)."""
     skipped = report.get("skipped") or {}
     lines = [f"Skipped while reading: {n} ({reason})" for reason, n in skipped.items()]
     if report.get("invalid_utf8"):
         lines.append(f"Invalid UTF-8 replaced in {report['invalid_utf8']} document(s)")
-    return lines + [f"Warning: {w}" for w in report.get("warnings") or []]
+    return lines
 
 
-def format_statistics(stats):
-    """The statistics of :func:`statistics` as text: classes per split, then lengths."""
+def format_statistics(stats, brief=False):
+    """The statistics of :func:`statistics` as text: classes per split, then lengths.
+
+    Class names are shown escaped (:func:`hatt.progress.printable`). What reading
+    skipped is counted; the reading's warnings are not repeated (the reader printed
+    them on standard error, and ``stats["report"]["warnings"]`` holds them).
+
+    Args:
+        stats: the dict of :func:`statistics`.
+        brief: one line (the classes, the source and each split's size) and the
+            warnings, without the tables (``hatt data --quiet``).
+    """
     names = stats.get("class_names", list(BINARY_CLASSES))
-    lines = [f"{len(names)} classes from {stats['source']}", ""]
+    title = printable(f"{len(names)} classes from {stats['source']}")
+    warnings = [f"Warning: {w}" for w in stats.get("warnings", [])]
+    if brief:
+        sizes = ", ".join(f"{split['reviews']} {name}" for name, split in stats["splits"].items())
+        return "\n".join([f"{title}: {sizes} documents", *warnings])
+    lines = [title, ""]
     lines += _class_table({**stats, "class_names": names}) + [""] + _length_table(stats)
     lines += _report_lines(stats.get("report") or {})
-    lines += [f"Warning: {w}" for w in stats.get("warnings", [])]
-    return "\n".join(lines)
+    return "\n".join(lines + warnings)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from hatt.data.imdb import ENV_VAR
 from hatt.data.readers.files import NotTextError, decode_text
+from hatt.data.readers.folder import TEXT_SUFFIX, files_left_out
 from hatt.data.readers.load import reader_for
 from hatt.data.readers.read_log import NOT_TEXT, ReadLog, _repair
 from hatt.data.readers.tfds import TFDS_PREFIX
@@ -167,8 +168,29 @@ def _check_result(path, counts, kept, log):
         )
     raise ValueError(
         f"Expected documents in unlabeled={str(path)!r}. Received: {counts.read} read, "
-        f"{counts.empty} empty, {sum(len(p) for p in log.skipped.values())} not text."
+        f"{counts.empty} empty, {sum(len(p) for p in log.skipped.values())} not text"
+        + _what_is_read(path)
     )
+
+
+def _what_is_read(path):
+    """Which files of a folder or an archive are read, and (a folder) what was left out."""
+    if isinstance(path, list | tuple):
+        return "."
+    source = Path(path).expanduser()
+    if source.is_dir():
+        left_out = files_left_out(source)
+        said = ", ".join(f"{n} {suffix or '(no extension)'}" for suffix, n in left_out.items())
+        skipped = f": {sum(left_out.values())} other files left out by extension ({said})"
+        return (
+            f". A folder's documents are its {TEXT_SUFFIX} files (hidden ones left out)"
+            + (skipped if left_out else "")
+            + f"; rename text files to {TEXT_SUFFIX}, or give a table or a text file of one "
+            "document a line."
+        )
+    if reader_for(source).format == "archive":
+        return f". An archive's documents are its {TEXT_SUFFIX} members (hidden ones left out)."
+    return "."
 
 
 def read_unlabeled(path, *, text_column=None, exclude=(), limit=None, max_chars=None):

@@ -64,15 +64,9 @@ def _mix_weights(deep):
 def model_warnings(ngram=None, recorded=(), class_names=None):
     """Why a model's parts should not be read at face value: a list of sentences.
 
-    - the deep part has a negative weight in the validation mix (two
-      classes: ``a < 0`` in ``a·deep + b·channel + c``; more: a negative
-      diagonal entry of ``A`` in ``deep @ A + channel @ B + c``): where the
-      deep network's words argue for a class, the model counts them
-      against it, so the deep part's own scores point backwards;
-    - the deep part alone scores below the n-gram channel alone on the
-      validation split;
-    - then every sentence of ``recorded`` (a run's
-      ``metrics.json["warnings"]``) not already said.
+    :func:`explanation_warnings` (what concerns the deep part's own scores),
+    then every sentence of ``recorded`` (a run's ``metrics.json["warnings"]``)
+    not already said.
 
     Args:
         ngram: The run's n-gram facts (:data:`NGRAM_FACTS`), or ``None``.
@@ -81,6 +75,28 @@ def model_warnings(ngram=None, recorded=(), class_names=None):
 
     Returns:
         A list of str, empty for a model with nothing to warn about.
+    """
+    found = explanation_warnings(ngram, class_names)
+    found.extend(w for w in dict.fromkeys(recorded or ()) if isinstance(w, str) and w not in found)
+    return found
+
+
+def explanation_warnings(ngram=None, class_names=None):
+    """The warnings that concern explanations only (the deep part's own scores), which a
+    prediction does not need (``hatt predict`` leaves them to ``hatt inspect``, issue 63):
+
+    - the deep part has a negative weight in the validation mix (two
+      classes: ``a < 0`` in ``a·deep + b·channel + c``; more: a negative
+      diagonal entry of ``A`` in ``deep @ A + channel @ B + c``): where the
+      deep network's words argue for a class, the model counts them
+      against it, so the deep part's own scores point backwards;
+    - the deep part alone scores below the n-gram channel alone on the
+      validation split.
+
+    Args: as :func:`model_warnings`'.
+
+    Returns:
+        A list of str.
     """
     ngram = ngram if isinstance(ngram, dict) else {}
     found = []
@@ -97,7 +113,6 @@ def model_warnings(ngram=None, recorded=(), class_names=None):
             "model. Its deep part's own scores (gradient × input, integrated gradients) "
             "leave the channel out; the total view holds both."
         )
-    found.extend(w for w in dict.fromkeys(recorded or ()) if isinstance(w, str) and w not in found)
     return found
 
 

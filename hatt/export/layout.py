@@ -17,15 +17,26 @@ EXPORT_FILE = "export.json"  # saved_models/NAME/export.json
 VERSION_METADATA = "assets.extra/hatt_export.json"  # inside each version (TF Serving ignores it)
 
 
+def is_version_name(name):
+    """Whether ``name`` is a version folder's name: ASCII digits only (``3``, ``12``).
+
+    The one test of a version folder (issue 63: ``str.isdigit`` took ``²``, which
+    ``int()`` then refused with "invalid literal for int()", and ``٣``, read as 3).
+    TF Serving reads only ASCII numbers too; another name is an ordinary folder.
+    """
+    return bool(name) and name.isascii() and name.isdigit()
+
+
 def version_numbers(folder):
-    """Numeric version folders holding a ``saved_model.pb``, ascending."""
+    """Numeric version folders (:func:`is_version_name`) holding a ``saved_model.pb``,
+    ascending."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
     found = [
         int(p.name)
         for p in folder.iterdir()
-        if p.name.isdigit() and p.is_dir() and (p / "saved_model.pb").is_file()
+        if is_version_name(p.name) and p.is_dir() and (p / "saved_model.pb").is_file()
     ]
     return sorted(found)
 

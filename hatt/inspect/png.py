@@ -18,9 +18,13 @@ unsigned weight gets at least the faintest shade (`FAINTEST`). The header
 names the model's attention and its share of exact zeros.
 
 Every image is `WIDTH_PX` pixels wide and `png_size(explanation, method)[1]`
-high: `round(DPI * (HEADER_INCHES + ROW_INCHES * rows))` for one method
-(`rows`: the rows shown, at least one), and `round(DPI * (HEADER_INCHES +
-panels * (PANEL_INCHES + ROW_INCHES * rows)))` for several.
+high: `round(DPI * (header + ROW_INCHES * rows))` for one method (`rows`: the
+rows shown, at least one), and `round(DPI * (header + panels * (PANEL_INCHES +
+ROW_INCHES * rows) + titles))` for several. The captions are wrapped to the
+image's width (never cut at its edge): `header` is `HEADER_INCHES` plus a line's
+height for each line they take beyond one headline, two lines of legend and one
+of notes; `titles`, a line's height for each line a panel's title takes beyond
+one.
 """
 
 import warnings
@@ -32,7 +36,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.backends.backend_agg import RendererAgg  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
 
 from hatt.inspect.methods import is_signed, method_label  # noqa: E402
 
@@ -48,6 +54,10 @@ FLAT_COLUMNS = 16  # words per row for flat models
 MAX_CHARS = 12
 FAINTEST = 0.08  # the faintest shade of an unsigned non-zero weight
 ZERO_COLOUR = "#8c959f"  # the text of a word whose weight is exactly 0 (its cell blank)
+MARGIN = 0.015  # the captions' left (and right) margin, a share of the width
+# The header's captions: (font size, weight, lines the default header holds).
+HEADLINE, LEGEND, NOTES = (12, "bold", 1), (9, "normal", 2), (9, "normal", 1)
+TITLE = (10, "bold", 1)  # a panel's title, when a figure has several
 
 WORD_CMAP = LinearSegmentedColormap.from_list("hatt_words", ["#ffffff", "#0969da"])
 SENTENCE_CMAP = LinearSegmentedColormap.from_list("hatt_sentences", ["#ffffff", "#cf222e"])
@@ -116,13 +126,70 @@ def _heat(ax, values, cmap, signed=False):
 
 def png_size(explanation, method=None):
     """`(width, height)` in pixels of the PNG :func:`to_png` writes for `explanation`."""
-    panels = len(explanation.methods_to_show(method))
-    rows = max(len(_grid(explanation, explanation.methods_to_show(method)[0])[0]), 1)
+    shown = explanation.methods_to_show(method)
+    panels = len(shown)
+    rows = max(len(_grid(explanation, shown[0])[0]), 1)
+    header = _header_inches(_captions(explanation, method))
     if panels == 1:
-        inches = HEADER_INCHES + ROW_INCHES * rows
+        inches = header + ROW_INCHES * rows
     else:
-        inches = HEADER_INCHES + panels * (PANEL_INCHES + ROW_INCHES * rows)
+        titles = sum(_extra_inches(_wrap(explanation.method_note(m), TITLE), TITLE) for m in shown)
+        inches = header + panels * (PANEL_INCHES + ROW_INCHES * rows) + titles
     return WIDTH_PX, int(round(DPI * inches))
+
+
+_MEASURE = RendererAgg(WIDTH_PX, DPI, DPI)  # measures text as the PNG draws it (pixels)
+
+
+def _wrap(text, caption):
+    """``text``'s lines, each wrapped at spaces to fit the image's width in ``caption``'s
+    font (measured, so that wide letters wrap sooner); a word wider than a line is cut
+    across lines. Issue 63: a long caption ran off the image's right edge."""
+    size, weight, _ = caption
+    font = FontProperties(size=size, weight=weight)
+    room = WIDTH_PX * (1 - 2 * MARGIN)  # pixels
+
+    def fits(line):
+        with warnings.catch_warnings():  # a glyph the font lacks is measured as a box
+            warnings.simplefilter("ignore")
+            return _MEASURE.get_text_width_height_descent(line, font, ismath=False)[0] <= room
+
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if fits(candidate):
+                line = candidate
+                continue
+            if line:
+                lines.append(line)
+            while not fits(word) and len(word) > 1:  # a word wider than the line
+                cut = next(k for k in range(len(word) - 1, 0, -1) if fits(word[:k]) or k == 1)
+                lines.append(word[:cut])
+                word = word[cut:]
+            line = word
+        lines.append(line)
+    return lines
+
+
+def _line_inches(caption):
+    return caption[0] * 1.6 / 72
+
+
+def _extra_inches(lines, caption):
+    """The height of ``lines`` beyond the lines ``caption``'s place holds by default."""
+    return max(0, len(lines) - caption[2]) * _line_inches(caption)
+
+
+def _header_inches(captions):
+    """The header's height: :data:`HEADER_INCHES` and a line for each line beyond those the
+    default header holds."""
+    extra = sum(
+        _extra_inches(lines, caption)
+        for lines, caption in zip(captions, (HEADLINE, LEGEND, NOTES), strict=True)
+    )
+    return HEADER_INCHES + extra
 
 
 def _short(word):
@@ -228,35 +295,60 @@ def figure(explanation, method=None):
     methods = e.methods_to_show(method)
     width, height = png_size(e, method)
     inches = height / DPI
+    captions = _captions(e, method)
+    header = _header_inches(captions)
     fig = plt.figure(figsize=(width / DPI, inches), dpi=DPI)
     if len(methods) == 1:
-        _panel(fig, e, methods[0], 0.15 / inches, 1 - (HEADER_INCHES - 0.25) / inches)
+        _panel(fig, e, methods[0], 0.15 / inches, 1 - (header - 0.25) / inches)
     else:
         rows = max(len(_grid(e, methods[0])[0]), 1)
-        y = HEADER_INCHES - 0.25  # inches from the top
+        y = header - 0.25  # inches from the top
         for m in methods:
+            title = _wrap(e.method_note(m), TITLE)
             fig.text(
-                0.015, 1 - (y + 0.08) / inches, e.method_note(m), fontsize=10, weight="bold",
+                MARGIN, 1 - (y + 0.08) / inches, "\n".join(title), fontsize=10, weight="bold",
                 va="top",
             )  # fmt: skip
-            y += PANEL_INCHES
+            y += PANEL_INCHES + _extra_inches(title, TITLE)
             _panel(fig, e, m, 1 - (y + ROW_INCHES * rows) / inches, 1 - y / inches)
             y += ROW_INCHES * rows
+    _draw_captions(fig, captions, inches)
+    return fig
+
+
+def _captions(e, method):
+    """The header's three captions, each a list of lines wrapped to the image's width: the
+    headline, the legend (the attention note and what the colours mean), the notes."""
+    methods = e.methods_to_show(method)
     notes = _grid(e, methods[0])[4]
     if e.decomposition_line() is not None:
         notes = [" ".join(filter(None, (e.decomposition_line(), e.total_line()))), *notes]
     # The warnings' first clause (the whole sentences are in hatt inspect's output).
     notes = [f"warning: {w.split(':')[0]}" for w in e.warnings] + notes
-    fig.text(0.015, 1 - 0.3 / inches, e.headline(method), fontsize=12, weight="bold", va="top")
-    subtitle = "\n".join(filter(None, (_attention_note(e), _subtitle(e, methods))))
-    fig.text(
-        0.015, 1 - 0.66 / inches, subtitle, fontsize=9, va="top", color="#57606a", linespacing=1.3
+    legend = "\n".join(filter(None, (_attention_note(e), _subtitle(e, methods))))
+    return (
+        _wrap(e.headline(method), HEADLINE),
+        _wrap(legend, LEGEND),
+        _wrap("; ".join(notes), NOTES) if notes else [],
     )
+
+
+def _draw_captions(fig, captions, inches):
+    """The captions at the top, each below the last (where the default header puts them
+    when they take no more lines than it holds)."""
+    headline, legend, notes = captions
+    below = _extra_inches(headline, HEADLINE)
+    fig.text(MARGIN, 1 - 0.3 / inches, "\n".join(headline), fontsize=12, weight="bold", va="top")
+    fig.text(
+        MARGIN, 1 - (0.66 + below) / inches, "\n".join(legend), fontsize=9, va="top",
+        color="#57606a", linespacing=1.3,
+    )  # fmt: skip
+    below += _extra_inches(legend, LEGEND)
     if notes:
         fig.text(
-            0.015, 1 - 1.05 / inches, "; ".join(notes), fontsize=9, va="top", color="#9a6700",
+            MARGIN, 1 - (1.05 + below) / inches, "\n".join(notes), fontsize=9, va="top",
+            color="#9a6700", linespacing=1.3,
         )  # fmt: skip
-    return fig
 
 
 def to_png(explanation, path, method=None):

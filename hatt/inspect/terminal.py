@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hatt.inspect.methods import ALL, is_signed, method_label
+from hatt.progress import printable
 
 BAR_WIDTH = 12
 FAINTEST = 0.08  # the faintest background an unsigned non-zero weight gets
@@ -92,25 +93,6 @@ def _zero_note(explanations):
             "any non-zero weight has at least a faint background"
         )
     return None
-
-
-# Characters a terminal acts on (C0 / C1 controls such as ESC, bidirectional overrides):
-# shown escaped, so that a review or a class name cannot move the cursor or recolour.
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def printable(text):
-    """``text`` with control characters and bidi overrides escaped (``\\x1b``, ``\\u202e``).
-
-    Tabs are kept; every other control character (newlines included) is escaped.
-    """
-    text = str(text)
-    if text.isprintable() and not _BIDI_CONTROLS.intersection(text):
-        return text
-    return "".join(
-        c if c == "\t" or (c.isprintable() and c not in _BIDI_CONTROLS) else ascii(c)[1:-1]
-        for c in text
-    )
 
 
 def _mark(word, value, signed):

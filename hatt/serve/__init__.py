@@ -49,11 +49,12 @@ __all__ = [
 ]
 
 
-def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
+def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info", sock=None):
     """Load ``models`` and serve them until SIGTERM / SIGINT (uvicorn, one process).
 
-    Slow clients and idle connections time out and a stop is bounded
-    (:mod:`hatt.serve.process`).
+    The port is taken first (:func:`hatt.serve.process.bind`): one in use is a
+    ``ValueError`` before any model is loaded. Slow clients and idle connections
+    time out and a stop is bounded (:mod:`hatt.serve.process`).
 
     Args:
         models: Model paths as ``hatt predict`` takes them, each optionally
@@ -62,22 +63,28 @@ def serve(models, host="127.0.0.1", port=8501, settings=None, log_level="info"):
         port: TCP port (8501, TF Serving's REST port, by default).
         settings: A :class:`Settings` (limits, batching).
         log_level: uvicorn's log level.
+        sock: A socket already bound (``hatt serve`` binds before it loads the
+            models); ``host`` and ``port`` are then only its names.
 
     Example:
 
     >>> hatt.serve.serve(["saved_models/han", "saved_models/cnn"], port=8501)
     """
     from hatt.serve.app import Settings, create_app
-    from hatt.serve.process import uvicorn_server
+    from hatt.serve.process import bind, uvicorn_server
     from hatt.serve.served import load_models
 
     settings = settings or Settings()
-    if not isinstance(models, dict):
-        models = load_models(models)
-    app = create_app(models, settings)
-    server = uvicorn_server(app, host, port, settings, log_level)
-    with _stopped_quietly():
-        server.run()
+    sock = sock or bind(host, port)
+    try:
+        if not isinstance(models, dict):
+            models = load_models(models)
+        app = create_app(models, settings)
+        server = uvicorn_server(app, host, sock.getsockname()[1], settings, log_level)
+        with _stopped_quietly():
+            server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 @contextlib.contextmanager

@@ -125,19 +125,26 @@ def settings_from_args(args):
 
 def cmd_serve(args):
     from hatt import serve
+    from hatt.serve.process import bind
 
     settings = serve.Settings(**settings_from_args(args))
     if not 0 <= args.port <= 65535:
         raise ValueError(f"Expected --port in [0, 65535]. Received: --port {args.port}")
-    models = serve.load_models(args.models)
-    for model in models.values():
-        print(
-            f"hatt serve: {model.name} (version {model.version}, {model.family}, "
-            f"{model.score_kind}) from {model.predictor.source}",
-            file=sys.stderr,
-        )
-    print(f"hatt serve: page and REST API on http://{args.host}:{args.port}/", file=sys.stderr)
-    serve.serve(models, host=args.host, port=args.port, settings=settings)
+    # the port first: one in use is an error before the models load (issue 63)
+    sock = bind(args.host, args.port)
+    try:
+        models = serve.load_models(args.models)
+        for model in models.values():
+            print(
+                f"hatt serve: {model.name} (version {model.version}, {model.family}, "
+                f"{model.score_kind}) from {model.predictor.source}",
+                file=sys.stderr,
+            )
+        port = sock.getsockname()[1]  # --port 0: the one the system gave
+        print(f"hatt serve: page and REST API on http://{args.host}:{port}/", file=sys.stderr)
+        serve.serve(models, host=args.host, port=port, settings=settings, sock=sock)
+    finally:
+        sock.close()
     return 0
 
 

@@ -3,7 +3,8 @@
 Each app has its own ``CollectorRegistry``, so two apps in one process (the
 tests) do not share counts. Labels take only the names of served models
 (``"-"`` for a request that names none, or an unknown one) and a fixed set
-of endpoints, so a client cannot grow the label sets.
+of endpoints (``"-"`` for a request refused before routing: headers over
+16 KiB), so a client cannot grow the label sets.
 
 - ``hatt_requests_total{model, endpoint, code}``: requests answered;
 - ``hatt_request_errors_total{model, endpoint, code}``: those answered >= 400;
@@ -12,8 +13,8 @@ of endpoints, so a client cannot grow the label sets.
   batches, explain's chunks);
 - ``hatt_queue_depth{model, lane}``: requests waiting, read at scrape time;
 - ``hatt_rejections_total{model, endpoint, reason}``: requests refused
-  (``queue_full``, ``deadline_queued``, ``deadline_running``, ``shutdown``,
-  ``too_large``, ``timeout``);
+  (by status: ``slow_body`` 408, ``too_large`` 413, ``headers_too_large`` 431,
+  ``client_gone`` 499, ``unavailable`` 503, ``deadline`` 504);
 - ``hatt_ready``: 1 once every model is loaded and warmed up.
 """
 

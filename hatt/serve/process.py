@@ -5,8 +5,13 @@
 - headers: uvicorn has no limit on how long a client may take to send a
   request's headers; :class:`HeaderTimeoutH11` closes a connection whose
   headers have not all arrived ``Settings.header_timeout_s`` (10 s) after it
-  opened or after its previous answer. Their size is capped by h11 (16 KiB);
+  opened or after its previous answer. Their size: at most 16 KiB
+  (:data:`hatt.serve.app.MAX_HEADER_BYTES`; the app answers 431, and h11 closes
+  a connection whose headers are still incomplete at 64 KiB with a 400);
 - the body: ``Settings.body_timeout_s`` (10 s, a 408) in :mod:`hatt.serve.app`;
+- the port: :func:`bind` takes it before anything is loaded or announced, so a
+  port in use is one clear error, not uvicorn's bind error after the URL was
+  printed and a warm-up traceback (issue 63);
 - SIGTERM / SIGINT (:class:`DrainingServer`): the server stops accepting
   connections and ``/readyz`` turns 503 at once; ``:explain`` requests stop
   at their next chunk (503 with ``Retry-After``); ``:predict`` requests in
@@ -15,8 +20,13 @@
   ``shutdown_s`` plus one explain chunk.
 """
 
+import errno
+import socket
+
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from hatt.serve.app import MAX_HEADER_BYTES
 
 
 class HeaderTimeoutH11(H11Protocol):
@@ -73,6 +83,40 @@ class DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def bind(host, port):
+    """A listening-ready TCP socket bound to ``(host, port)`` (port 0: a free one).
+
+    Raises:
+        ValueError: the port is in use, not ours to take, or the host is no
+            interface of this machine (the message says which, and the fix).
+    """
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except (socket.gaierror, UnicodeError, OverflowError) as error:
+        raise ValueError(
+            f"Expected --host to name an interface of this machine (127.0.0.1, 0.0.0.0, ::1). "
+            f"Received: --host {host!r} ({error})"
+        ) from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise ValueError(
+                f"port {port} is in use on {host}: pick another with --port (or stop what "
+                "listens there)"
+            ) from None
+        root = " (ports below 1024 need root)" if error.errno == errno.EACCES else ""
+        raise ValueError(
+            f"Could not listen on {host} port {port} (--host, --port): "
+            f"{error.strerror or error}{root}"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def uvicorn_server(app, host, port, settings, log_level="info"):
     """A :class:`DrainingServer` for ``app`` with ``settings``' time limits."""
 
@@ -87,6 +131,9 @@ def uvicorn_server(app, host, port, settings, log_level="info"):
         access_log=False,
         http=protocol,
         timeout_keep_alive=settings.keep_alive_s,
+        # h11 refuses (400) a request whose headers are still incomplete past this; the app
+        # answers 431 to one whose complete headers exceed MAX_HEADER_BYTES
+        h11_max_incomplete_event_size=4 * MAX_HEADER_BYTES,
         timeout_graceful_shutdown=settings.shutdown_s,
     )
     return DrainingServer(config, app.state.server.drain)

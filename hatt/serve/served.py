@@ -21,6 +21,7 @@ import numpy as np
 
 from hatt import export
 from hatt import inspect as hatt_inspect
+from hatt.export.layout import is_version_name
 
 PREDICT = "predict"
 SERVING_DEFAULT = "serving_default"
@@ -184,7 +185,7 @@ def model_name(path):
     path = Path(path).resolve()
     if path.suffix == ".keras":
         return path.parent.name if path.stem == "model" else path.stem
-    if path.name.isdigit() and (path / "saved_model.pb").is_file():
+    if is_version_name(path.name) and (path / "saved_model.pb").is_file():
         return path.parent.name
     return path.name
 

@@ -710,7 +710,7 @@ def test_hatt_data_on_a_table_with_its_options(tmp_path, capsys):
     stats = json.loads(capsys.readouterr().out)
     assert stats["class_names"] == ["sports", "science", "business"]
     assert sum(stats["splits"][n]["reviews"] for n in stats["splits"]) == 30
-    assert cli.main([*argv, "--validation-size", "0.1", "--quiet"]) == 0
+    assert cli.main([*argv, "--validation-size", "0.1"]) == 0
     table = capsys.readouterr().out
     assert "3 classes from" in table and "words_per_sentence" in table
     assert cli.main([*argv, "--labels", "rating", "--quiet"]) == 2

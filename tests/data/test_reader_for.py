@@ -147,3 +147,31 @@ def test_what_a_format_cannot_give_is_a_clear_error(tmp_path):
         reader_for(_csv(tmp_path / "a.csv", ROWS)).corpus(
             ReadOptions(labels="binary", progress=False), ReadLog()
         )
+
+
+@pytest.mark.parametrize("name", ["reviews.csv.gz", "reviews.jsonl.gz", "reviews.tar.gz"])
+def test_a_truncated_gzip_file_is_named_truncated_or_damaged(tmp_path, monkeypatch, name):
+    """Issue 63: a truncated .csv.gz was said "Expected ... to be gzip-compressed"."""
+    from hatt.data import load_corpus
+
+    monkeypatch.setenv("HATT_CACHE", str(tmp_path / "cache"))
+    if name.endswith(".tar.gz"):
+        folder = tmp_path / "corpus"
+        for text, label in ROWS * 5:
+            (folder / label).mkdir(parents=True, exist_ok=True)
+            (folder / label / f"{len(list((folder / label).iterdir()))}.txt").write_text(text)
+        with tarfile.open(tmp_path / "whole", "w:gz") as archive:
+            archive.add(folder, arcname="corpus")
+        whole = (tmp_path / "whole").read_bytes()
+    elif name.endswith(".csv.gz"):
+        whole = gzip.compress(_csv(tmp_path / "t.csv", ROWS * 5).read_bytes())
+    else:
+        lines = "".join(json.dumps({"text": t, "label": c}) + "\n" for t, c in ROWS * 5)
+        whole = gzip.compress(lines.encode())
+    (tmp_path / name).write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises((ValueError, OSError)) as caught:  # an archive's: DataNotFoundError
+        load_corpus(str(tmp_path / name), progress=False)
+    assert f"'{tmp_path / name}' is a truncated or damaged gzip file" in str(caught.value)
+    (tmp_path / "plain.csv.gz").write_text("text,label\n")
+    with pytest.raises(ValueError, match="Expected '.*plain.csv.gz' to be gzip-compressed"):
+        load_corpus(str(tmp_path / "plain.csv.gz"), progress=False)

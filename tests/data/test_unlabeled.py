@@ -80,6 +80,16 @@ def test_archive_reads_imdb_unsup_folder_only(tmp_path):
     assert read_unlabeled(other)[0] == ["one", "two"]
 
 
+def test_a_truncated_archive_is_an_error_not_part_of_its_documents(tmp_path):
+    """Issue 63: a streamed .tar.gz cut short gave the documents before the cut, silently."""
+    path = _tar(tmp_path / "big.tar.gz", {f"d/{i}.txt": f"doc {i}".encode() for i in range(60)})
+    assert len(read_unlabeled(path)[0]) == 60
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError, match="'.*cut.tar.gz' is a truncated or damaged gzip file"):
+        read_unlabeled(cut)
+
+
 def test_archive_is_streamed(tmp_path, monkeypatch):
     """Members are read one at a time from a stream, never extracted all at once."""
     path = _tar(tmp_path / "big.tar.gz", {f"d/{i}.txt": f"doc {i}".encode() for i in range(50)})
@@ -112,6 +122,21 @@ def test_errors_name_the_source(tmp_path):
         read_unlabeled(tmp_path / "test.txt", limit=0)
     with pytest.raises(ValueError, match="text_column"):
         read_unlabeled(tmp_path / "test.txt", text_column="text")
+
+
+def test_a_folder_without_txt_files_says_what_is_read_and_what_was_left_out(tmp_path):
+    """Issue 63: a folder of .png files said only '0 read'."""
+    pictures = tmp_path / "pictures"
+    (pictures / "more").mkdir(parents=True)
+    for name in ("a.png", "b.png", "more/c.png", "notes.md", "README", ".hidden.png"):
+        (pictures / name).write_bytes(b"\x89PNG")
+    with pytest.raises(ValueError) as caught:
+        read_unlabeled(pictures)
+    message = str(caught.value)
+    assert "0 read" in message and "A folder's documents are its .txt files" in message
+    assert "5 other files left out by extension (3 .png, 1 (no extension), 1 .md)" in message
+    (pictures / "d.txt").write_text("a review")
+    assert read_unlabeled(pictures)[0] == ["a review"]
 
 
 @pytest.mark.skipif(

@@ -129,12 +129,34 @@ def test_png_has_the_documented_size(explained, tmp_path):
         assert header[:8] == b"\x89PNG\r\n\x1a\n"
         width, height = struct.unpack(">II", header[16:24])
         rows = len(png_module._grid(e)[0])
-        expected = round(
-            png_module.DPI * (png_module.HEADER_INCHES + png_module.ROW_INCHES * max(rows, 1))
-        )
+        header = png_module._header_inches(png_module._captions(e, None))  # wrapped captions
+        assert header >= png_module.HEADER_INCHES
+        expected = round(png_module.DPI * (header + png_module.ROW_INCHES * max(rows, 1)))
         assert (width, height) == png_size(e) == (1600, expected)
     # one review: the name as given
     assert write_pngs(explained[:1], tmp_path / "one.png") == [tmp_path / "one.png"]
+
+
+@pytest.mark.parametrize("method", [None, "all"])
+def test_png_captions_wrap_within_the_image(method):
+    """Issue 63: captions were cut at the right edge ("the words sum to logit − baseli…")."""
+    warning = "The deep part has a negative weight " + "and a long reason " * 30 + ": the rest"
+    predictor = FakePredictor("han")
+    predictor.metadata = {"warnings": [warning]}
+    (e,) = explain(
+        predictor, ["A superb film, good acting. But the ending was bad."], progress=False
+    )
+    fig = png_module.figure(e, method)
+    try:
+        renderer = fig.canvas.get_renderer()
+        captions = [t for t in fig.texts if t.get_text()]
+        assert any("\n" in t.get_text() for t in captions)  # something did wrap
+        for text in captions:
+            assert text.get_window_extent(renderer).x1 <= png_module.WIDTH_PX, text.get_text()
+        words = " ".join(" ".join(t.get_text().split()) for t in captions)
+        assert " ".join(("warning: " + warning.split(":")[0]).split()) in words  # all of it
+    finally:
+        png_module.plt.close(fig)
 
 
 def test_png_caps_long_reviews(tmp_path):
@@ -369,10 +391,20 @@ def test_png_shows_each_method_and_all_at_its_documented_size(scored, method, tm
     width, height = struct.unpack(">II", path.read_bytes()[16:24])
     rows = max(len(png_module._grid(e, "attention")[0]), 1)
     panels = len(METHODS) if method == "all" else 1
-    inches = png_module.HEADER_INCHES + (
-        panels * (png_module.PANEL_INCHES + png_module.ROW_INCHES * rows)
-        if panels > 1
-        else png_module.ROW_INCHES * rows
+    titles = sum(  # a panel's title wrapped onto more lines
+        png_module._extra_inches(
+            png_module._wrap(e.method_note(m), png_module.TITLE), png_module.TITLE
+        )
+        for m in (METHODS if panels > 1 else ())
+    )
+    inches = (
+        png_module._header_inches(png_module._captions(e, method))
+        + titles
+        + (
+            panels * (png_module.PANEL_INCHES + png_module.ROW_INCHES * rows)
+            if panels > 1
+            else png_module.ROW_INCHES * rows
+        )
     )
     assert (width, height) == png_size(e, method) == (1600, round(png_module.DPI * inches))
     if is_signed(method):  # the diverging map: signed shading in [-1, 1]

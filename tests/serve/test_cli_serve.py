@@ -82,6 +82,25 @@ def test_model_names(tmp_path):
     assert list(loaded) == ["one", "two"] and loaded["two"].version == 4
 
 
+def test_a_port_in_use_is_one_error_before_any_model_loads(tmp_path, capsys):
+    """Issue 63: the URL was printed, then uvicorn's bind error and a warm-up traceback."""
+    from hatt import cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # no model there: loading first would have said "No model at ..."
+        assert cli.main(["serve", str(tmp_path / "no-model"), "--port", str(port)]) == 2
+        with pytest.raises(ValueError, match=f"port {port} is in use on 127.0.0.1"):
+            serve.serve([str(tmp_path / "no-model")], port=port)
+    err = capsys.readouterr().err
+    assert err == (
+        f"hatt serve: error: port {port} is in use on 127.0.0.1: pick another with --port "
+        "(or stop what listens there)\n"
+    )
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

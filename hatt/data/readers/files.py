@@ -119,3 +119,21 @@ def read_json_object(path):
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, found a {type(value).__name__}")
     return value
+
+
+def damaged_compressed_file(path, error, kind="gzip"):
+    """The message for a compressed file that does not decompress: ``path`` is truncated or
+    damaged (its stream ends early, a CRC or a block is wrong), or is not ``kind`` at all.
+
+    Issue 63: a truncated ``.csv.gz`` was said not to be "gzip-compressed". The table
+    reader and the archive reader (extracted or streamed) both say it this way.
+    """
+    text = str(error) or type(error).__name__
+    if "Not a gzipped file" in text or "not a bzip2 file" in text.lower():
+        return (
+            f"Expected {str(path)!r} to be {kind}-compressed (its name says so). Received: {text}"
+        )
+    return (
+        f"{str(path)!r} is a truncated or damaged {kind} file ({text}): copy or download it "
+        "again (an interrupted download or copy leaves such a file)."
+    )

@@ -26,18 +26,32 @@ def _visible(folder, path):
     return not any(_hidden(part) for part in Path(path).relative_to(folder).parts)
 
 
+TEXT_SUFFIX = ".txt"  # a folder's unlabelled documents: its files of this extension
+
+
 def text_files(folder):
     """``(place, bytes)`` of every ``.txt`` file under ``folder`` (recursively, hidden ones
     left out), one at a time: a folder's unlabelled documents."""
     folder = Path(folder)
-    for path in sorted(folder.rglob("*.txt")):
+    for path in sorted(folder.rglob("*" + TEXT_SUFFIX)):
         if path.is_file() and _visible(folder, path):
             yield str(path), path.read_bytes()
 
 
+def files_left_out(folder):
+    """``{extension: count}`` of the visible files under ``folder`` that :func:`text_files`
+    does not read (another extension than ``.txt``; ``""`` for none), largest first."""
+    folder = Path(folder)
+    counts = {}
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.name.endswith(TEXT_SUFFIX) and _visible(folder, path):
+            counts[path.suffix] = counts.get(path.suffix, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
 def _leading_number(path):
     head = path.stem.split("_")[0]
-    return int(head) if head.isdigit() else -1
+    return int(head) if head.isascii() and head.isdigit() else -1
 
 
 def document_files(folder):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hatt.data.corpus import Split, label_name
-from hatt.data.readers.files import decode_text
+from hatt.data.readers.files import damaged_compressed_file, decode_text
 from hatt.data.readers.read_log import EMPTY_LABEL, SHORT_ROW, ReadLog, _repair, kept_text
 
 TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -33,9 +33,7 @@ def _table_text(path):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
-            raise ValueError(
-                f"Expected {str(path)!r} to be gzip-compressed. Received: {error}"
-            ) from None
+            raise ValueError(damaged_compressed_file(path, error)) from None
     decode_text(data, repr(str(path)))  # refuses a file that is not text (NotTextError)
     return data.decode("utf-8-sig", errors="surrogateescape")
 
@@ -106,8 +104,9 @@ def _check_unique_columns(columns, used, name):
             )
 
 
-def _csv_records(text, delimiter, text_column, label_column, name, log):
-    """``(line, text, label)`` of each record of a CSV / TSV table with a header row."""
+def _csv_records(text, delimiter, text_column, label_column, name, log, label_argument):
+    """``(line, text, label)`` of each record of a CSV / TSV table with a header row
+    (``label_argument``: what the label column is called in an error)."""
     rows = _csv_rows(text, delimiter, name)
     rows = [(line, fields) for line, fields in rows if fields]  # blank lines hold nothing
     if not rows:
@@ -117,7 +116,7 @@ def _csv_records(text, delimiter, text_column, label_column, name, log):
     text_index = _column(columns, text_column, "text_column", name)
     label_index = None  # an unlabelled table (hatt predict): the text column only
     if label_column is not None:
-        label_index = _column(columns, label_column, "label_column", name)
+        label_index = _column(columns, label_column, label_argument, name)
     needed = max(text_index, -1 if label_index is None else label_index)
     records = []
     for line, fields in rows[1:]:
@@ -135,7 +134,7 @@ def _csv_records(text, delimiter, text_column, label_column, name, log):
     return records
 
 
-def _jsonl_records(text, text_column, label_column, name):
+def _jsonl_records(text, text_column, label_column, name, label_argument):
     """``(line, text, label)`` of each line of a JSON-lines table (one object a line)."""
     records, keys = [], set()
     for line, content in enumerate(text.split("\n"), start=1):
@@ -159,7 +158,7 @@ def _jsonl_records(text, text_column, label_column, name):
         _check_json_types(text_value, label_value, text_column, label_column, name, line)
         records.append((line, text_value, label_value))
     columns = sorted(keys)
-    for wanted, argument in ((text_column, "text_column"), (label_column, "label_column")):
+    for wanted, argument in ((text_column, "text_column"), (label_column, label_argument)):
         if records and wanted is not None and wanted not in keys:
             raise ValueError(
                 f"Expected {argument}={wanted!r} to name a key of the objects in {name!r}. "
@@ -198,10 +197,11 @@ def _text_value(value):
     return value if isinstance(value, str) else str(value)
 
 
-def _records_split(records, prefix, name, log, labelled=True):
+def _records_split(records, prefix, name, log, labelled=True, named=False):
     """A :class:`Split` of ``(line, text, label)`` records; empty texts or labels skipped.
 
-    ``labelled=False`` (a table read for prediction): labels are ``None``.
+    ``labelled=False`` (a table read for prediction): labels are ``None``; with
+    ``named``, the records' third field is their id (``id_column``), as text.
     """
     texts, labels, ids = [], [], []
     spellings = {}  # class name -> the label values read as it
@@ -218,7 +218,7 @@ def _records_split(records, prefix, name, log, labelled=True):
             continue
         texts.append(text)
         labels.append(label if labelled else None)
-        ids.append(f"{prefix}/line{line}")
+        ids.append(_text_value(label) if named else f"{prefix}/line{line}")
     if not texts:
         wanted = "a text and a label" if labelled else "a text"
         raise ValueError(f"Expected documents in {name!r}. Received: none with {wanted}.")
@@ -229,21 +229,33 @@ def _records_split(records, prefix, name, log, labelled=True):
     return Split(texts, np.array(labels, dtype=object), ids)
 
 
-def _records(path, kind, text_column, label_column, log):
-    """``(line, text, label)`` of each record of the table ``path`` (``kind``: its format)."""
+def _records(path, kind, text_column, label_column, log, label_argument="label_column"):
+    """``(line, text, label)`` of each record of the table ``path`` (``kind``: its format;
+    ``label_argument``: what the label column is called in an error)."""
     kind, text, name = kind or table_format(path), _table_text(path), path.name
     if kind == "jsonl":
-        return _jsonl_records(text, text_column, label_column, name)
+        return _jsonl_records(text, text_column, label_column, name, label_argument)
     delimiter = "\t" if kind == "tsv" else ","
-    return _csv_records(text, delimiter, text_column, label_column, name, log)
+    return _csv_records(text, delimiter, text_column, label_column, name, log, label_argument)
 
 
-def read_table(path, *, text_column="text", label_column="label", prefix="train", log, kind=None):
+def read_table(
+    path,
+    *,
+    text_column="text",
+    label_column="label",
+    prefix="train",
+    log,
+    kind=None,
+    id_column=None,
+):
     """The documents of a ``.csv`` / ``.tsv`` / ``.jsonl`` table (optionally ``.gz``).
 
     Ids are ``prefix`` and the line the record starts on (``"train/line17"``;
     line 1 is a CSV's header). ``label_column=None`` reads the texts only (labels
-    ``None``: documents to predict); ``kind`` (``"csv"``, ``"tsv"``, ``"jsonl"``)
+    ``None``: documents to predict); then ``id_column`` names a column whose values
+    are the ids instead, as written (a number as its text, an empty field ``""``):
+    ``hatt predict --id-column``. ``kind`` (``"csv"``, ``"tsv"``, ``"jsonl"``)
     overrides the format the file name gives.
     """
     path = Path(path)
@@ -252,6 +264,14 @@ def read_table(path, *, text_column="text", label_column="label", prefix="train"
             "Expected text_column and label_column (--text-column, --label-column) to name "
             f"different columns: a model would read its answer. Received: both {text_column!r}"
         )
+    if id_column is not None and label_column is not None:
+        raise ValueError(
+            "Expected id_column only for a table read without labels (label_column=None). "
+            f"Received: id_column={id_column!r}, label_column={label_column!r}"
+        )
+    if id_column is not None:  # the ids ride in the label's place
+        records = _records(path, kind, text_column, id_column, log, "id_column")
+        return _records_split(records, prefix, path.name, log, labelled=False, named=True)
     records = _records(path, kind, text_column, label_column, log)
     return _records_split(records, prefix, path.name, log, labelled=label_column is not None)
 
