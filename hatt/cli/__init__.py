@@ -14,7 +14,6 @@ import argparse
 import sys
 
 import hatt
-from hatt import lock
 from hatt._startup import VERBOSE_FLAG
 from hatt.cli.args import (  # noqa: F401
     CommandParser,
@@ -107,31 +106,6 @@ def check_flags(args):
         raise ValueError(f"Expected --seed < 2**32. Received: --seed {seed}")
 
 
-def _model_paths(args):
-    """The model paths a command reads: MODEL, RUN_DIR, or serve's [NAME=]PATH specs."""
-    paths = [getattr(args, "model", None), getattr(args, "run_dir", None)]
-    for spec in getattr(args, "models", None) or ():
-        paths += [spec, spec.partition("=")[2]]
-    return [str(path) for path in paths if path]
-
-
-def being_trained(args, error):
-    """The error to show for a model path that a live ``hatt train`` still holds (its lock,
-    :mod:`hatt.lock`): who holds it and what to do, where the loader said "not a hatt run
-    directory" or "holds no hatt model" (issue 63); ``None`` for any other error."""
-    layout = sys.modules.get("hatt.export.layout")  # not loaded: no model was read
-    if layout is None or not isinstance(error, layout.ExportError):
-        return None
-    for path in _model_paths(args):
-        held = lock.holder(path)
-        if held is not None:
-            return ValueError(
-                f"{path!r} is a run directory still being trained (its lock is held by "
-                f"{held}): wait for that run to finish, or stop it, then try again."
-            )
-    return None
-
-
 def main(argv=None):
     parser = build_parser()
     given = sys.argv[1:] if argv is None else list(argv)
@@ -152,6 +126,5 @@ def main(argv=None):
         check_flags(args)
         return args.func(args)
     except (ValueError, OSError) as error:
-        error = being_trained(args, error) or error
         print(f"hatt {args.command}: error: {error_line(error)}", file=sys.stderr)
         return 2

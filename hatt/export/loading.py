@@ -9,13 +9,31 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from hatt import models
+from hatt import lock, models
 from hatt import run_dir as run_files
 from hatt.data.vectorize import Vectorizer
 from hatt.export.facts import facts_beside, run_facts
-from hatt.export.layout import VERSION_METADATA, ExportError, read_json, version_numbers
+from hatt.export.layout import (
+    VERSION_METADATA,
+    ExportError,
+    is_version_name,
+    read_json,
+    version_numbers,
+)
 from hatt.export.predictor import Predictor
 from hatt.export.text_model import TextModel
+
+
+def check_not_training(path):
+    """Raise where ``path`` holds no model yet because a live ``hatt train`` holds its lock
+    (:mod:`hatt.lock`): who holds it and what to do, rather than "not a hatt run
+    directory" (issue 63)."""
+    held = lock.holder(path)
+    if held is not None:
+        raise ExportError(
+            f"{str(path)!r} is a run directory still being trained (its lock is held by "
+            f"{held}): wait for that run to finish, or stop it, then try again."
+        )
 
 
 def load_run(run_dir):
@@ -23,6 +41,7 @@ def load_run(run_dir):
     run_dir = Path(run_dir)
     missing = [n for n in (run_files.MODEL, run_files.VECTORIZER) if not (run_dir / n).is_file()]
     if missing:
+        check_not_training(run_dir)
         raise ExportError(
             f"{str(run_dir)!r} is not a hatt run directory: it has no {' or '.join(missing)} "
             "(hatt train writes model.keras, vectorizer.json and config.json)."
@@ -114,7 +133,7 @@ def _load_saved_model(path):
             f"signature takes {sorted(inputs)} and returns {sorted(outputs)}."
         )
     facts = read_json(path / VERSION_METADATA) if (path / VERSION_METADATA).is_file() else {}
-    version = facts.get("version", int(path.name) if path.name.isdigit() else None)
+    version = facts.get("version", int(path.name) if is_version_name(path.name) else None)
 
     # Both hold `loaded`: its variables live as long as the Predictor.
     def run(batch):
@@ -199,6 +218,7 @@ def load(path):
         return _load_saved_model(path / str(versions[-1]))
     if (path / run_files.MODEL).is_file():
         return Predictor.from_text_model(load_run(path), path, run_facts(path))
+    check_not_training(path)
     raise ExportError(
         f"{str(path)!r} holds no hatt model: no SavedModel (saved_model.pb), no numeric "
         "version folder (1/, 2/, ...) with one, and no run directory files "

@@ -19,6 +19,7 @@ from hatt.export.layout import (
     EXPORT_FILE,
     VERSION_METADATA,
     ExportError,
+    is_version_name,
     read_json,
     version_numbers,
     write_json,
@@ -41,7 +42,11 @@ class ExportResult:
 
 def _next_version(folder):
     folder = Path(folder)
-    taken = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    taken = (
+        [int(p.name) for p in folder.iterdir() if is_version_name(p.name)]
+        if folder.is_dir()
+        else []
+    )
     return max(taken, default=0) + 1
 
 
@@ -364,7 +369,7 @@ def _writer_pid(name):
     if not name.startswith(TEMPORARY_PREFIX):
         return None
     pid = name[len(TEMPORARY_PREFIX) :].split("-", 1)[0]
-    return int(pid) if pid.isdigit() else None
+    return int(pid) if is_version_name(pid) else None  # ASCII digits ('²' is a digit)
 
 
 def _process_running(pid):

@@ -312,3 +312,12 @@ def test_an_unbalanced_run_is_warned_with_the_flag_that_fixes_it(class_weight, s
     assert "10.0x as many as the smallest ('yes': 60)" in found[0]
     assert says in found[0] and "class_weight=" not in found[0]
     assert hatt.training.run.loop.run_warnings({}, _Counted(("no", "yes"), [60, 50]), None) == []
+
+
+def test_classes_with_few_documents_are_named_a_few_then_counted_in_one_warning():
+    # issue 63: a 2,000-class run wrote (and each command printed) 2,000 warnings
+    names = tuple(f"c{i}" for i in range(2000))
+    found = hatt.training.run.loop.run_warnings({}, _Counted(names, [3] * 2000), "balanced")
+    named = [w for w in found if w.startswith("The class ")]
+    assert len(named) == hatt.training.run.loop.FEW_NAMED and "'c0' has 3" in named[0]
+    assert found[-1].startswith("1,995 more classes have fewer than") and len(found) == 6

@@ -365,6 +365,9 @@ def classification_scores(corpus, probabilities):
 FEW_DOCUMENTS = 10  # a class with fewer training documents than this is warned about
 
 
+FEW_NAMED = 5  # classes with few documents named one a warning; the rest counted in one
+
+
 def run_warnings(metrics, corpus, class_weight=None):
     """What a user should know before trusting the run: unbalanced classes (weighed by
     ``class_weight``, the run's resolved setting), classes with a handful of training
@@ -373,13 +376,21 @@ def run_warnings(metrics, corpus, class_weight=None):
     weighting = class_weight or "none"
     imbalance = imbalance_warning(corpus.class_names, counts, weighting)
     found = [f"Unbalanced classes: {imbalance}."] if imbalance else []
-    for name, count in zip(corpus.class_names, counts, strict=True):
-        if count < FEW_DOCUMENTS:
-            found.append(
-                f"The class {name!r} has {int(count)} training document(s) (fewer than "
-                f"{FEW_DOCUMENTS}): its figures rest on very little; add documents of it or "
-                "merge it with a neighbour."
-            )
+    few = [
+        (n, int(c)) for n, c in zip(corpus.class_names, counts, strict=True) if c < FEW_DOCUMENTS
+    ]
+    for name, count in few[:FEW_NAMED]:
+        found.append(
+            f"The class {name!r} has {count} training document(s) (fewer than "
+            f"{FEW_DOCUMENTS}): its figures rest on very little; add documents of it or "
+            "merge it with a neighbour."
+        )
+    if len(few) > FEW_NAMED:  # one line for the rest (a 2,000-class run wrote 2,000 warnings)
+        found.append(
+            f"{len(few) - FEW_NAMED:,} more classes have fewer than {FEW_DOCUMENTS} training "
+            f"documents each ({len(few):,} of {len(counts):,} in all; metrics.json's "
+            "per_class figures name them)."
+        )
     found.extend((metrics.get("ngram_channel") or {}).get("warnings", []))
     return found
 

@@ -384,4 +384,5 @@ def _total(metrics):
 
 def _cell(text):
     """A class name fit for a markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    cell = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    return cell.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")  # one row
