@@ -510,6 +510,9 @@ def test_predict_answers_every_document_and_names_those_without_text(clf):
     ):
         probabilities = clf.predict(["", "a fine film", None])
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
+    with pytest.warns(UserWarning, match="hold no text") as said:
+        clf.predict_labels([" "])
+    assert said[0].filename == __file__  # the user's line, however deep in hatt it was said
     np.testing.assert_allclose(probabilities[0], probabilities[2])
 
 

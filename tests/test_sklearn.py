@@ -118,8 +118,9 @@ def test_documents_without_text_are_answered_and_named_once(search):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         probabilities = estimator.predict_proba(np.array(["a fine film", None, " "], dtype=object))
-    said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
-    assert len(said) == 1 and said[0].startswith("2 document(s) hold no text (X[1], X[2])")
+    said = [w for w in caught if issubclass(w.category, UserWarning)]
+    assert len(said) == 1 and str(said[0].message).startswith("2 document(s) hold no text (X[1]")
+    assert said[0].filename == __file__  # the user's line, not hatt's
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
 
 

@@ -11,7 +11,9 @@ the argument and the index.
 import dataclasses
 import math
 import numbers
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -122,8 +124,18 @@ def warn_empty(texts, argument="x"):
         warnings.warn(
             f"{len(empty)} document(s) hold no text ({_examples(empty)}): their "
             "probabilities are the model's answer to an empty document, not a reading of it.",
-            stacklevel=3,
+            stacklevel=_outside_hatt(),
         )
+
+
+def _outside_hatt():
+    """The ``stacklevel`` of the first caller outside the hatt package (the user's line),
+    for a warning raised here, whichever of hatt's methods led to it."""
+    package = str(Path(__file__).resolve().parent.parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def kept_documents(texts, labels, argument="x", label_argument="y", log=None):
