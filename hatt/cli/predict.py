@@ -142,8 +142,9 @@ def _prediction_row(predictor, out, i, text_id, threshold):
         "label_probability": probabilities[index],
         "probabilities": dict(zip(names, probabilities, strict=True)),
     }
-    if predictor.num_classes == 2:
-        row["probability"] = probabilities[1]  # of the second class, as before 0.3
+    if predictor.num_classes == 2:  # of the second class (as before 0.3), named
+        row["probability"] = probabilities[1]
+        row["probability_of"] = hatt.export.probability_of(names)
     return row
 
 
@@ -153,7 +154,8 @@ def add_predict_command(sub):
         help="classify reviews; prints JSON lines {text_id, label, label_probability, ...}",
         description="Classify reviews with a trained model. Prints one JSON line per review: "
         '{"text_id", "label", "label_probability", "probabilities": {class: p}}, and for '
-        'two-class models "probability" (of the second class, e.g. positive). The label is the '
+        'two-class models "probability" and "probability_of": the second class\'s probability '
+        "and its name (e.g. positive), whatever the label. The label is the "
         "most probable class; with two classes, the second one when its probability is >= 0.5 "
         "(--threshold). text_id is the index of the "
         "TEXT argument, or the 0-based line number in --file (one review per line; blank lines "

@@ -64,7 +64,10 @@ The SavedModel has three signatures that take ``text`` (``tf.string``,
   ``assets.extra/hatt_export.json``);
 - ``label``: string ``[None]``, the most probable class's name;
 - ``probability`` (two-class models only): float32 ``[None]``, the
-  probability of the second class (IMDB: positive), as before 0.3.
+  probability of the second class (IMDB: positive), as before 0.3. The
+  signature does not name it; every answer hatt writes for a user (``hatt
+  predict``'s lines, the server's JSON) adds ``probability_of``, that class's
+  name (:func:`probability_of`).
 
 ``serving_default`` returns the same keys, and:
 
@@ -146,7 +149,7 @@ from hatt.export.loading import (
     predictor_state,
     read_class_names,
 )
-from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size
+from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size, probability_of
 from hatt.export.text_model import (
     BINARY_CLASS_NAMES,
     EXPLAIN_TOTALS,
@@ -193,6 +196,7 @@ __all__ = [
     "load_run",
     "model_warnings",
     "normalise",
+    "probability_of",
     "read_class_names",
     "remove_stale_temporaries",
     "run_facts",
