@@ -139,7 +139,14 @@ Its cost grows with the steps: on 2 CPU cores, 16 IMDB reviews take about
 # (SavedModel versions), loading (THE loader), predictor (batches in, NumPy
 # out), facts (what a run recorded), layout (the export folder's files).
 from hatt.export.facts import NGRAM_FACTS, model_warnings, run_facts
-from hatt.export.layout import EXPORT_FILE, VERSION_METADATA, ExportError
+from hatt.export.layout import (
+    EXPORT_FILE,
+    EXPORT_ROOT,
+    VERSION_METADATA,
+    ExportError,
+    default_model_name,
+    export_folder,
+)
 from hatt.export.loading import (
     as_predictor,
     load,
@@ -162,6 +169,9 @@ from hatt.export.writer import (
     STALE_SECONDS,
     TEMPORARY_PREFIX,
     ExportResult,
+    OtherTaskError,
+    SameTaskCheck,
+    check_same_task,
     disk_full_error,
     export,
     is_disk_full,
@@ -175,6 +185,7 @@ __all__ = [
     "BINARY_CLASS_NAMES",
     "EXPLAIN_TOTALS",
     "EXPORT_FILE",
+    "EXPORT_ROOT",
     "NGRAM_FACTS",
     "PREDICTION_KEYS",
     "STALE_SECONDS",
@@ -182,6 +193,8 @@ __all__ = [
     "VERSION_METADATA",
     "ExportError",
     "ExportResult",
+    "OtherTaskError",
+    "SameTaskCheck",
     "Predictor",
     "TextModel",
     "as_predictor",
@@ -190,6 +203,9 @@ __all__ = [
     "predictor_state",
     "check_batch_size",
     "check_class_names",
+    "check_same_task",
+    "default_model_name",
+    "export_folder",
     "default_class_names",
     "export",
     "load",
