@@ -138,10 +138,17 @@ Its cost grows with the steps: on 2 CPU cores, 16 IMDB reviews take about
 # The package, one module a concern: text_model (the raw-text model), writer
 # (SavedModel versions), loading (THE loader), predictor (batches in, NumPy
 # out), facts (what a run recorded), layout (the export folder's files).
-from hatt.export.facts import NGRAM_FACTS, model_warnings, run_facts
+from hatt.export.facts import (
+    NGRAM_FACTS,
+    fingerprints_file,
+    model_warnings,
+    run_facts,
+    training_fingerprints,
+)
 from hatt.export.layout import (
     EXPORT_FILE,
     EXPORT_ROOT,
+    VERSION_FINGERPRINTS,
     VERSION_METADATA,
     ExportError,
     default_model_name,
@@ -190,6 +197,7 @@ __all__ = [
     "PREDICTION_KEYS",
     "STALE_SECONDS",
     "TEMPORARY_PREFIX",
+    "VERSION_FINGERPRINTS",
     "VERSION_METADATA",
     "ExportError",
     "ExportResult",
@@ -206,6 +214,7 @@ __all__ = [
     "check_same_task",
     "default_model_name",
     "export_folder",
+    "fingerprints_file",
     "default_class_names",
     "export",
     "load",
@@ -220,5 +229,6 @@ __all__ = [
     "is_disk_full",
     "save_keras",
     "save_saved_model",
+    "training_fingerprints",
     "write_export",
 ]

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from hatt import run_dir as run_files
 from hatt.data import imdb
 from hatt.data.readers.archive import ARCHIVE_SUFFIXES
 from hatt.data.readers.files import read_json_object
@@ -21,6 +22,8 @@ class ExportError(ValueError):
 
 EXPORT_FILE = "export.json"  # saved_models/NAME/export.json
 VERSION_METADATA = "assets.extra/hatt_export.json"  # inside each version (TF Serving ignores it)
+# the run's training documents' fingerprints, copied into each version (never served)
+VERSION_FINGERPRINTS = f"assets.extra/{run_files.TRAINING_FINGERPRINTS}"
 
 
 def is_version_name(name):

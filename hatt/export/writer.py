@@ -17,6 +17,7 @@ from hatt.export import attribution
 from hatt.export.facts import attention_facts, run_facts
 from hatt.export.layout import (
     EXPORT_FILE,
+    VERSION_FINGERPRINTS,
     VERSION_METADATA,
     ExportError,
     advisory_json,
@@ -142,7 +143,7 @@ def _trace_as_saved(endpoint):
     endpoint.concrete_functions = [concrete]
 
 
-def write_export(text_model, out, metadata=None):
+def write_export(text_model, out, metadata=None, fingerprints=None):
     """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
 
     Everything is written into a temporary folder of its own first
@@ -165,6 +166,11 @@ def write_export(text_model, out, metadata=None):
         text_model: A :class:`TextModel`.
         out: The export folder (created).
         metadata: Extra JSON-able facts for ``export.json`` (source run, metrics).
+        fingerprints: The run's ``training_fingerprints.npy`` (or ``None``): copied
+            into the version as :data:`~hatt.export.layout.VERSION_FINGERPRINTS`
+            (``assets.extra/``, which TF Serving ignores), so ``hatt evaluate`` can
+            tell the model's training documents from new ones.
+
     Returns:
         An :class:`ExportResult`.
     """
@@ -177,7 +183,7 @@ def write_export(text_model, out, metadata=None):
     before = version_numbers(out)
     try:
         facts = _export_facts(text_model, metadata)
-        version = _write_version(text_model, facts, staging, out)
+        version = _write_version(text_model, facts, staging, out, fingerprints)
         keras_file, newer = _write_keras_files(text_model, staging, out, version)
         _write_index(out, staging)
     except Exception as error:
@@ -353,11 +359,13 @@ def _export_facts(text_model, metadata):
     }
 
 
-def _write_version(text_model, facts, staging, out):
+def _write_version(text_model, facts, staging, out, fingerprints=None):
     """Write the SavedModel in ``staging`` and move it to ``out/VERSION``; return VERSION."""
     saved_model = staging / "saved_model"
     save_saved_model(text_model, saved_model)
     (saved_model / "assets.extra").mkdir(exist_ok=True)
+    if fingerprints is not None:
+        shutil.copyfile(fingerprints, saved_model / VERSION_FINGERPRINTS)
     version = _next_version(out)
     while True:  # another export may take the number meanwhile: then the next one
         write_json(saved_model / VERSION_METADATA, {**facts, "version": version})
@@ -511,7 +519,10 @@ def export(run_dir, out=None):
     if not out:
         config = advisory_json(run_dir / run_files.CONFIG)
         out = export_folder(text_model.family, data=config.get("data"), labels=config.get("labels"))
-    return write_export(text_model, Path(out), metadata)
+    fingerprints = run_dir / run_files.TRAINING_FINGERPRINTS
+    return write_export(
+        text_model, Path(out), metadata, fingerprints if fingerprints.is_file() else None
+    )
 
 
 # === What a run recorded against reading its parts at face value =======================

@@ -1,16 +1,21 @@
 """Where `hatt train` exports: a name of its own for the user's data, --name, a clash
-refused before the first epoch, and what a new version replaced (issue 64, item 8)."""
+refused before the first epoch, and what a new version replaced (issue 64, item 8); the
+training documents' fingerprints a run keeps and `hatt evaluate` reads (item 9)."""
 
 import contextlib
 import csv
 import io
 import json
 
+import numpy as np
 import pytest
 
 from hatt import cli, export
 from hatt import run_dir as run_files
+from hatt.data.text import fingerprints
 from hatt.export.layout import VERSION_METADATA, default_model_name, export_folder
+from hatt.training.run.datasets import Corpus
+from hatt.training.run.loop import write_training_fingerprints
 from tests.conftest import planted
 
 # The tiny CNN of tests/test_classifier.py's CLI run, without the n-gram channel.
@@ -131,6 +136,51 @@ def test_name_exports_a_model_of_its_own_and_says_which_version(named):
     assert export.load(folder / "saved_models" / "mine").class_names == CLASSES
 
 
+def test_the_run_keeps_its_training_documents_fingerprints_and_the_export_copies_them(named):
+    # issue 64, item 9: train and validation documents, sorted, unique; never the test split
+    folder, _, metrics = named
+    kept = np.load(folder / "run" / run_files.TRAINING_FINGERPRINTS)
+    assert kept.dtype == np.int64 and np.all(np.diff(kept) > 0)
+    assert len(kept) == metrics["train_size"] + metrics["validation_size"]
+    every = fingerprints(list(planted(96, 0).texts))
+    assert np.isin(kept, every).all() and len(np.unique(every)) == 96
+    copied = folder / "saved_models" / "mine" / "1" / export.VERSION_FINGERPRINTS
+    assert copied.read_bytes() == (folder / "run" / run_files.TRAINING_FINGERPRINTS).read_bytes()
+    for source in ("run", "saved_models/mine", "saved_models/mine/model.keras", "run/model.keras"):
+        loaded = export.load(folder / source)
+        np.testing.assert_array_equal(export.training_fingerprints(loaded.source), kept)
+
+
+def test_evaluate_counts_the_training_documents_and_scores_the_others_alone(named, capsys):
+    folder, _, metrics = named
+    out = folder / "figures.json"
+    argv = ["evaluate", str(folder / "saved_models" / "mine"), "--data", str(folder / "my.csv")]
+    assert cli.main([*argv, "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    seen = metrics["train_size"] + metrics["validation_size"]
+    assert (
+        f"hatt evaluate: warning: {seen} of the 96 documents are this model's training "
+        "documents: their figures say little about new documents\n"
+    ) in captured.err
+    figures = json.loads(out.read_text())
+    assert figures["training_documents"] == seen and figures["examples"] == 96
+    # NumPy reference: the documents not among the fingerprints, predicted by the model
+    split = planted(96, 0)
+    trained = np.isin(
+        fingerprints(list(split.texts)), np.load(folder / "run" / run_files.TRAINING_FINGERPRINTS)
+    )
+    probability = export.load(folder / "saved_models" / "mine").predict_proba(split.texts)
+    predicted = np.where(np.asarray(probability) >= 0.5, 1, 0)  # CLASSES[1] is "happy"
+    truth = split.labels  # --classes unhappy,happy: the planted label is the index
+    held_out = ~trained
+    assert figures["held_out"]["examples"] == held_out.sum() == metrics["test_size"]
+    assert figures["held_out"]["accuracy"] == pytest.approx(
+        np.mean(predicted[held_out] == truth[held_out])
+    )
+    assert figures["accuracy"] == pytest.approx(np.mean(predicted == truth))
+    assert f"On the {held_out.sum()} documents it did not train on alone:" in captured.out
+
+
 def test_the_version_line_says_what_a_new_version_replaced():
     def result(**kwargs):
         return export.ExportResult(
@@ -144,3 +194,12 @@ def test_the_version_line_says_what_a_new_version_replaced():
     )
     assert result().version_line() == "saved_models/han: version 2 (a new model)"
     assert "model.keras stays version 3's" in result(newer=3).version_line()
+
+
+def test_a_prepared_corpus_keeps_no_fingerprints(tmp_path):
+    # its shards hold no text: nothing is written, and evaluate says it cannot tell
+    shards = Corpus(None, None, {}, "prepared", class_names=CLASSES)
+    assert shards.training_fingerprints() is None
+    write_training_fingerprints(tmp_path, None)
+    assert not list(tmp_path.iterdir())
+    assert export.training_fingerprints(tmp_path) is None
