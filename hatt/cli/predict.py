@@ -254,14 +254,15 @@ def cmd_evaluate(args):
 def _held_out_figures(clf, documents, batch_size):
     """``(seen, held_out)``: how many ``documents`` the model trained on (``None``: it
     keeps no fingerprints of its training documents, :func:`hatt.export.training_fingerprints`)
-    and the figures of the others alone (``None`` unless some are and some are not).
+    and the figures of the others alone (``None`` unless some are and some are not):
+    :func:`hatt.export.seen_in_training`, which ``TextClassifier.evaluate`` may share.
 
     Said on stderr: the share that are training documents, or that it cannot tell
     (issue 64: a model scored 91.67 % on the folder it was trained from, 62.67 % on
     held-out files, without a word).
     """
-    trained_on = hatt.export.training_fingerprints(clf.predictor.source)
-    if trained_on is None:
+    seen = hatt.export.seen_in_training(clf.predictor.source, documents.texts)
+    if seen is None:
         print(
             "hatt evaluate: note: this model keeps no fingerprints of its training documents "
             "(an export or run of an older hatt, a bare .keras file, or a run from prepared "
@@ -269,9 +270,6 @@ def _held_out_figures(clf, documents, batch_size):
             file=sys.stderr,
         )
         return None, None
-    from hatt.data.text import fingerprints
-
-    seen = np.isin(fingerprints(list(documents.texts)), trained_on)
     count = int(seen.sum())
     if not count:
         return 0, None

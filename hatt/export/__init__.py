@@ -143,6 +143,7 @@ from hatt.export.facts import (
     fingerprints_file,
     model_warnings,
     run_facts,
+    seen_in_training,
     training_fingerprints,
 )
 from hatt.export.layout import (
@@ -229,6 +230,7 @@ __all__ = [
     "is_disk_full",
     "save_keras",
     "save_saved_model",
+    "seen_in_training",
     "training_fingerprints",
     "write_export",
 ]

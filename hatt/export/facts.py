@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hatt import run_dir as run_files
+from hatt.data.text import fingerprints
 from hatt.export.layout import (
     EXPORT_FILE,
     VERSION_FINGERPRINTS,
@@ -84,6 +85,19 @@ def training_fingerprints(source):
     except (OSError, ValueError):
         return None
     return values.astype(np.int64).reshape(-1) if values.dtype.kind in "iu" else None
+
+
+def seen_in_training(source, texts):
+    """Which of ``texts`` the model loaded from ``source`` trained on (its train and
+    validation documents, by :func:`hatt.data.text.fingerprints`): a boolean array, or
+    ``None`` when the model keeps no fingerprints (:func:`training_fingerprints`)."""
+    trained_on = training_fingerprints(source)
+    if trained_on is None:
+        return None
+    texts = list(texts)
+    if not texts:
+        return np.zeros(0, dtype=bool)
+    return np.isin(fingerprints(texts), trained_on)
 
 
 def facts_beside(keras_file):
