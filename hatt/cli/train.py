@@ -89,8 +89,8 @@ def cmd_train(args):
 
 # The clash's fix, said by `hatt train` before its first epoch (hatt.export.check_same_task).
 TRAIN_FIX = (
-    "Nothing was trained: train it under a name of its own, e.g. the same command with "
-    "--name NAME (saved_models/NAME)."
+    "Nothing was trained either: run the same command with --name NAME, and the model gets "
+    "a folder of its own beside it."
 )
 
 
