@@ -296,7 +296,7 @@ def prediction_of(explanation):
     out = {"label": explanation.predicted_label, "probabilities": probabilities}
     if len(probabilities) == 2:
         out["probability"] = probabilities[1]
-        out["probability_of"] = probability_of(explanation.class_names)
+        out["probability_of"] = explanation.probability_of
     return out
 
 

@@ -1,5 +1,7 @@
 """The REST dialect without a server: URLs, bodies, per-review rows, response shapes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -156,3 +158,6 @@ def test_probability_is_named_by_its_class_in_both_formats_and_in_explanations()
         "probability": 0.25,
         "probability_of": "happy",
     }
+    assert seen.to_dict()["probability_of"] == "happy"  # hatt inspect --json names it too
+    three = dataclasses.replace(seen, class_names=("a", "b", "c"), probabilities=[0.2, 0.5, 0.3])
+    assert three.to_dict()["probability_of"] == "b"  # more classes: the predicted one's
