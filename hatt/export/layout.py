@@ -140,6 +140,11 @@ def export_folder(family, *, data=None, labels=None, name=None, export_dir=None)
         :func:`default_model_name`.
     """
     if export_dir == "":
+        if name is not None:
+            raise ValueError(
+                "Expected either --name NAME (export there) or --export-dir '' (no export), "
+                f"not both. Received: --name {name!r} --export-dir ''"
+            )
         return None
     if name is not None:
         return Path(export_dir or EXPORT_ROOT) / check_model_name(name)

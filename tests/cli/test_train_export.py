@@ -61,6 +61,8 @@ def test_the_export_folder_is_decided_in_one_place():
     assert export_folder("cnn", data="my.csv", export_dir="") is None
     with pytest.raises(ValueError, match=r"Expected --name to be a folder name.*'\.\./x'"):
         export_folder("cnn", name="../x")
+    with pytest.raises(ValueError, match=r"not both\. Received: --name 'mine' --export-dir ''"):
+        export_folder("cnn", name="mine", export_dir="")
 
 
 def _served_version(out, class_names, version=1):
