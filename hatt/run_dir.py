@@ -33,6 +33,10 @@ VALIDATION_PROBABILITIES = "validation_probabilities.npz"
 # the deep part's validation logits after every epoch (the mix's cross-fitting)
 EPOCH_LOGITS = "validation_logits_by_epoch.npz"
 TEST_PROBABILITIES = "test_probabilities.npz"
+# the documents the model trained on (train and validation splits), as fingerprints
+# (hatt.data.text.fingerprints: sorted, unique int64): `hatt evaluate` tells them apart;
+# the export copies them into each version (hatt.export.layout.VERSION_FINGERPRINTS)
+TRAINING_FINGERPRINTS = "training_fingerprints.npy"
 STATE = "state.json"  # resume: the epoch reached and the RNG state
 STATUS = "status.json"  # resume: running / finished / interrupted
 # resume's per-epoch backup (hatt.training.run.resume): a folder of the last epoch's weights,
@@ -67,6 +71,7 @@ OUTPUTS = (
     VALIDATION_PROBABILITIES,
     TEST_PROBABILITIES,
     EPOCH_LOGITS,
+    TRAINING_FINGERPRINTS,
 )
 
 

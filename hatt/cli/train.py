@@ -31,10 +31,11 @@ CONFIG_FLAGS = (
 
 
 def cmd_train(args):
+    import shutil
     import time
     from pathlib import Path
 
-    from hatt import training
+    from hatt import export, training
 
     config = training.assemble_config(
         args.model,
@@ -52,23 +53,45 @@ def cmd_train(args):
     argv = list(sys.argv[1:] if args.argv is None else args.argv)
     # Quoted so that the recorded command can be pasted back into a shell.
     command = shlex.join(["hatt", *argv])
+    # where the model goes: the export's one rule (its corpus's name, or --name)
+    out = export.export_folder(
+        config.model,
+        data=config.data,
+        labels=config.labels,
+        name=args.name,
+        export_dir=args.export_dir,
+    )
     # The one object a Python user holds: the CLI only parses flags into its settings.
     clf = hatt.TextClassifier.from_config(config)
+    started = run_dir.exists()
     try:
-        clf.fit(run_dir=run_dir, command=command, restart=args.restart, verbose=_verbosity())
+        clf.fit(
+            run_dir=run_dir,
+            command=command,
+            restart=args.restart,
+            verbose=_verbosity(),
+            callbacks=[export.SameTaskCheck(out, run_dir, TRAIN_FIX)] if out else None,
+        )
     except KeyboardInterrupt:
         print(_interrupted_line(run_dir, config.epochs, argv, args), file=sys.stderr)
         return 130
+    except export.OtherTaskError:
+        if not started:  # stopped before its first epoch: nothing of it is worth keeping
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     print_summary(clf.metrics, run_dir)
-    if args.export_dir:
-        from hatt import export
-
-        result = export.export(run_dir, Path(args.export_dir) / config.model)
-        print(
-            f"  exported to           {result.saved_model} (SavedModel, version "
-            f"{result.version}) and {result.keras_file}"
-        )
+    if out is not None:
+        result = export.export(run_dir, out)
+        print(f"  exported to           {result.version_line()}")
+        print(f"                        {result.saved_model} (SavedModel), {result.keras_file}")
     return 0
+
+
+# The clash's fix, said by `hatt train` before its first epoch (hatt.export.check_same_task).
+TRAIN_FIX = (
+    "Nothing was trained either: run the same command with --name NAME, and the model gets "
+    "a folder of its own beside it."
+)
 
 
 def _verbosity():
@@ -187,7 +210,17 @@ def _add_run_place(train):
         "an interrupted run",
     )
     train.add_argument(
-        "--export-dir", default="saved_models", help="where the model is exported ('' to skip)"
+        "--name",
+        default=None,
+        help="export to saved_models/NAME (default: the corpus's name and the family, "
+        "my-cnn for --data my.csv; IMDB's model keeps the family's, cnn)",
+    )
+    train.add_argument(
+        "--export-dir",
+        default=None,
+        metavar="DIR",
+        help="export to DIR/FAMILY (DIR/NAME with --name) instead of saved_models/ "
+        "('' to skip the export)",
     )
     train.add_argument(
         "--strategy",
@@ -207,24 +240,14 @@ def _add_run_place(train):
 # === hatt export ====================================================================
 
 
-def _model_name(name):
-    """``--name``: one folder name under saved_models/ (no path, not hidden)."""
-    if not name or name != name.strip() or "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError(
-            f"Expected --name to be a folder name such as reviews-cnn (no '/', not starting "
-            f"with '.'). Received: --name {name!r}"
-        )
-    return name
-
-
 def cmd_export(args):
-    from pathlib import Path
-
     from hatt import export
 
-    out = args.out or (Path("saved_models") / _model_name(args.name) if args.name else None)
+    # --name: saved_models/NAME; neither: the folder hatt train exported the run to
+    out = args.out or (export.export_folder(None, name=args.name) if args.name else None)
     result = export.export(args.run_dir, out)
     print(f"Exported {args.run_dir} ({result.family}, word scores: {result.score_kind})")
+    print(f"  version      {result.version_line()}")
     print(f"  SavedModel   {result.saved_model}   (version {result.version})")
     print(f"  Keras        {result.keras_file}")
     print(f"  metadata     {result.path / export.EXPORT_FILE}")
@@ -244,7 +267,11 @@ def add_export_command(sub):
     export.add_argument("run_dir", metavar="RUN_DIR", help="a run directory of `hatt train`")
     where = export.add_mutually_exclusive_group()
     where.add_argument(
-        "--out", metavar="DIR", default=None, help="default: saved_models/FAMILY (cnn, rnn, ...)"
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="default: where hatt train exports the run: saved_models/FAMILY for IMDB "
+        "(cnn, rnn, ...), saved_models/CORPUS-FAMILY for your own data (my-cnn)",
     )
     where.add_argument(
         "--name",

@@ -64,7 +64,10 @@ The SavedModel has three signatures that take ``text`` (``tf.string``,
   ``assets.extra/hatt_export.json``);
 - ``label``: string ``[None]``, the most probable class's name;
 - ``probability`` (two-class models only): float32 ``[None]``, the
-  probability of the second class (IMDB: positive), as before 0.3.
+  probability of the second class (IMDB: positive), as before 0.3. The
+  signature does not name it; every answer hatt writes for a user (``hatt
+  predict``'s lines, the server's JSON) adds ``probability_of``, that class's
+  name (:func:`probability_of`).
 
 ``serving_default`` returns the same keys, and:
 
@@ -135,8 +138,23 @@ Its cost grows with the steps: on 2 CPU cores, 16 IMDB reviews take about
 # The package, one module a concern: text_model (the raw-text model), writer
 # (SavedModel versions), loading (THE loader), predictor (batches in, NumPy
 # out), facts (what a run recorded), layout (the export folder's files).
-from hatt.export.facts import NGRAM_FACTS, model_warnings, run_facts
-from hatt.export.layout import EXPORT_FILE, VERSION_METADATA, ExportError
+from hatt.export.facts import (
+    NGRAM_FACTS,
+    fingerprints_file,
+    model_warnings,
+    run_facts,
+    seen_in_training,
+    training_fingerprints,
+)
+from hatt.export.layout import (
+    EXPORT_FILE,
+    EXPORT_ROOT,
+    VERSION_FINGERPRINTS,
+    VERSION_METADATA,
+    ExportError,
+    default_model_name,
+    export_folder,
+)
 from hatt.export.loading import (
     as_predictor,
     load,
@@ -146,7 +164,7 @@ from hatt.export.loading import (
     predictor_state,
     read_class_names,
 )
-from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size
+from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size, probability_of
 from hatt.export.text_model import (
     BINARY_CLASS_NAMES,
     EXPLAIN_TOTALS,
@@ -159,6 +177,9 @@ from hatt.export.writer import (
     STALE_SECONDS,
     TEMPORARY_PREFIX,
     ExportResult,
+    OtherTaskError,
+    SameTaskCheck,
+    check_same_task,
     disk_full_error,
     export,
     is_disk_full,
@@ -172,13 +193,17 @@ __all__ = [
     "BINARY_CLASS_NAMES",
     "EXPLAIN_TOTALS",
     "EXPORT_FILE",
+    "EXPORT_ROOT",
     "NGRAM_FACTS",
     "PREDICTION_KEYS",
     "STALE_SECONDS",
     "TEMPORARY_PREFIX",
+    "VERSION_FINGERPRINTS",
     "VERSION_METADATA",
     "ExportError",
     "ExportResult",
+    "OtherTaskError",
+    "SameTaskCheck",
     "Predictor",
     "TextModel",
     "as_predictor",
@@ -187,12 +212,17 @@ __all__ = [
     "predictor_state",
     "check_batch_size",
     "check_class_names",
+    "check_same_task",
+    "default_model_name",
+    "export_folder",
+    "fingerprints_file",
     "default_class_names",
     "export",
     "load",
     "load_run",
     "model_warnings",
     "normalise",
+    "probability_of",
     "read_class_names",
     "remove_stale_temporaries",
     "run_facts",
@@ -200,5 +230,7 @@ __all__ = [
     "is_disk_full",
     "save_keras",
     "save_saved_model",
+    "seen_in_training",
+    "training_fingerprints",
     "write_export",
 ]

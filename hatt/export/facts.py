@@ -12,7 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from hatt import run_dir as run_files
-from hatt.export.layout import EXPORT_FILE, advisory_json, version_numbers
+from hatt.data.text import fingerprints
+from hatt.export.layout import (
+    EXPORT_FILE,
+    VERSION_FINGERPRINTS,
+    advisory_json,
+    version_numbers,
+)
 
 NGRAM_FACTS = (
     "fit",
@@ -45,6 +51,53 @@ def run_facts(run_dir):
     class_names = metrics.get("class_names")
     facts["warnings"] = model_warnings(ngram, recorded, class_names)
     return facts
+
+
+def fingerprints_file(source):
+    """Where the model loaded from ``source`` (a :class:`Predictor`'s) keeps the fingerprints
+    of its training documents, or ``None``: a version's
+    :data:`~hatt.export.layout.VERSION_FINGERPRINTS`, a run directory's
+    ``training_fingerprints.npy``; for a ``model.keras``, its run directory's or its
+    export folder's newest version's (the one it was exported with). A bare ``.keras``
+    file elsewhere, an export before them, a prepared corpus's run: none."""
+    source = Path(source)
+    if source.is_dir():
+        candidates = [source / VERSION_FINGERPRINTS, source / run_files.TRAINING_FINGERPRINTS]
+    elif source.name == run_files.MODEL:
+        folder = source.parent
+        candidates = [folder / run_files.TRAINING_FINGERPRINTS]
+        if (folder / EXPORT_FILE).is_file() and version_numbers(folder):
+            candidates.append(folder / str(version_numbers(folder)[-1]) / VERSION_FINGERPRINTS)
+    else:
+        candidates = []
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def training_fingerprints(source):
+    """The training documents' fingerprints of the model loaded from ``source`` (sorted
+    int64, :func:`hatt.data.text.fingerprints`), or ``None`` when it has none
+    (:func:`fingerprints_file`) or they cannot be read."""
+    path = fingerprints_file(source)
+    if path is None:
+        return None
+    try:
+        values = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return values.astype(np.int64).reshape(-1) if values.dtype.kind in "iu" else None
+
+
+def seen_in_training(source, texts):
+    """Which of ``texts`` the model loaded from ``source`` trained on (its train and
+    validation documents, by :func:`hatt.data.text.fingerprints`): a boolean array, or
+    ``None`` when the model keeps no fingerprints (:func:`training_fingerprints`)."""
+    trained_on = training_fingerprints(source)
+    if trained_on is None:
+        return None
+    texts = list(texts)
+    if not texts:
+        return np.zeros(0, dtype=bool)
+    return np.isin(fingerprints(texts), trained_on)
 
 
 def facts_beside(keras_file):

@@ -63,6 +63,18 @@ def _concatenate(parts):
 PREDICTION_KEYS = ("probabilities", "label", "probability")  # the `predict` signature's
 
 
+def probability_of(class_names):
+    """The class whose probability a two-class model's ``probability`` output is: the
+    second (its sigmoid head's class 1); ``None`` for more classes (no such output).
+
+    Every output a user reads that shows ``probability`` names it beside it as
+    ``probability_of`` (``hatt predict``'s lines, the server's answers; issue 64: a line
+    ``"label": "happy", "probability": 0.45`` read as happy's 45 %).
+    """
+    names = tuple(class_names)
+    return names[1] if len(names) == 2 else None
+
+
 class Predictor:
     """A loaded hatt model: raw review text → class probabilities, label, tokens, attention.
 
@@ -118,6 +130,11 @@ class Predictor:
     @property
     def num_classes(self):
         return len(self.class_names)
+
+    @property
+    def probability_of(self):
+        """The class ``probability`` is of (:func:`probability_of`): the second of two."""
+        return probability_of(self.class_names)
 
     @property
     def warnings(self):

@@ -17,8 +17,11 @@ from hatt.export import attribution
 from hatt.export.facts import attention_facts, run_facts
 from hatt.export.layout import (
     EXPORT_FILE,
+    VERSION_FINGERPRINTS,
     VERSION_METADATA,
     ExportError,
+    advisory_json,
+    export_folder,
     is_version_name,
     read_json,
     version_numbers,
@@ -29,7 +32,12 @@ from hatt.export.loading import load_run
 
 @dataclasses.dataclass
 class ExportResult:
-    """Where :func:`export` wrote: ``path`` (saved_models/NAME), ``version``, ``saved_model``."""
+    """Where :func:`export` wrote: ``path`` (saved_models/NAME), ``version``, ``saved_model``.
+
+    ``replaced``: the version whose ``model.keras`` (and ``vectorizer.json``) this one
+    replaced, ``None`` for the first version; ``newer``: a version written meanwhile
+    by another export, whose ``model.keras`` stays (``None`` as a rule).
+    """
 
     path: Path
     version: int
@@ -38,6 +46,23 @@ class ExportResult:
     family: str
     score_kind: str
     seconds: float
+    replaced: int | None = None
+    newer: int | None = None
+
+    def version_line(self):
+        """What the export did to ``path``, in words: ``saved_models/han: version 2
+        (replaces version 1's model.keras; version 1 stays servable)`` (issue 64: a
+        second run became version 2 without a word)."""
+        if self.newer is not None:
+            what = f"model.keras stays version {self.newer}'s, written meanwhile"
+        elif self.replaced is not None:
+            what = (
+                f"replaces version {self.replaced}'s model.keras; version {self.replaced} "
+                "stays servable"
+            )
+        else:
+            what = "a new model"
+        return f"{self.path}: version {self.version} ({what})"
 
 
 def _next_version(folder):
@@ -118,7 +143,7 @@ def _trace_as_saved(endpoint):
     endpoint.concrete_functions = [concrete]
 
 
-def write_export(text_model, out, metadata=None):
+def write_export(text_model, out, metadata=None, fingerprints=None):
     """Write the next version of ``text_model`` into ``out`` (a ``saved_models/NAME`` folder).
 
     Everything is written into a temporary folder of its own first
@@ -141,20 +166,25 @@ def write_export(text_model, out, metadata=None):
         text_model: A :class:`TextModel`.
         out: The export folder (created).
         metadata: Extra JSON-able facts for ``export.json`` (source run, metrics).
+        fingerprints: The run's ``training_fingerprints.npy`` (or ``None``): copied
+            into the version as :data:`~hatt.export.layout.VERSION_FINGERPRINTS`
+            (``assets.extra/``, which TF Serving ignores), so ``hatt evaluate`` can
+            tell the model's training documents from new ones.
 
     Returns:
         An :class:`ExportResult`.
     """
     start = time.perf_counter()
     out = Path(out)
-    check_same_task(out, text_model)  # before anything is written into out
+    check_same_task(out, text_model.class_names)  # before anything is written into out
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
     staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
+    before = version_numbers(out)
     try:
         facts = _export_facts(text_model, metadata)
-        version = _write_version(text_model, facts, staging, out)
-        keras_file = _write_keras_files(text_model, staging, out, version)
+        version = _write_version(text_model, facts, staging, out, fingerprints)
+        keras_file, newer = _write_keras_files(text_model, staging, out, version)
         _write_index(out, staging)
     except Exception as error:
         if is_disk_full(error):
@@ -170,6 +200,8 @@ def write_export(text_model, out, metadata=None):
         family=text_model.family,
         score_kind=text_model.score_kind,
         seconds=round(time.perf_counter() - start, 2),
+        replaced=max(before, default=None) if newer is None else None,
+        newer=newer,
     )
 
 
@@ -226,16 +258,34 @@ def disk_full_error(path, error):
     )
 
 
-def check_same_task(out, text_model):
+class OtherTaskError(ExportError):
+    """An export folder serves other classes than the model meant for it
+    (:func:`check_same_task`)."""
+
+
+EXPORT_FIX = (
+    "Export it under its own name: `hatt export RUN_DIR --name NAME` (saved_models/NAME) "
+    "or `--out DIR`."
+)
+
+
+def check_same_task(out, class_names, fix=EXPORT_FIX):
     """A new version of ``out`` must serve its versions' task: the same classes, in order.
 
     TF Serving clients of ``out`` ask for "the latest version"; a model of other
     classes there would switch them to another task silently, and would replace the
-    ``model.keras`` and ``vectorizer.json`` the older versions share.
+    ``model.keras`` and ``vectorizer.json`` the older versions share. The export
+    checks it before writing; ``hatt train`` before its first epoch
+    (:class:`SameTaskCheck`).
+
+    Args:
+        out: the export folder (it need not exist).
+        class_names: the new model's classes, in order.
+        fix: the message's last sentence: how to export under another name.
 
     Raises:
-        ExportError: ``out``'s newest version has other class names (the message
-            gives both and how to export under a new name).
+        OtherTaskError: ``out``'s newest version has other class names (the message
+            gives both and ``fix``).
     """
     numbers = version_numbers(out)
     if not numbers:
@@ -245,15 +295,38 @@ def check_same_task(out, text_model):
         recorded = read_json(newest).get("class_names")
     except ExportError:
         return  # an older export without its facts: nothing to compare
-    wanted = list(text_model.class_names)
+    wanted = list(class_names)
     if recorded is not None and list(recorded) != wanted:
-        raise ExportError(
+        raise OtherTaskError(
             f"{str(out)!r} already serves another task: version {numbers[-1]} has "
             f"{len(recorded)} classes {_shown(recorded)}, this model {len(wanted)} classes "
             f"{_shown(wanted)}. A new version must answer the same task, so nothing was "
-            "written. Export it under its own name: `hatt export RUN_DIR --name NAME` "
-            "(saved_models/NAME) or `--out DIR`."
+            f"written. {fix}"
         )
+
+
+class SameTaskCheck(keras.callbacks.Callback):
+    """:func:`check_same_task` of ``out`` before the first epoch of a run into ``run_dir``.
+
+    ``hatt train`` passes it to ``fit``: a clash with the export folder fails once the
+    corpus is read (the run's ``classes.json`` written), not after training (issue 64,
+    item 8). Self-training's teacher, trained first in ``run_dir/teacher``, is checked.
+    """
+
+    def __init__(self, out, run_dir, fix=EXPORT_FIX):
+        super().__init__()
+        self.out, self.run_dir, self.fix = Path(out), Path(run_dir), fix
+        self.checked = False
+
+    def on_train_begin(self, logs=None):
+        if self.checked:
+            return
+        for folder in (self.run_dir, self.run_dir / run_files.TEACHER):
+            names = advisory_json(folder / run_files.CLASSES).get("class_names")
+            if names is not None:
+                check_same_task(self.out, names, self.fix)
+                self.checked = True
+                return
 
 
 def _shown(names, most=6):
@@ -286,11 +359,13 @@ def _export_facts(text_model, metadata):
     }
 
 
-def _write_version(text_model, facts, staging, out):
+def _write_version(text_model, facts, staging, out, fingerprints=None):
     """Write the SavedModel in ``staging`` and move it to ``out/VERSION``; return VERSION."""
     saved_model = staging / "saved_model"
     save_saved_model(text_model, saved_model)
     (saved_model / "assets.extra").mkdir(exist_ok=True)
+    if fingerprints is not None:
+        shutil.copyfile(fingerprints, saved_model / VERSION_FINGERPRINTS)
     version = _next_version(out)
     while True:  # another export may take the number meanwhile: then the next one
         write_json(saved_model / VERSION_METADATA, {**facts, "version": version})
@@ -304,14 +379,20 @@ def _write_version(text_model, facts, staging, out):
 
 
 def _write_keras_files(text_model, staging, out, version):
-    """``out/model.keras`` and ``out/vectorizer.json``, when ``version`` is the newest."""
+    """``out/model.keras`` and ``out/vectorizer.json``, when ``version`` is the newest.
+
+    Returns:
+        ``(keras_file, newer)``: ``newer`` the newer version whose files stay, or ``None``.
+    """
     keras_file = out / run_files.MODEL
     text_model.save(staging / run_files.MODEL)
     text_model.vectorizer.save(staging / run_files.VECTORIZER)
-    if version >= max(version_numbers(out), default=0):
-        os.replace(staging / run_files.MODEL, keras_file)
-        os.replace(staging / run_files.VECTORIZER, out / run_files.VECTORIZER)
-    return keras_file
+    newest = max(version_numbers(out), default=0)
+    if version < newest:
+        return keras_file, newest
+    os.replace(staging / run_files.MODEL, keras_file)
+    os.replace(staging / run_files.VECTORIZER, out / run_files.VECTORIZER)
+    return keras_file, None
 
 
 def _write_index(out, staging, attempts=5):
@@ -405,7 +486,9 @@ def export(run_dir, out=None):
     Args:
         run_dir: A run directory (``config.json``, ``model.keras``,
             ``vectorizer.json``; ``metrics.json`` is copied into ``export.json``).
-        out: The export folder; defaults to ``saved_models/FAMILY``.
+        out: The export folder; by default the one ``hatt train`` exports the run to
+            (:func:`hatt.export.layout.export_folder` of its family and corpus:
+            ``saved_models/cnn`` for IMDB, ``saved_models/my-cnn`` for ``my.csv``).
 
     Returns:
         An :class:`ExportResult` (``version`` is the number just written).
@@ -433,8 +516,13 @@ def export(run_dir, out=None):
             if k in metrics
         }
     metadata.update(run_facts(run_dir))
-    out = Path(out) if out else Path("saved_models") / text_model.family
-    return write_export(text_model, out, metadata)
+    if not out:
+        config = advisory_json(run_dir / run_files.CONFIG)
+        out = export_folder(text_model.family, data=config.get("data"), labels=config.get("labels"))
+    fingerprints = run_dir / run_files.TRAINING_FINGERPRINTS
+    return write_export(
+        text_model, Path(out), metadata, fingerprints if fingerprints.is_file() else None
+    )
 
 
 # === What a run recorded against reading its parts at face value =======================

@@ -30,6 +30,7 @@ from html import escape as html_escape
 import numpy as np
 
 from hatt.export.attribution import METHODS
+from hatt.export.predictor import probability_of
 from hatt.inspect import html as renderer
 
 # Re-exported: the names of hatt.inspect.methods, where they live.
@@ -152,6 +153,11 @@ class Explanation:
     def predicted_label(self):
         """The predicted class's name."""
         return self.class_names[self.prediction]
+
+    @property
+    def probability_of(self):
+        """The class `probability` is of: the second of two, else the predicted one."""
+        return probability_of(self.class_names) or self.predicted_label
 
     @property
     def predicted_probability(self):
@@ -455,13 +461,15 @@ class Explanation:
         return _relative([self.sentence_scores[method]])[0]
 
     def to_dict(self):
-        """A JSON-ready dict of the fields plus `prediction` and `predicted_label`."""
+        """A JSON-ready dict of the fields plus `prediction`, `predicted_label` and
+        `probability_of` (the class `probability` is of)."""
         values = dataclasses.asdict(self)
         values["class_names"] = list(self.class_names)
         values["methods"] = list(self.methods)
         values["warnings"] = list(self.warnings)
         values["prediction"] = self.prediction
         values["predicted_label"] = self.predicted_label
+        values["probability_of"] = self.probability_of
         values["attention_line"] = self.attention_line()
         values["attention_zeros"] = self.attention_zeros()
         return values

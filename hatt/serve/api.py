@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 
+from hatt.export.predictor import probability_of
 from hatt.serve.served import PREDICT, SIGNATURES
 
 VERSION = re.compile(r"[0-9]{1,18}")
@@ -263,13 +264,16 @@ def _json_value(value):
     return value.tolist()
 
 
-def predict_response(rows, columnar):
+def predict_response(rows, columnar, class_names=()):
     """TF Serving's response: ``{"predictions": [...]}`` or ``{"outputs": {...}}``.
 
     Row format: one object per review (several named outputs). Columnar: one
     list per output, token-shaped outputs padded to the request's longest
-    review (``""`` / 0), as TF Serving returns a tensor.
+    review (``""`` / 0), as TF Serving returns a tensor. A row holding
+    ``probability`` (a two-class model of ``class_names``) also holds
+    ``probability_of``, the class it is of (the SavedModel's outputs are unchanged).
     """
+    rows = [_named(row, class_names) for row in rows]
     if not columnar:
         return {"predictions": [{k: _json_value(v) for k, v in row.items()} for row in rows]}
     if not rows:
@@ -277,12 +281,22 @@ def predict_response(rows, columnar):
     return {"outputs": {k: _json_value(_pad_stack([r[k] for r in rows])) for k in rows[0]}}
 
 
+def _named(row, class_names):
+    """``row`` with ``probability_of`` beside its ``probability`` (two classes)."""
+    named = probability_of(class_names)
+    if "probability" not in row or named is None:
+        return row
+    return {**row, "probability_of": np.asarray(named, dtype=object)}
+
+
 def prediction_of(explanation):
-    """``{"label", "probabilities"[, "probability"]}`` of a :class:`hatt.inspect.Explanation`."""
+    """``{"label", "probabilities"[, "probability", "probability_of"]}`` of a
+    :class:`hatt.inspect.Explanation`."""
     probabilities = [float(p) for p in explanation.probabilities]
     out = {"label": explanation.predicted_label, "probabilities": probabilities}
     if len(probabilities) == 2:
         out["probability"] = probabilities[1]
+        out["probability_of"] = explanation.probability_of
     return out
 
 

@@ -468,7 +468,7 @@ async def model_route(request, server):
         texts, columnar = api.parse_texts(body, server.settings.max_texts)
         signature = api.parse_signature(body)
         rows = await server.predict(model, signature, texts)
-        return JSONResponse(api.predict_response(rows, columnar))
+        return JSONResponse(api.predict_response(rows, columnar, model.class_names))
     texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
     method = api.parse_choice(body, "method", model.methods, default_method(model))
     parts = await server.explain(

@@ -5,7 +5,8 @@ a name. It runs the model two ways (the two signatures it lists in its
 metadata) and explains reviews:
 
 - ``predict`` (the default of ``:predict``): ``probabilities``, ``label``
-  and, for two classes, ``probability``; no attention or saliency computed
+  and, for two classes, ``probability`` (the response names its class,
+  ``probability_of``); no attention or saliency computed
   (``Predictor.predict``, the SavedModel's ``predict`` signature);
 - ``serving_default``: every output of the export (also ``tokens``,
   ``word_attention`` and, for the HAN, ``sentence_attention``);

@@ -97,3 +97,16 @@ def test_inspect_says_the_explanation_warning(model, capsys):
     err = capsys.readouterr().err.splitlines()
     assert "the channel carries this model" in err[0]
     assert len(err) == 4 and "... and 1,998 more warnings" in err[-1]
+
+
+def test_probability_names_its_class_beside_a_label_of_the_other(monkeypatch, capsys):
+    # issue 64, item 5: ("unhappy", "happy"); p(happy) = 0.75 under a 0.8 threshold
+    predictor = export.Predictor(
+        fake_run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
+        class_names=("unhappy", "happy"),
+    )  # fmt: skip
+    monkeypatch.setattr(export, "load", lambda path: predictor)
+    assert cli.main(["predict", "MODEL", "--threshold", "0.8", "meh"]) == 0
+    (row,) = _lines(capsys.readouterr().out)
+    assert row["label"] == "unhappy" and row["label_probability"] == 0.25
+    assert row["probability"] == 0.75 and row["probability_of"] == "happy"

@@ -27,7 +27,7 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-6)
     for row in rows:
         keys = {"text_id", "label", "label_probability", "probabilities", "probability"}
-        assert set(row) == keys
+        assert set(row) == {*keys, "probability_of"} and row["probability_of"] == "positive"
         assert row["label"] == ("positive" if row["probability"] >= 0.5 else "negative")
         assert row["probabilities"]["positive"] == row["probability"]
         assert row["probabilities"]["negative"] == pytest.approx(1 - row["probability"], abs=1e-6)

@@ -297,6 +297,9 @@ def test_reexport_takes_the_next_free_version(reexported):
     out, before, printed, _ = reexported
     assert before == (2, "rnn")  # not the incomplete 3
     assert "(version 4)" in printed  # 3 is taken
+    # issue 64, item 8: what the new version replaced, in words
+    line = f"{out}: version 4 (replaces version 2's model.keras; version 2 stays servable)"
+    assert f"  version      {line}\n" in printed
     assert export.load(out).version == 4
     assert json.loads((out / export.EXPORT_FILE).read_text())["versions"] == [1, 2, 4]
 

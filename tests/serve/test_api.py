@@ -1,8 +1,11 @@
 """The REST dialect without a server: URLs, bodies, per-review rows, response shapes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from hatt.inspect.explanation import Explanation
 from hatt.serve import api
 
 
@@ -131,3 +134,30 @@ def test_responses_in_row_and_columnar_shapes():
         "outputs": {"tokens": [["a", "b"], ["c", ""]], "probability": [0.25, 0.5]}
     }
     assert api.predict_response([], columnar=False) == {"predictions": []}
+
+
+def test_probability_is_named_by_its_class_in_both_formats_and_in_explanations():
+    # issue 64, item 5: a label of the first class beside the second class's probability
+    rows = api.rows_of({"probability": np.array([0.25], np.float32)})
+    names = ("unhappy", "happy")
+    (row,) = api.predict_response(rows, columnar=False, class_names=names)["predictions"]
+    assert row == {"probability": 0.25, "probability_of": "happy"}
+    columns = api.predict_response(rows, columnar=True, class_names=names)["outputs"]
+    assert columns == {"probability": [0.25], "probability_of": ["happy"]}
+    # more classes have no `probability`, and so no name for it
+    three = api.rows_of({"probabilities": np.array([[0.2, 0.3, 0.5]], np.float32)})
+    (row,) = api.predict_response(three, False, ("a", "b", "c"))["predictions"]
+    assert "probability_of" not in row
+    seen = Explanation(
+        text="meh", family="cnn", score_kind="saliency", probability=0.25,
+        sentences=[["meh"]], word_weights=[[1.0]], class_names=names,
+    )  # fmt: skip
+    assert api.prediction_of(seen) == {
+        "label": "unhappy",
+        "probabilities": [0.75, 0.25],
+        "probability": 0.25,
+        "probability_of": "happy",
+    }
+    assert seen.to_dict()["probability_of"] == "happy"  # hatt inspect --json names it too
+    three = dataclasses.replace(seen, class_names=("a", "b", "c"), probabilities=[0.2, 0.5, 0.3])
+    assert three.to_dict()["probability_of"] == "b"  # more classes: the predicted one's

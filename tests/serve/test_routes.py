@@ -6,11 +6,12 @@ import json
 import httpx2
 import numpy as np
 import pytest
+from starlette.testclient import TestClient
 
-from hatt import serve
+from hatt import export, serve
 from hatt.export.attribution import METHODS as ATTRIBUTION_METHODS
 from hatt.inspect import explain
-from tests.serve.conftest import BOOM
+from tests.serve.conftest import BOOM, fake_run
 
 REVIEWS = [
     "A superb film. The acting was wonderful!<br /><br />See it.",
@@ -61,7 +62,9 @@ def test_predict_in_both_formats_matches_the_predictor(client, served, name):
     row = client.post(f"/v1/models/{name}:predict", json={"instances": REVIEWS})
     assert row.status_code == 200, row.text
     predictions = row.json()["predictions"]
-    assert [set(p) for p in predictions] == [{"probabilities", "label", "probability"}] * 4
+    keys = {"probabilities", "label", "probability", "probability_of"}
+    assert [set(p) for p in predictions] == [keys] * 4
+    assert {p["probability_of"] for p in predictions} == {"positive"}  # the second class
     np.testing.assert_allclose([p["probability"] for p in predictions], reference, atol=1e-6)
     np.testing.assert_allclose(
         [p["probabilities"] for p in predictions],
@@ -232,7 +235,14 @@ def test_a_failing_model_is_a_500_and_the_server_keeps_serving(client):
         assert ok.status_code == 200
     ok = client.post("/v1/models/fake:predict", json={"instances": ["x y z"]}).json()
     assert ok == {
-        "predictions": [{"probabilities": [0.25, 0.75], "label": "positive", "probability": 0.75}]
+        "predictions": [
+            {
+                "probabilities": [0.25, 0.75],
+                "label": "positive",
+                "probability": 0.75,
+                "probability_of": "positive",
+            }
+        ]
     }
 
 
@@ -277,3 +287,31 @@ def test_one_failing_request_does_not_fail_its_batch(fake):
     assert [r.status_code for r in responses] == [200, 500, 200, 200]
     assert responses[0].json()["explanations"][0]["tokens"] == ["good", "film"]
     assert json.loads(responses[1].text)["error"].endswith("the fake model exploded")
+
+
+def test_every_answer_names_the_class_of_probability():
+    # issue 64, item 5: ("unhappy", "happy"): p(happy) = 0.25, the label unhappy
+    def unhappy_run(batch):
+        out = dict(fake_run(batch))
+        out["probability"] = out["probability"] * 0 + 0.25
+        return out
+
+    predictor = export.Predictor(
+        unhappy_run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
+        class_names=("unhappy", "happy"),
+    )  # fmt: skip
+    app = serve.create_app({"feel": serve.served_model("feel", predictor)}, serve.Settings())
+    with TestClient(app) as client:
+        rows = client.post("/v1/models/feel:predict", json={"instances": ["meh"]}).json()
+        columns = client.post("/v1/models/feel:predict", json={"inputs": ["meh"]}).json()
+        explained = client.post("/v1/models/feel:explain", json={"instances": ["meh"]}).json()
+        page = client.post("/ui/explain", json={"model": "feel", "text": "meh"}).json()
+    (row,) = rows["predictions"]
+    assert (row["label"], row["probability"], row["probability_of"]) == ("unhappy", 0.25, "happy")
+    assert columns["outputs"]["probability_of"] == ["happy"]
+    for prediction in (explained["predictions"][0], page["prediction"]):
+        assert prediction["label"] == "unhappy" and prediction["probability_of"] == "happy"
+    # the SavedModel's signature (the metadata TF Serving clients read) is unchanged
+    metadata = serve.served_model("feel", predictor).metadata()
+    outputs = metadata["metadata"]["signature_def"]["signature_def"]["predict"]["outputs"]
+    assert "probability" in outputs and "probability_of" not in outputs

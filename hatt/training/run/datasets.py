@@ -13,6 +13,7 @@ import numpy as np
 from hatt import data, models
 from hatt.data import prepared as prepared_lib
 from hatt.data.corpus import BINARY_CLASSES, SPLITS, count_classes
+from hatt.data.text import fingerprints
 from hatt.training.run import distribute
 from hatt.training.settings import limits
 from hatt.training.settings.config import DATA_FIELDS, VOCABULARY_FIELDS
@@ -357,6 +358,15 @@ class Corpus:
         return corpus
 
     # --- what the run reads -----------------------------------------------------------
+
+    def training_fingerprints(self):
+        """The fingerprints of the documents the model trains on (train and validation
+        splits; :func:`hatt.data.text.fingerprints`), sorted and unique; ``None`` for a
+        prepared corpus, whose shards hold no text."""
+        if self._splits is None:
+            return None
+        texts = [*self._splits["train"].texts, *self._splits["validation"].texts]
+        return np.unique(fingerprints(texts)).astype(np.int64)
 
     def class_counts(self, split):
         """Reviews per class in ``split``."""

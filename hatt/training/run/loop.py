@@ -156,11 +156,26 @@ def check_run(config, run_dir, strategy, *, restart=False, **fields):
 
 
 def start_run_dir(run, corpus, *, restart=False):
-    """Step 3: create the run directory (the data is ready): config, vocabulary, class names."""
+    """Step 3: create the run directory (the data is ready): config, vocabulary, class names,
+    and the fingerprints of the documents it trains on (raw text only)."""
     resume.create_run_dir(run.run_dir, restart=restart)
     run.write_json(run_files.CONFIG, run.config.to_dict())
     run.write_json(run_files.CLASSES, {"class_names": list(corpus.class_names)})
     corpus.vectorizer.save(run.run_dir / run_files.VECTORIZER)
+    write_training_fingerprints(run.run_dir, corpus.training_fingerprints())
+
+
+def write_training_fingerprints(run_dir, values):
+    """``training_fingerprints.npy`` (``values``: sorted unique int64), atomically; nothing
+    for ``None`` (a prepared corpus: its shards hold no text)."""
+    if values is None:
+        return
+
+    def write(target):
+        with open(target, "wb") as f:  # a file object: np.save adds no ".npy" to its name
+            np.save(f, np.asarray(values, dtype=np.int64), allow_pickle=False)
+
+    run_files.write_atomic(Path(run_dir) / run_files.TRAINING_FINGERPRINTS, write)
 
 
 def class_weights(config, corpus):
