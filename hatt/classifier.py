@@ -48,7 +48,6 @@ import shlex
 import tempfile
 from pathlib import Path
 
-import keras
 import numpy as np
 
 from hatt import export, models, training
@@ -65,16 +64,15 @@ from hatt.data.documents import (
     label_names,
     warn_empty,
 )
+from hatt.data.text import fingerprints
 from hatt.data.unlabeled import IN_MEMORY_UNLABELED
-from hatt.models._checks import unknown_keys_error
 from hatt.training.run import loop
 from hatt.training.run import metrics as metrics_lib
 from hatt.training.settings import config as config_lib
 
 # TrainConfig fields that name where the documents come from: fit takes the documents.
 SOURCE_FIELDS = ("data", "labels", "text_column", "label_column", "test_data", "prepared")
-# Builder arguments the training loop fills in itself.
-FILLED_ARGUMENTS = ("vocabulary_size", "num_classes", "ngram")
+UNREAD = "unread"  # a classifier's training fingerprints, not yet read from its source
 # metrics.json keys of the test split: fit's test split is the validation split's stand-in.
 TEST_KEYS = (
     "test_accuracy",
@@ -85,55 +83,6 @@ TEST_KEYS = (
     "test_probabilities",
     "test_size",
 )
-FRAME_ROWS = 20  # explanations a notebook cell draws (write_html for more)
-
-
-# === Settings ========================================================================
-
-
-def settings_overrides(family, settings):
-    """Flat keyword settings → the nested overrides of :func:`hatt.training.assemble_config`.
-
-    A key is a :class:`hatt.training.TrainConfig` field (``epochs``,
-    ``batch_size``, ``ngram``, ``model_kwargs``, ...) or an argument of the
-    family's builder (``dropout``, ``embedding_dim``, ...: it goes into
-    ``model_kwargs``, over the preset's). Section values (dicts) are merged key by
-    key over the preset's by ``assemble_config``. The data source settings
-    (``data``, ``test_data``, ``label_column``, ...: ``hatt train``'s flags) are
-    what :meth:`TextClassifier.fit` reads when it is given no documents.
-
-    Raises:
-        ValueError: a key that is neither (listing both).
-    """
-    if family not in models.FAMILIES:
-        raise ValueError(
-            f"Expected family to be one of {models.FAMILIES}. Received: family={family!r}"
-        )
-    fields = [f.name for f in dataclasses.fields(config_lib.TrainConfig)]
-    arguments = [a for a in models.builder_arguments(family) if a not in FILLED_ARGUMENTS]
-    overrides = {}
-    for key, value in settings.items():
-        if key in ("model", "preset"):
-            raise ValueError(
-                f"Expected the family and preset as TextClassifier(family=...) or "
-                f"TextClassifier.from_preset(name). Received: {key}={value!r} as a setting."
-            )
-        if key in fields:
-            overrides[key] = value
-        elif key in arguments:
-            overrides.setdefault("model_kwargs", {})[key] = value
-        else:
-            raise unknown_keys_error(
-                f"setting for {family!r} (a training setting or a {family} builder argument)",
-                [key],
-                [*fields, *arguments],
-            )
-    return overrides
-
-
-def preset_family(name):
-    """The family of preset ``name`` (its ``"model"``; ``ValueError`` for an unknown preset)."""
-    return config_lib.load_preset(name).get("model", name)
 
 
 # === Results =========================================================================
@@ -160,22 +109,6 @@ def _rewrite_metrics(run_dir, metrics):
     """The run directory's results as fit reports them (no stand-in test figures)."""
     run_files.write_metrics(run_dir, metrics)
     (Path(run_dir) / run_files.TEST_PROBABILITIES).unlink(missing_ok=True)
-
-
-class Explanations(list):
-    """A list of :class:`hatt.inspect.Explanation` that Jupyter draws, each as ``hatt inspect``.
-
-    Write a page of them with ``hatt.inspect.write_html(explanations, "out.html")``.
-    """
-
-    def _repr_html_(self):
-        shown = [e._repr_html_() for e in self[:FRAME_ROWS]]
-        if len(self) > FRAME_ROWS:
-            shown.append(
-                f"<p>{len(self) - FRAME_ROWS} more explanation(s) not drawn here: "
-                "hatt.inspect.write_html(explanations, 'out.html') writes them all.</p>"
-            )
-        return "\n".join(shown) or "<p>No explanations.</p>"
 
 
 # === The classifier ==================================================================
@@ -223,7 +156,7 @@ class TextClassifier:
     def __init__(
         self, family=models.DEFAULT_FAMILY, *, preset=config_lib.DEFAULT_PRESET, **settings
     ):
-        overrides = settings_overrides(family, settings)
+        overrides = config_lib.settings_overrides(family, settings)
         config = config_lib.assemble_config(family, preset=preset, overrides=overrides)
         self._start(config, config.model)
 
@@ -236,6 +169,7 @@ class TextClassifier:
         self.metrics = None
         self._predictor = predictor
         self._run_dir = None  # a kept run directory, loaded on first use
+        self._fingerprints = UNREAD  # of its training documents: read from its source when asked
 
     @classmethod
     def from_preset(cls, name, **overrides):
@@ -249,7 +183,7 @@ class TextClassifier:
 
         >>> clf = hatt.TextClassifier.from_preset("han", epochs=3, dropout=0.2)
         """
-        return cls(preset_family(name), preset=name, **overrides)
+        return cls(config_lib.preset_family(name), preset=name, **overrides)
 
     @classmethod
     def from_model(cls, path, *, preset=config_lib.DEFAULT_PRESET, **settings):
@@ -441,7 +375,7 @@ class TextClassifier:
         """
         config = self._config_for(epochs)
         config, unlabeled = self._unlabeled(config, unlabeled)
-        callbacks = _checked_callbacks(callbacks)
+        callbacks = loop.check_callbacks(callbacks)
         texts = self._documents(config, x, y, validation_data)
         if config.strategy == "default":  # a multi-worker strategy must precede any op:
             loop.check_buildable(config)  # then the loop's first step checks the settings
@@ -553,8 +487,9 @@ class TextClassifier:
         self.history = read_history(run_dir)
         self._predictor = None
         self._run_dir = run_dir if keep else None
+        self._fingerprints = export.training_fingerprints(run_dir)  # before the folder goes
         if not keep:
-            self._predictor = export.load(run_dir)  # before the folder goes
+            self._predictor = export.load(run_dir)
 
     # --- using it ---------------------------------------------------------------------
 
@@ -592,7 +527,10 @@ class TextClassifier:
         Returns:
             :func:`hatt.training.run.metrics.classification_metrics`: ``examples``,
             ``accuracy``, ``macro_f1``, ``per_class``, ``confusion_matrix``
-            (and ``mae`` / ``mae_median`` for numeric classes).
+            (and ``mae`` / ``mae_median`` for numeric classes); ``training_documents``:
+            how many of ``texts`` the model trained on (its training and validation
+            documents; ``None`` when it keeps no fingerprints of them), and
+            ``held_out``: the same figures on the others alone, when some are.
         """
         texts = check_texts(texts, "texts")
         indices = self.label_indices(labels)
@@ -602,7 +540,28 @@ class TextClassifier:
                 f"{len(indices)} labels"
             )
         probabilities = self.predict(texts, batch_size)
-        return metrics_lib.classification_metrics(indices, probabilities, self.class_names)
+        figures = metrics_lib.classification_metrics(indices, probabilities, self.class_names)
+        return {**figures, **self._held_out(texts, indices, probabilities)}
+
+    def _training_fingerprints(self):
+        """Its training documents' fingerprints (:func:`hatt.export.training_fingerprints`)."""
+        if isinstance(self._fingerprints, str):  # UNREAD: a loaded model's, from its source
+            self._fingerprints = export.training_fingerprints(self.predictor.source)
+        return self._fingerprints
+
+    def _held_out(self, texts, indices, probabilities):
+        """``training_documents``: how many of ``texts`` it trained on (``None``: it keeps no
+        fingerprints); ``held_out``: the figures of the others alone, when some are."""
+        trained_on = self._training_fingerprints()
+        if trained_on is None:
+            return {"training_documents": None}
+        seen = np.isin(fingerprints(texts), trained_on) if texts else np.zeros(0, bool)
+        out = {"training_documents": int(seen.sum())}
+        if 0 < out["training_documents"] < len(texts):
+            out["held_out"] = metrics_lib.classification_metrics(
+                indices[~seen], probabilities[~seen], self.class_names
+            )
+        return out
 
     def explain(self, texts, method="total", labels=None, steps=None, batch_size=32):
         """Why the model decided, word by word: :func:`hatt.inspect.explain` on this model.
@@ -617,7 +576,7 @@ class TextClassifier:
             batch_size: documents a model call.
 
         Returns:
-            :class:`Explanations`: a list of :class:`hatt.inspect.Explanation`
+            :class:`hatt.inspect.Explanations`: a list of :class:`hatt.inspect.Explanation`
             that Jupyter draws as ``hatt inspect`` does (HTML).
         """
         texts = check_texts(texts, "texts")
@@ -631,7 +590,7 @@ class TextClassifier:
             batch_size=batch_size,
             progress=False,
         )
-        return Explanations(explained)
+        return hatt_inspect.Explanations(explained)
 
     # --- writing it -------------------------------------------------------------------
 
@@ -667,28 +626,9 @@ class TextClassifier:
         metadata = dict(self.predictor.metadata)
         if self.metrics:
             metadata["metrics"] = self.metrics
-        return export.write_export(self.text_model, Path(out), metadata)
-
-
-def _checked_callbacks(callbacks):
-    """fit's ``callbacks`` as a list of Keras callbacks, checked before any work."""
-    if callbacks is None:
-        return None
-    if isinstance(callbacks, keras.callbacks.Callback):
-        return [callbacks]
-    if not isinstance(callbacks, list | tuple):
-        raise ValueError(
-            "Expected callbacks to be a list of keras.callbacks.Callback. Received: "
-            f"callbacks of type {type(callbacks).__name__}"
+        return export.write_export(
+            self.text_model, Path(out), metadata, self._training_fingerprints()
         )
-    for i, callback in enumerate(callbacks):
-        if not isinstance(callback, keras.callbacks.Callback):
-            raise ValueError(
-                "Expected callbacks to hold keras.callbacks.Callback instances (e.g. "
-                f"keras.callbacks.CSVLogger('log.csv')). Received: callbacks[{i}]="
-                f"{callback!r:.80} ({type(callback).__name__})"
-            )
-    return list(callbacks)
 
 
 def load(path):
@@ -727,4 +667,4 @@ def load(path):
     return clf
 
 
-__all__ = ["Explanations", "TextClassifier", "load"]
+__all__ = ["TextClassifier", "load"]

@@ -648,3 +648,23 @@ def test_the_readme_scikit_learn_example_scores_beside_the_baseline_a_user_would
     )
     reference = cross_val_score(baseline, corpus.texts, names(corpus), cv=3).mean()
     assert accuracy >= reference - 0.02, (accuracy, reference)
+
+
+def test_evaluate_counts_its_training_documents_and_scores_the_others_alone(
+    clf, train, test_split, tmp_path
+):
+    # issue 64, item 9, from Python: fit keeps its training documents' fingerprints (its
+    # temporary run folder gone), evaluate counts them, export carries them
+    texts = train.texts[:30] + test_split.texts
+    labels = names(train)[:30] + names(test_split)
+    figures = clf.evaluate(texts, labels)
+    assert figures["training_documents"] == 30
+    alone = clf.evaluate(test_split.texts, names(test_split))
+    assert alone["training_documents"] == 0 and "held_out" not in alone
+    assert figures["held_out"]["accuracy"] == pytest.approx(alone["accuracy"])
+    assert figures["held_out"]["examples"] == len(test_split)
+    result = clf.export(tmp_path / "served")
+    reloaded = hatt.load(result.saved_model)
+    assert reloaded.evaluate(texts, labels)["training_documents"] == 30
+    bare = hatt.load(clf.save(tmp_path / "bare.keras"))  # a .keras alone keeps none
+    assert bare.evaluate(texts, labels)["training_documents"] is None

@@ -3,8 +3,6 @@
 import json
 import sys
 
-import numpy as np
-
 import hatt
 from hatt.cli.args import (
     MODEL_HELP,
@@ -223,7 +221,8 @@ def cmd_evaluate(args):
     print_model_warnings("evaluate", predictor, explaining=False)
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
-    seen, held_out = _held_out_figures(clf, documents, args.batch_size)
+    seen, held_out = figures.pop("training_documents"), figures.pop("held_out", None)
+    _say_training_documents(seen, len(documents))
     source = args.data or "IMDB"
     # class names as text, never escapes; a name holding \r stays on its row (issue 63)
     print(
@@ -251,17 +250,11 @@ def cmd_evaluate(args):
     return 0
 
 
-def _held_out_figures(clf, documents, batch_size):
-    """``(seen, held_out)``: how many ``documents`` the model trained on (``None``: it
-    keeps no fingerprints of its training documents, :func:`hatt.export.training_fingerprints`)
-    and the figures of the others alone (``None`` unless some are and some are not):
-    :func:`hatt.export.seen_in_training`, which ``TextClassifier.evaluate`` may share.
-
-    Said on stderr: the share that are training documents, or that it cannot tell
-    (issue 64: a model scored 91.67 % on the folder it was trained from, 62.67 % on
-    held-out files, without a word).
-    """
-    seen = hatt.export.seen_in_training(clf.predictor.source, documents.texts)
+def _say_training_documents(seen, total):
+    """On stderr: the share of the documents the model trained on (``seen``, from
+    :meth:`hatt.TextClassifier.evaluate`), or that it cannot tell (issue 64: a model
+    scored 91.67 % on the folder it was trained from, 62.67 % on held-out files, without
+    a word)."""
     if seen is None:
         print(
             "hatt evaluate: note: this model keeps no fingerprints of its training documents "
@@ -269,20 +262,13 @@ def _held_out_figures(clf, documents, batch_size):
             "shards): it cannot tell whether any of these documents is one of them",
             file=sys.stderr,
         )
-        return None, None
-    count = int(seen.sum())
-    if not count:
-        return 0, None
-    print(
-        f"hatt evaluate: warning: {count:,} of the {len(documents):,} documents are this "
-        "model's training documents: their figures say little about new documents"
-        + ("" if count < len(documents) else " (all of them)"),
-        file=sys.stderr,
-    )
-    if count == len(documents):
-        return count, None
-    others = documents.subset(np.flatnonzero(~seen))
-    return count, clf.evaluate(others.texts, others.labels, batch_size=batch_size)
+    elif seen:
+        print(
+            f"hatt evaluate: warning: {seen:,} of the {total:,} documents are this "
+            "model's training documents: their figures say little about new documents"
+            + ("" if seen < total else " (all of them)"),
+            file=sys.stderr,
+        )
 
 
 def add_evaluate_command(sub):

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from hatt import run_dir as run_files
@@ -364,7 +365,9 @@ def _write_version(text_model, facts, staging, out, fingerprints=None):
     saved_model = staging / "saved_model"
     save_saved_model(text_model, saved_model)
     (saved_model / "assets.extra").mkdir(exist_ok=True)
-    if fingerprints is not None:
+    if isinstance(fingerprints, np.ndarray):  # a classifier's, held in memory
+        np.save(saved_model / VERSION_FINGERPRINTS, fingerprints.astype(np.int64))
+    elif fingerprints is not None:
         shutil.copyfile(fingerprints, saved_model / VERSION_FINGERPRINTS)
     version = _next_version(out)
     while True:  # another export may take the number meanwhile: then the next one

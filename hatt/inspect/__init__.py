@@ -26,6 +26,7 @@ from hatt.inspect.explain import (
     explain,
     explanations_from_result,
 )
+from hatt.inspect.explanation import Explanations
 from hatt.inspect.uniform import uniform_attention, uniform_attention_check
 
 _RENDERERS = {
@@ -39,6 +40,7 @@ _RENDERERS = {
 
 __all__ = [
     "Explanation",
+    "Explanations",
     "balanced_sample",
     "deletion_test",
     "explain",

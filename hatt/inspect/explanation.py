@@ -531,3 +531,22 @@ def _relative(rows):
     if not top > 0:
         return [[0.0 for _ in row] for row in rows]
     return [[v / top for v in row] for row in rows]
+
+
+NOTEBOOK_ROWS = 20  # explanations a notebook cell draws (write_html for more)
+
+
+class Explanations(list):
+    """A list of :class:`hatt.inspect.Explanation` that Jupyter draws, each as ``hatt inspect``.
+
+    Write a page of them with ``hatt.inspect.write_html(explanations, "out.html")``.
+    """
+
+    def _repr_html_(self):
+        shown = [e._repr_html_() for e in self[:NOTEBOOK_ROWS]]
+        if len(self) > NOTEBOOK_ROWS:
+            shown.append(
+                f"<p>{len(self) - NOTEBOOK_ROWS} more explanation(s) not drawn here: "
+                "hatt.inspect.write_html(explanations, 'out.html') writes them all.</p>"
+            )
+        return "\n".join(shown) or "<p>No explanations.</p>"

@@ -117,6 +117,27 @@ def check_buildable(config):
         method.check(config, model)
 
 
+def check_callbacks(callbacks):
+    """``callbacks`` (fit's, train's) as a list of Keras callbacks, checked before any work."""
+    if callbacks is None:
+        return None
+    if isinstance(callbacks, keras.callbacks.Callback):
+        return [callbacks]
+    if not isinstance(callbacks, list | tuple):
+        raise ValueError(
+            "Expected callbacks to be a list of keras.callbacks.Callback. Received: "
+            f"callbacks of type {type(callbacks).__name__}"
+        )
+    for i, callback in enumerate(callbacks):
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise ValueError(
+                "Expected callbacks to hold keras.callbacks.Callback instances (e.g. "
+                f"keras.callbacks.CSVLogger('log.csv')). Received: callbacks[{i}]="
+                f"{callback!r:.80} ({type(callback).__name__})"
+            )
+    return list(callbacks)
+
+
 def set_seed(config):
     """Seed Python, NumPy and Keras (and TensorFlow); turn on op determinism if asked."""
     keras.utils.set_random_seed(config.seed)

@@ -497,6 +497,55 @@ def _preset_scaled_keys(settings, config, overrides, config_file):
     return keys
 
 
+# Builder arguments the training loop fills in itself (never a Python setting).
+FILLED_ARGUMENTS = ("vocabulary_size", "num_classes", "ngram")
+
+
+def settings_overrides(family, settings):
+    """Flat keyword settings → the nested overrides of :func:`hatt.training.assemble_config`.
+
+    A key is a :class:`hatt.training.TrainConfig` field (``epochs``,
+    ``batch_size``, ``ngram``, ``model_kwargs``, ...) or an argument of the
+    family's builder (``dropout``, ``embedding_dim``, ...: it goes into
+    ``model_kwargs``, over the preset's). Section values (dicts) are merged key by
+    key over the preset's by ``assemble_config``. The data source settings
+    (``data``, ``test_data``, ``label_column``, ...: ``hatt train``'s flags) are
+    what :meth:`TextClassifier.fit` reads when it is given no documents.
+
+    Raises:
+        ValueError: a key that is neither (listing both).
+    """
+    if family not in models.FAMILIES:
+        raise ValueError(
+            f"Expected family to be one of {models.FAMILIES}. Received: family={family!r}"
+        )
+    fields = [f.name for f in dataclasses.fields(TrainConfig)]
+    arguments = [a for a in models.builder_arguments(family) if a not in FILLED_ARGUMENTS]
+    overrides = {}
+    for key, value in settings.items():
+        if key in ("model", "preset"):
+            raise ValueError(
+                f"Expected the family and preset as TextClassifier(family=...) or "
+                f"TextClassifier.from_preset(name). Received: {key}={value!r} as a setting."
+            )
+        if key in fields:
+            overrides[key] = value
+        elif key in arguments:
+            overrides.setdefault("model_kwargs", {})[key] = value
+        else:
+            raise unknown_keys_error(
+                f"setting for {family!r} (a training setting or a {family} builder argument)",
+                [key],
+                [*fields, *arguments],
+            )
+    return overrides
+
+
+def preset_family(name):
+    """The family of preset ``name`` (its ``"model"``; ``ValueError`` for an unknown preset)."""
+    return load_preset(name).get("model", name)
+
+
 def assemble_config(family, preset=DEFAULT_PRESET, config_file=None, overrides=(), **values):
     """A checked :class:`TrainConfig` from its layers, each on top of the last.
 
