@@ -627,7 +627,7 @@ class TextClassifier:
         if self.metrics:
             metadata["metrics"] = self.metrics
         return export.write_export(
-            self.text_model, Path(out), metadata, self._training_fingerprints()
+            self.text_model, out, metadata, self._training_fingerprints()
         )
 
 
@@ -649,6 +649,11 @@ def load(path):
     >>> clf = hatt.load("han.keras")
     >>> clf.predict_labels(["A wonderful, moving film."])
     """
+    if not isinstance(path, str | Path) or not str(path).strip():
+        raise export.ExportError(
+            "Expected path to name a model: a .keras file, a run directory or "
+            f"saved_models/NAME. Received: path={path!r:.80}"
+        )
     path = Path(path)
     if (
         path.is_dir()

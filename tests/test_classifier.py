@@ -603,8 +603,9 @@ def test_a_save_cut_short_by_a_full_disk_leaves_nothing_and_says_so(clf, tmp_pat
     monkeypatch.setattr(hatt.export.writer, "save_saved_model", exhausted)
     with pytest.raises(hatt.export.ExportError, match="The disk is full"):
         clf.export(tmp_path / "served")
-    assert hatt.export.layout.version_numbers(tmp_path / "served") == []
-    assert [p.name for p in (tmp_path / "served").iterdir()] == []  # the staging is gone
+    assert not (tmp_path / "served").exists()  # the folder it made, empty, is gone too
+    with pytest.raises(hatt.export.ExportError, match=r"Expected out to name the export"):
+        clf.export("")  # Path("") is the working directory
 
 
 def test_a_truncated_keras_file_is_called_truncated_not_missing(clf, tmp_path):
@@ -668,3 +669,14 @@ def test_evaluate_counts_its_training_documents_and_scores_the_others_alone(
     assert reloaded.evaluate(texts, labels)["training_documents"] == 30
     bare = hatt.load(clf.save(tmp_path / "bare.keras"))  # a .keras alone keeps none
     assert bare.evaluate(texts, labels)["training_documents"] is None
+
+
+def test_odd_paths_to_load_and_save_are_named(clf, tmp_path):
+    for path in (None, 5, b"model.keras", "", "  "):
+        with pytest.raises(hatt.export.ExportError, match="Expected path to name a model"):
+            hatt.load(path)
+    with pytest.raises(
+        hatt.export.ExportError, match=r"Could not write .*nodir/m.keras.*no folder"
+    ):
+        clf.save(tmp_path / "nodir" / "m.keras")  # named by the user's path, not a temporary
+    assert not list(tmp_path.iterdir())

@@ -125,6 +125,21 @@ def main(argv=None):
     try:
         check_flags(args)
         return args.func(args)
-    except (ValueError, OSError) as error:
-        print(f"hatt {args.command}: error: {error_line(error)}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001  (a full disk is TensorFlow's own error class)
+        if not isinstance(error, ValueError | OSError) and not disk_full(error):
+            raise
+        line = error_line(error)
+        if disk_full(error):
+            line = (
+                f"The disk is full ({line}). Free some space or write elsewhere; an "
+                "interrupted hatt train resumes with the same command."
+            )
+        print(f"hatt {args.command}: error: {line}", file=sys.stderr)
         return 2
+
+
+def disk_full(error):
+    """Whether ``error`` is a full disk (:func:`hatt.export.is_disk_full`, once loaded: a
+    command that met one has imported it)."""
+    writer = sys.modules.get("hatt.export.writer")
+    return writer is not None and writer.is_disk_full(error)

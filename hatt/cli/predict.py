@@ -65,8 +65,10 @@ def cmd_predict(args):
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("Give the reviews either as TEXT arguments or with --file F (not both).")
-    if args.batch_size < 1:
-        raise ValueError(f"Expected --batch-size >= 1. Received: {args.batch_size}")
+    if not 1 <= args.batch_size <= export.MAX_BATCH:  # at the door, before the model loads
+        raise ValueError(
+            f"Expected --batch-size from 1 to {export.MAX_BATCH:,}. Received: {args.batch_size}"
+        )
     if not 0.0 <= args.threshold <= 1.0:
         raise ValueError(f"Expected --threshold in [0, 1]. Received: {args.threshold}")
     reviews = _reviews(args)
@@ -77,10 +79,21 @@ def cmd_predict(args):
             "(the label is the most probable one)."
         )
     print_model_warnings("predict", predictor, explaining=False)
+    empty = [str(text_id) for text_id, text in reviews if not text.strip()]
+    if empty:  # answered, flagged in their rows, and said (issue 64: "happy 0.547" of "")
+        print(
+            f"hatt predict: warning: {len(empty)} review(s) hold no text ({', '.join(empty[:3])}"
+            f'{" ..." if len(empty) > 3 else ""}): their rows say "no_text": true, and their '
+            "probabilities are the model's answer to an empty review, not a reading of it",
+            file=sys.stderr,
+        )
     for chunk in _chunks(reviews, args.batch_size):
         out = predictor.predict([t for _, t in chunk], batch_size=args.batch_size)
-        for i, (text_id, _) in enumerate(chunk):
-            print(json.dumps(_prediction_row(predictor, out, i, text_id, args.threshold)))
+        for i, (text_id, text) in enumerate(chunk):
+            row = _prediction_row(predictor, out, i, text_id, args.threshold)
+            if not text.strip():
+                row["no_text"] = True
+            print(json.dumps(row))
         sys.stdout.flush()
     return 0
 

@@ -9,6 +9,7 @@ split, both stratified and seeded, and applies ``limit``.
 import dataclasses
 import math
 import re
+import unicodedata
 from collections import Counter
 
 import numpy as np
@@ -132,7 +133,8 @@ def label_name(value):
     Strings are stripped; a string holding a whole number (``"3.0"``, as a
     table written from floats holds them) is that number's name, one holding a
     decimal number is the float's (``"1.50"``, ``"1.5"`` and ``1.5`` all name
-    ``"1.5"``); ``None`` and blank strings give ``""`` (an empty label).
+    ``"1.5"``); text is in Unicode's NFC form (composed and decomposed accents name
+    one class); ``None`` and blank strings give ``""`` (an empty label).
     """
     if value is None:
         return ""
@@ -144,7 +146,9 @@ def label_name(value):
         return str(int(value))
     if isinstance(value, float | np.floating):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
-    text = str(value).strip()
+    # NFC: "été" typed as one code point a letter or as e + a combining accent is one
+    # class, as it reads (issue 63: two classes printed alike)
+    text = unicodedata.normalize("NFC", str(value).strip())
     if _INTEGRAL.fullmatch(text):
         return str(int(text.split(".")[0]))
     if _DECIMAL.fullmatch(text):  # "1.50" and "1.5" (and the float 1.5) are one class

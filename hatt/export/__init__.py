@@ -164,7 +164,13 @@ from hatt.export.loading import (
     predictor_state,
     read_class_names,
 )
-from hatt.export.predictor import PREDICTION_KEYS, Predictor, check_batch_size, probability_of
+from hatt.export.predictor import (
+    MAX_BATCH,
+    PREDICTION_KEYS,
+    Predictor,
+    check_batch_size,
+    probability_of,
+)
 from hatt.export.text_model import (
     BINARY_CLASS_NAMES,
     EXPLAIN_TOTALS,
@@ -190,6 +196,7 @@ from hatt.export.writer import (
 )
 
 __all__ = [
+    "MAX_BATCH",
     "BINARY_CLASS_NAMES",
     "EXPLAIN_TOTALS",
     "EXPORT_FILE",

@@ -24,14 +24,20 @@ def _as_text_batch(texts):
     return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
 
 
+MAX_BATCH = 2**20  # documents a model call: past it TensorFlow refuses the int (issue 63)
+
+
 def check_batch_size(batch_size):
-    """`batch_size` as an int; `ValueError` unless it is a positive int (bools refused)."""
+    """`batch_size` as an int; `ValueError` unless it is an int in [1, MAX_BATCH] (bools refused)."""
     if (
         isinstance(batch_size, bool)
         or not isinstance(batch_size, int | np.integer)
-        or batch_size < 1
+        or not 1 <= batch_size <= MAX_BATCH
     ):
-        raise ValueError(f"Expected batch_size to be a positive int. Received: {batch_size!r}")
+        raise ValueError(
+            f"Expected batch_size to be a positive int at most {MAX_BATCH:,}. "
+            f"Received: {batch_size!r}"
+        )
     return int(batch_size)
 
 

@@ -176,8 +176,13 @@ def write_export(text_model, out, metadata=None, fingerprints=None):
         An :class:`ExportResult`.
     """
     start = time.perf_counter()
+    if not str(out).strip():
+        raise ExportError(  # Path("") is the working directory: never an export by accident
+            "Expected out to name the export folder (e.g. saved_models/NAME). Received: out=''"
+        )
     out = Path(out)
     check_same_task(out, text_model.class_names)  # before anything is written into out
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
     staging = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}-", dir=out))
@@ -188,6 +193,9 @@ def write_export(text_model, out, metadata=None, fingerprints=None):
         keras_file, newer = _write_keras_files(text_model, staging, out, version)
         _write_index(out, staging)
     except Exception as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(out.iterdir()):  # an empty folder it made: gone with the rest
+            out.rmdir()
         if is_disk_full(error):
             raise disk_full_error(out, error) from error
         raise
@@ -231,6 +239,11 @@ def save_keras(text_model, path, facts=None):
         temporary.unlink(missing_ok=True)
         if is_disk_full(error):
             raise disk_full_error(path, error) from error
+        if isinstance(error, OSError):  # named by the user's path, not the temporary one
+            raise ExportError(
+                f"Could not write {str(path)!r}: {error.strerror or type(error).__name__}"
+                + ("" if path.parent.is_dir() else f" (no folder {str(path.parent)!r})")
+            ) from error
         raise
     return path
 

@@ -813,3 +813,10 @@ def test_test_documents_that_are_also_training_documents_are_counted_or_refused(
     corpus = load_corpus(tmp_path / "train.csv", test=tmp_path / "test.csv", validation_size=4)
     assert corpus.report["test_in_training"] == 1
     assert "1 of the 20 test documents (5.0%) also occur" in capsys.readouterr().err
+
+
+def test_a_label_typed_composed_or_decomposed_names_one_class():
+    # issue 63, second pass: "été" in NFC and in NFD became two classes printed alike
+    from hatt.data.corpus import label_name
+
+    assert label_name("e\u0301te\u0301") == label_name("\u00e9t\u00e9") == "\u00e9t\u00e9"

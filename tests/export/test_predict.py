@@ -54,7 +54,8 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
         (["MODEL"], "either as TEXT arguments or with --file"),
         (["MODEL", "a review", "--file", "F"], "either as TEXT arguments or with --file"),
         (["MODEL", "--file", "MISSING"], "No such file: --file"),
-        (["MODEL", "a", "--batch-size", "0"], "Expected --batch-size >= 1"),
+        (["MODEL", "a", "--batch-size", "0"], "Expected --batch-size from 1 to 1,048,576"),
+        (["MODEL", "a", "--batch-size", str(10**23)], "Expected --batch-size from 1 to"),
         (["MODEL", "a", "--threshold", "1.5"], "Expected --threshold in [0, 1]"),
         (["NO_MODEL", "a review"], "No model at"),
     ],
@@ -172,3 +173,28 @@ def test_an_in_memory_predictor_traces_a_function_once_it_has_batches_to_pay_for
     served = export.Predictor.from_text_model(export.TextModel(model.model, model.vectorizer))
     served.use_graphs().explain(texts[:1])
     assert set(served._graphs) == {"explain"}
+
+
+def test_an_empty_review_is_answered_flagged_and_said(exported, capsys):
+    # issue 63/64, second pass: `hatt predict MODEL ""` answered a class without a word
+    assert cli.main(["predict", str(exported["cnn"].path), "", "a fine film", "  "]) == 0
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert [row.get("no_text", False) for row in rows] == [True, False, True]
+    assert "2 review(s) hold no text (0, 2)" in captured.err
+
+
+def test_a_full_disk_met_by_tensorflow_is_one_line(exported, capsys, monkeypatch):
+    # issue 63, second pass: TensorFlow's ResourceExhaustedError (TensorBoard's writer on
+    # a resumed run) ended in a traceback
+    import tensorflow as tf
+
+    from hatt import export
+
+    def full(path):
+        raise tf.errors.ResourceExhaustedError(None, None, "events.out; No space left on device")
+
+    monkeypatch.setattr(export, "load", full)
+    assert cli.main(["predict", str(exported["cnn"].path), "a"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hatt predict: error: The disk is full (") and "resumes" in err

@@ -274,6 +274,14 @@ def test_nblr_with_the_mean_reduction_needs_its_own_C():
         ({"learning_rate": float("inf")}, r"learning_rate to be a finite number.*=inf"),
         ({"seed": -1}, r"Expected seed to be an int from 0 to 4294967295.*seed=-1"),
         ({"seed": 2**70}, r"seed to be an int from 0 to 4294967295.*=1180591620717411303424"),
+        # issue 63, second pass: huge values that hung or exhausted memory before training
+        ({"epochs": 10**20}, r"Expected epochs to be at most 100,000"),
+        ({"model_kwargs": {"kernel_sizes": [3, 100000]}}, r"kernel_sizes to be at most sequence"),
+        ({"ngram": {"order": 1000}}, r"Expected ngram.order to be at most 8"),
+        ({"ngram": {"buckets": 10**11}}, r"Expected ngram.buckets to be at most 134,217,728"),
+        ({"max_tokens": -1}, r"Expected max_tokens to be an int >= 1"),
+        ({"sequence_length": 0}, r"Expected sequence_length to be an int >= 1"),
+        ({"min_count": -5}, r"Expected min_count to be an int >= 1"),
         (
             {"model_kwargs": {"filters": 0}},
             r"Expected model_kwargs.filters to be a positive int. Received: model_kwargs.filters=0",
@@ -331,3 +339,17 @@ def test_a_malformed_scaled_record_is_a_clear_error(scaled):
     """Found by the config property test: scaled=True crashed inside scale.unscale."""
     with pytest.raises(ValueError, match="scaled"):
         training.TrainConfig.from_dict({"model": "cnn", "scaled": scaled})
+
+
+def test_the_channel_s_table_is_sized_to_the_classes_or_refused():
+    # issue 63, second pass: 2,000 classes x 2,097,152 buckets asked for a 16 GB table
+    from hatt.training.settings import scale
+
+    config = training.assemble_config("cnn", preset="cnn")
+    fitted = config.fit_to_corpus([3] * 2000)
+    assert fitted.ngram.buckets * 2000 <= scale.TABLE_FLOATS
+    assert fitted.ngram.buckets == scale.table_buckets(2000) == 131072
+    assert config.fit_to_corpus([500, 500]).ngram.buckets > 131072  # two classes: as before
+    wide = training.assemble_config("cnn", preset=None, overrides={"ngram": {"buckets": 2**26}})
+    with pytest.raises(ValueError, match=r"ngram.buckets=67,108,864 x 2,000 classes .* Set --set"):
+        wide.fit_to_corpus([3] * 2000)

@@ -223,8 +223,16 @@ class TrainConfig:
             "shuffle_buffer",
             "num_buckets",
             "word_vectors_epochs",
+            "max_tokens",
+            "sequence_length",
+            "max_sentences",
+            "max_words",
         ):  # first: a warm-up's check below reads epochs
             check_positive_int(name, getattr(self, name))
+        check_positive_int("min_count", self.min_count)
+        for name, most in MOST.items():  # a bound past which a run never starts (issue 63)
+            check_at_most(name, getattr(self, name), most)
+        check_kernel_width(self.model_kwargs, self.sequence_length)
         for name in ("learning_rate", "clr_min_learning_rate", "clr_max_learning_rate"):
             if not getattr(self, name) > 0:
                 raise ValueError(
@@ -305,6 +313,27 @@ class TrainConfig:
         ``class_weight="auto"`` are resolved; ``scaled`` records what changed.
         """
         return scale.fit_to_corpus(self, counts)
+
+
+# Upper bounds of settings whose huge values hang or exhaust memory before training starts
+# (issue 63: --epochs 10**20 built one dataset an epoch until killed).
+MOST = {"epochs": 100_000, "max_tokens": 50_000_000, "sequence_length": 1_000_000}
+
+
+def check_at_most(name, value, most):
+    if value > most:
+        raise ValueError(f"Expected {name} to be at most {most:,}. Received: {name}={value!r}")
+
+
+def check_kernel_width(model_kwargs, sequence_length):
+    """A convolution wider than the text it reads (issue 63: kernel_sizes=[100000] over 400
+    words grew to 7.6 GB before its first step)."""
+    widths = model_kwargs.get("kernel_sizes") if isinstance(model_kwargs, dict) else None
+    if isinstance(widths, list | tuple) and widths and max(widths) > sequence_length:
+        raise ValueError(
+            f"Expected model_kwargs.kernel_sizes to be at most sequence_length={sequence_length} "
+            f"words wide. Received: model_kwargs.kernel_sizes={list(widths)!r}"
+        )
 
 
 def _check_scaled(scaled):

@@ -34,6 +34,10 @@ CV_DOCUMENTS = 10000
 CV_FOLDS = 5
 
 
+# ngram.order 1000 ran at 1 review/s; ngram.buckets 10**11 asked for a 400 GB table (issue 63)
+NGRAM_MOST = {"order": 8, "buckets": 2**27}
+
+
 @dataclasses.dataclass
 class NgramSettings:
     """The ``ngram`` section of :class:`TrainConfig`: the channel, and how it is fit.
@@ -103,6 +107,12 @@ class NgramSettings:
 
     def __post_init__(self):
         check_fields(self, prefix="ngram.")
+        for name, most in NGRAM_MOST.items():  # past these a run crawls or exhausts memory
+            value = getattr(self, name)
+            if isinstance(value, int) and value > most:
+                raise ValueError(
+                    f"Expected ngram.{name} to be at most {most:,}. Received: ngram.{name}={value!r}"
+                )
         self.channel()  # the layer's own checks
         check_choice("ngram.fit", self.fit, NGRAM_FITS)
         check_choice("ngram.init", self.init, NGRAM_INITS)

@@ -169,8 +169,33 @@ def multiclass_ngram(key):
 
 
 # key -> rule(preset value, documents per class of the training split, the config so far)
+# The n-gram channel's table holds buckets x classes floats (and Adam two more each): past
+# 2**28 (1 GiB of float32) a many-class corpus ran out of memory before its first step
+# (issue 63: 2,000 classes x 2,097,152 buckets asked for 16 GB).
+TABLE_FLOATS = 2**28
+
+
+def table_buckets(classes):
+    """The most buckets (a power of two) whose table of ``classes`` columns fits."""
+    return 2 ** int(math.log2(max(TABLE_FLOATS // max(classes, 1), 1)))
+
+
+def check_table(config, classes):
+    """Raise where the channel's table of ``config.ngram.buckets`` rows cannot fit."""
+    buckets = config.ngram.buckets or 0
+    if buckets * classes > TABLE_FLOATS:
+        raise ValueError(
+            f"Expected the n-gram channel's table to fit in memory: ngram.buckets={buckets:,} x "
+            f"{classes:,} classes is {buckets * classes * 4 / 2**30:.1f} GiB of weights (the "
+            f"optimizer holds two more). Set --set ngram.buckets={table_buckets(classes):,} "
+            "or less."
+        )
+
+
 RULES = {
-    "ngram.buckets": lambda preset, counts, config: scaled_buckets(preset, sum(counts)),
+    "ngram.buckets": lambda preset, counts, config: min(
+        scaled_buckets(preset, sum(counts)), table_buckets(len(counts))
+    ),
     "model_kwargs.filters": lambda preset, counts, config: scaled_filters(preset, sum(counts)),
     **{key: multiclass_ngram(key) for key in MULTICLASS_NGRAM},
 }
@@ -260,6 +285,7 @@ def fit_to_corpus(config, counts):
             _set(config, key, after)
             if after != before:
                 changes[key] = [before, after]
+    check_table(config, len(counts))
     if config.class_weight == "auto":
         config.class_weight = resolve_class_weight("auto", counts)
         changes["class_weight"] = ["auto", config.class_weight]
