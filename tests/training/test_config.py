@@ -350,6 +350,8 @@ def test_the_channel_s_table_is_sized_to_the_classes_or_refused():
     assert fitted.ngram.buckets * 2000 <= scale.TABLE_FLOATS
     assert fitted.ngram.buckets == scale.table_buckets(2000) == 131072
     assert config.fit_to_corpus([500, 500]).ngram.buckets > 131072  # two classes: as before
+    bare = training.assemble_config("cnn", preset=None)  # no channel: nothing to size
+    assert bare.ngram is None and bare.fit_to_corpus([3] * 2000).ngram is None
     wide = training.assemble_config("cnn", preset=None, overrides={"ngram": {"buckets": 2**26}})
     with pytest.raises(ValueError, match=r"ngram.buckets=67,108,864 x 2,000 classes .* Set --set"):
         wide.fit_to_corpus([3] * 2000)

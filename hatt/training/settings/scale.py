@@ -182,7 +182,7 @@ def table_buckets(classes):
 
 def check_table(config, classes):
     """Raise where the channel's table of ``config.ngram.buckets`` rows cannot fit."""
-    buckets = config.ngram.buckets or 0
+    buckets = (config.ngram.buckets if config.ngram is not None else 0) or 0
     if buckets * classes > TABLE_FLOATS:
         raise ValueError(
             f"Expected the n-gram channel's table to fit in memory: ngram.buckets={buckets:,} x "
