@@ -626,9 +626,7 @@ class TextClassifier:
         metadata = dict(self.predictor.metadata)
         if self.metrics:
             metadata["metrics"] = self.metrics
-        return export.write_export(
-            self.text_model, out, metadata, self._training_fingerprints()
-        )
+        return export.write_export(self.text_model, out, metadata, self._training_fingerprints())
 
 
 def load(path):

@@ -202,6 +202,26 @@ def parse_choice(body, field, choices, default):
     return value
 
 
+# The fields each request body may hold: another is refused, never ignored (issue 63:
+# ":explain" took {"steps": -1} and {"label": "zzz"} and answered as if they were absent).
+FIELDS = {
+    "predict": ("instances", "inputs", "signature_name"),
+    "explain": ("instances", "inputs", "method"),
+    "ui_explain": ("model", "text", "method", "column"),
+}
+
+
+def check_fields(body, kind):
+    """400 unless every field of ``body`` is one :data:`FIELDS` lists for ``kind``."""
+    unknown = sorted(str(key) for key in body if key not in FIELDS[kind])
+    if unknown:
+        raise ApiError(
+            400,
+            f"Unknown field(s) {unknown} in the {kind.replace('_', ' ')} body. Expected only "
+            f"{list(FIELDS[kind])}",
+        )
+
+
 def parse_signature(body):
     """The signature ``:predict`` runs: ``"predict"`` (default) or ``"serving_default"``."""
     return parse_choice(body, "signature_name", SIGNATURES, PREDICT)

@@ -465,10 +465,12 @@ async def model_route(request, server):
         return JSONResponse(model.metadata())
     body = await server.body(request)
     if action == "predict":
+        api.check_fields(body, "predict")
         texts, columnar = api.parse_texts(body, server.settings.max_texts)
         signature = api.parse_signature(body)
         rows = await server.predict(model, signature, texts)
         return JSONResponse(api.predict_response(rows, columnar, model.class_names))
+    api.check_fields(body, "explain")
     texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
     method = api.parse_choice(body, "method", model.methods, default_method(model))
     parts = await server.explain(
@@ -492,6 +494,8 @@ async def ui_models(request, server):
 async def ui_explain(request, server):
     """One review, one model → its card (HTML from hatt's renderer) and its prediction."""
     body = await server.body(request)
+    if isinstance(body, dict):
+        api.check_fields(body, "ui_explain")
     name = body.get("model")
     if not isinstance(name, str):
         raise api.ApiError(400, f"Expected model to be a model name. Received: model={name!r}")
@@ -577,11 +581,22 @@ async def script(request):
 
 
 async def _not_found(request, exc):
-    return error_response(404, f"Malformed request: no such path {request.url.path}")
+    return _counted(
+        request, error_response(404, f"Malformed request: no such path {request.url.path}")
+    )
 
 
 async def _http_error(request, exc):
-    return error_response(exc.status_code, str(exc.detail))
+    return _counted(request, error_response(exc.status_code, str(exc.detail)))
+
+
+def _counted(request, response):
+    """An answer given outside the routes (no such path, a method a route does not take):
+    counted in ``/metrics`` as every other (issue 63: 404s and 405s went uncounted)."""
+    server = getattr(request.app.state, "server", None)
+    if server is not None:
+        server.metrics.observe("-", "-", response.status_code, 0.0)
+    return response
 
 
 def create_app(models, settings=None):

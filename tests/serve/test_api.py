@@ -161,3 +161,20 @@ def test_probability_is_named_by_its_class_in_both_formats_and_in_explanations()
     assert seen.to_dict()["probability_of"] == "happy"  # hatt inspect --json names it too
     three = dataclasses.replace(seen, class_names=("a", "b", "c"), probabilities=[0.2, 0.5, 0.3])
     assert three.to_dict()["probability_of"] == "b"  # more classes: the predicted one's
+
+
+@pytest.mark.parametrize(
+    "kind,body",
+    [
+        ("explain", {"instances": ["great"], "steps": -1}),
+        ("explain", {"instances": ["great"], "label": "zzz"}),
+        ("predict", {"instances": ["great"], "method": "total"}),
+        ("ui_explain", {"model": "m", "text": "great", "steps": 2}),
+    ],
+)
+def test_a_field_a_request_cannot_take_is_refused_not_ignored(kind, body):
+    # issue 63, second pass: ':explain' answered {"steps": -1} as if it were absent
+    with pytest.raises(api.ApiError, match=r"Unknown field\(s\) \[") as raised:
+        api.check_fields(body, kind)
+    assert raised.value.status == 400
+    api.check_fields({k: v for k, v in body.items() if k in api.FIELDS[kind]}, kind)

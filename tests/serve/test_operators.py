@@ -158,6 +158,9 @@ def test_metrics_count_requests_errors_latency_batches_queues_and_rejections():
             client.post("/v1/models/slow:predict", json={"instances": ["a"] * 3}).status_code == 413
         )
         assert client.post("/v1/models/nope:predict", json={"instances": ["a"]}).status_code == 404
+        # answers given outside the routes are JSON and counted too (issue 63, second pass)
+        assert client.get("/ui/nosuch").json()["error"].startswith("Malformed request: no such")
+        assert client.put("/v1/models/slow:predict", json={}).status_code == 405
         response = client.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain")
     got = _samples(response.text)
@@ -169,6 +172,8 @@ def test_metrics_count_requests_errors_latency_batches_queues_and_rejections():
     assert value("hatt_requests_total", model="slow", endpoint="explain", code="200") == 1
     assert value("hatt_request_errors_total", model="slow", endpoint="predict", code="413") == 1
     assert value("hatt_request_errors_total", model="-", endpoint="predict", code="404") == 1
+    assert value("hatt_request_errors_total", model="-", endpoint="-", code="404") == 1
+    assert value("hatt_request_errors_total", model="-", endpoint="-", code="405") == 1
     assert value("hatt_request_seconds_count", model="slow", endpoint="predict") == 4
     assert value("hatt_rejections_total", model="slow", endpoint="predict", reason="too_large") == 1
     # the warm-up (predict at every power of two up to max_batch_size, one explain) is not
