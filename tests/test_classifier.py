@@ -680,3 +680,11 @@ def test_odd_paths_to_load_and_save_are_named(clf, tmp_path):
     ):
         clf.save(tmp_path / "nodir" / "m.keras")  # named by the user's path, not a temporary
     assert not list(tmp_path.iterdir())
+
+
+def test_a_classifier_over_a_savedmodel_says_why_it_does_not_pickle(clf, tmp_path):
+    import pickle
+
+    served = hatt.load(clf.export(tmp_path / "served").saved_model)
+    with pytest.raises(hatt.export.ExportError, match=r"Cannot pickle or copy .*model.keras"):
+        pickle.dumps(served)

@@ -233,6 +233,12 @@ def predictor_state(predictor):
     Raises:
         ExportError: a SavedModel predictor (its signature is a TensorFlow graph).
     """
+    if predictor.kind == "saved_model":
+        raise ExportError(
+            f"Cannot pickle or copy a model loaded from the SavedModel {str(predictor.source)!r}: "
+            "its graph is TensorFlow's, not picklable. Load saved_models/NAME/model.keras (or "
+            "the run directory) to pickle, joblib.dump or deepcopy it."
+        )
     text_model = predictor.text_model
     with tempfile.TemporaryDirectory(prefix="hatt-state-") as folder:
         path = Path(folder) / run_files.MODEL

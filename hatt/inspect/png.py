@@ -27,6 +27,7 @@ of notes; `titles`, a line's height for each line a panel's title takes beyond
 one.
 """
 
+import os
 import warnings
 from pathlib import Path
 
@@ -365,7 +366,12 @@ def to_png(explanation, path, method=None):
             # Emoji and rare scripts may lack a glyph in the default font: drawn as boxes.
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
             warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
-            fig.savefig(path, dpi=DPI, format="png")
+            partial = path.with_name(f".{path.name}.partial")  # whole or not at all
+            try:
+                fig.savefig(partial, dpi=DPI, format="png")
+                os.replace(partial, path)
+            finally:
+                partial.unlink(missing_ok=True)  # a full disk left a 0-byte PNG (issue 63)
     finally:
         plt.close(fig)
     return path

@@ -96,16 +96,22 @@ def parse_json(body):
     except UnicodeDecodeError as error:
         raise ApiError(400, f"Malformed JSON body: not UTF-8 ({error.reason})") from None
     except ValueError as error:
+        if "digits" in str(error):  # Python's int-size guard, in its own words
+            raise ApiError(400, "Malformed JSON body: a number of over 4,300 digits") from None
         raise ApiError(400, f"Malformed JSON body: {error}") from None
     except RecursionError:
         raise ApiError(400, "Malformed JSON body: nested too deeply") from None
     if not isinstance(value, dict):
         raise ApiError(
             400,
-            "Expected the body to be a JSON object with 'instances' or 'inputs'. "
-            f"Received: a JSON {type(value).__name__}",
+            "Expected the body to be a JSON object (see docs/serving.md for its fields). "
+            f"Received: {JSON_KINDS.get(type(value), type(value).__name__)}",
         )
     return value
+
+
+JSON_KINDS = {list: "a JSON array", str: "a JSON string", int: "a JSON number"}
+JSON_KINDS.update({float: "a JSON number", bool: "a JSON boolean", type(None): "JSON null"})
 
 
 def check_unicode(value, field):

@@ -5,6 +5,7 @@ import html.parser
 import io
 import re
 import struct
+from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
@@ -410,3 +411,21 @@ def test_png_shows_each_method_and_all_at_its_documented_size(scored, method, tm
     if is_signed(method):  # the diverging map: signed shading in [-1, 1]
         shading = [v for row in png_module._grid(e, method)[0] for v in row[1]]
         assert min(shading) < 0 < max(shading) and max(map(abs, shading)) == pytest.approx(1)
+
+
+def test_a_png_cut_short_leaves_no_file(tmp_path, monkeypatch):
+    # issue 63, second pass: `inspect --png` on a full disk left a 0-byte PNG at the path
+    import errno
+
+    import matplotlib.figure
+
+    (e,) = explain(FakePredictor("cnn"), ["a fine film"], progress=False)
+
+    def full(self, path, **kwargs):
+        Path(path).write_bytes(b"")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    with pytest.raises(OSError, match="No space left"):
+        to_png(e, tmp_path / "i.png")
+    assert list(tmp_path.iterdir()) == []

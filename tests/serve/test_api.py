@@ -73,7 +73,13 @@ def test_bad_bodies_name_the_field(body, status, words):
 
 @pytest.mark.parametrize(
     "raw, words",
-    [(b"{", "Malformed JSON body"), (b"[1]", "a JSON list"), (b"\xff\xfe", "Malformed JSON")],
+    [
+        (b"{", "Malformed JSON body"),
+        (b"[1]", "a JSON array"),
+        (b"null", "Received: JSON null"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "over 4,300 digits"),
+        (b"\xff\xfe", "Malformed JSON"),
+    ],
 )
 def test_bodies_must_be_json_objects(raw, words):
     with pytest.raises(api.ApiError) as caught:

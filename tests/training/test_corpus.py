@@ -137,3 +137,19 @@ def test_the_summary_says_what_was_evaluated():
     limited = training.summary({**metrics, "limit": 2000}, "r")
     assert "test split limited to 2000 reviews by --limit" in limited
     assert "full test split" not in limited
+
+
+def test_a_run_dir_on_a_read_only_file_system_is_called_so(tmp_path, monkeypatch):
+    # issue 63, second pass: a read-only mount was reported as "permission denied"
+    import os
+    import types
+
+    from hatt.training.run import resume
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: types.SimpleNamespace(f_flag=os.ST_RDONLY))
+    with pytest.raises(resume.RunError, match=r"is on a read-only file system"):
+        resume.check_writable(tmp_path / "run")
+    monkeypatch.setattr(os, "statvfs", lambda path: types.SimpleNamespace(f_flag=0))
+    with pytest.raises(resume.RunError, match=r"permission denied on"):
+        resume.check_writable(tmp_path / "run")

@@ -77,3 +77,16 @@ def test_an_ignored_sigint_stays_ignored(python_sigint):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert not stopper.requested
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_sigterm_during_fit_stops_as_ctrl_c_does(python_sigint):
+    # issue 63, second pass: `kill PID` ended hatt train without a word
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with resume.at_batch_end() as stopper:
+                assert signal.getsignal(signal.SIGTERM) == stopper.request
+                os.kill(os.getpid(), signal.SIGTERM)  # noted, then raised as the block ends
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -16,7 +16,8 @@ the previous complete backup. Keras' own ``keras.callbacks.BackupAndRestore``
 early-stopping state, the best weights or the history — and writes its files
 in place, so it is not used here.
 
-Ctrl-C during ``fit`` (:func:`at_batch_end`): ctrl-C during ``fit``: stop at the next batch boundary, not in the middle of a step.
+Ctrl-C (or SIGTERM) during ``fit`` (:func:`at_batch_end`): stop at the next batch boundary,
+not in the middle of a step.
 
 Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main thread
 happens to be. Inside ``keras.Model.fit`` that can be halfway through a training
@@ -150,9 +151,14 @@ def check_writable(run_dir):
             f"Cannot create the run directory {str(run_dir)!r}: {str(existing)!r} is a file."
         )
     if not os.access(existing, os.W_OK | os.X_OK):
+        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
         raise RunError(
-            f"Cannot write the run directory {str(run_dir)!r}: permission denied on "
-            f"{str(existing)!r}."
+            f"Cannot write the run directory {str(run_dir)!r}: "
+            + (
+                f"{str(existing)!r} is on a read-only file system."
+                if read_only
+                else f"permission denied on {str(existing)!r}."
+            )
         )
 
 
@@ -430,9 +436,16 @@ def at_batch_end():
         yield stopper
         return
     signal.signal(signal.SIGINT, stopper.request)
+    # SIGTERM (kill, a scheduler's stop) where it would end the process without a word:
+    # stopped as Ctrl-C stops, so the run says where it stopped and how to resume (issue 63)
+    term = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    if term:
+        signal.signal(signal.SIGTERM, stopper.request)
     try:
         yield stopper
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        if term:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if stopper.requested:  # it came after the last epoch's end: stop here, as asked
         raise KeyboardInterrupt
