@@ -217,6 +217,19 @@ FIELDS = {
 }
 
 
+def with_empty_warning(response, texts):
+    """``response`` with ``"warnings"`` naming the reviews that hold no text, if any: each is
+    answered (the model's answer to nothing) and said so, never silently (issue 63)."""
+    empty = [i for i, text in enumerate(texts) if not text.strip()]
+    if empty:
+        shown = ", ".join(map(str, empty[:5])) + (" ..." if len(empty) > 5 else "")
+        response["warnings"] = [
+            f"{len(empty)} review(s) hold no text (at {shown}): their answers are the model's "
+            "answer to an empty review, not a reading of one"
+        ]
+    return response
+
+
 def check_fields(body, kind):
     """400 unless every field of ``body`` is one :data:`FIELDS` lists for ``kind``."""
     unknown = sorted(str(key) for key in body if key not in FIELDS[kind])

@@ -469,14 +469,15 @@ async def model_route(request, server):
         texts, columnar = api.parse_texts(body, server.settings.max_texts)
         signature = api.parse_signature(body)
         rows = await server.predict(model, signature, texts)
-        return JSONResponse(api.predict_response(rows, columnar, model.class_names))
+        answer = api.predict_response(rows, columnar, model.class_names)
+        return JSONResponse(api.with_empty_warning(answer, texts))
     api.check_fields(body, "explain")
     texts, _ = api.parse_texts(body, server.settings.max_explain_texts, ":explain request")
     method = api.parse_choice(body, "method", model.methods, default_method(model))
     parts = await server.explain(
         model, texts, lambda e: api.explain_parts(e, method), request.is_disconnected
     )
-    return await _render(api.explain_response(None, parts=parts))
+    return await _render(api.with_empty_warning(api.explain_response(None, parts=parts), texts))
 
 
 @_json_errors("ui")

@@ -203,7 +203,7 @@ def fake_client():
     "body, words",
     [
         (b"", "Malformed JSON body"),
-        (b"null", "JSON NoneType"),
+        (b"null", "Received: JSON null"),
         (b"[" * 100_000, "nested too deeply"),
         (b'{"instances": ["a\\ud800b"]}', "lone surrogate"),
         (b'{"inputs": {"text": ["\\udfff"]}}', "inputs.text[0]"),

@@ -81,7 +81,7 @@ def test_predict_in_both_formats_matches_the_predictor(client, served, name):
     assert objects.json() == row.json()
     for inputs in ({"text": REVIEWS}, REVIEWS):
         columnar = client.post(f"/v1/models/{name}:predict", json={"inputs": inputs}).json()
-        assert set(columnar) == {"outputs"}
+        assert set(columnar) == {"outputs", "warnings"}  # REVIEWS[3] holds no text
         np.testing.assert_allclose(columnar["outputs"]["probability"], reference, atol=1e-6)
         assert columnar["outputs"]["label"] == labels
     empty = client.post(f"/v1/models/{name}:predict", json={"instances": []})
@@ -126,7 +126,7 @@ def test_explain_returns_the_explanations_of_hatt_inspect(client, served, name):
     response = client.post(f"/v1/models/{name}:explain", json={"instances": REVIEWS})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert set(body) == {"predictions", "explanations"}
+    assert set(body) == {"predictions", "explanations", "warnings"}  # REVIEWS[3] is ""
     for e, got, prediction in zip(
         reference, body["explanations"], body["predictions"], strict=True
     ):
@@ -315,3 +315,23 @@ def test_every_answer_names_the_class_of_probability():
     metadata = serve.served_model("feel", predictor).metadata()
     outputs = metadata["metadata"]["signature_def"]["signature_def"]["predict"]["outputs"]
     assert "probability" in outputs and "probability_of" not in outputs
+
+
+def test_a_review_without_text_is_answered_and_said_in_both_formats():
+    # issue 63, second pass: `:predict {"instances": [""]}` answered 200 without a word
+    predictor = export.Predictor(
+        fake_run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
+        class_names=("neg", "pos"),
+    )  # fmt: skip
+    app = serve.create_app({"m": serve.served_model("m", predictor)}, serve.Settings())
+    with TestClient(app) as client:
+        rows = client.post("/v1/models/m:predict", json={"instances": ["", "fine", " "]}).json()
+        columns = client.post("/v1/models/m:predict", json={"inputs": ["fine"]}).json()
+        explained = client.post("/v1/models/m:explain", json={"instances": [""]}).json()
+    assert len(rows["predictions"]) == 3
+    assert rows["warnings"] == [
+        "2 review(s) hold no text (at 0, 2): their answers are the model's answer to an empty "
+        "review, not a reading of one"
+    ]
+    assert "warnings" not in columns  # only where there is one
+    assert explained["warnings"][0].startswith("1 review(s) hold no text (at 0)")
