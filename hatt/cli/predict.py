@@ -234,7 +234,7 @@ def cmd_evaluate(args):
     print_model_warnings("evaluate", predictor, explaining=False)
     clf = hatt.TextClassifier.from_predictor(predictor)
     figures = clf.evaluate(documents.texts, documents.labels, batch_size=args.batch_size)
-    seen, held_out = figures.pop("training_documents"), figures.pop("held_out", None)
+    seen, held_out = figures.pop("training_documents", None), figures.pop("held_out", None)
     _say_training_documents(seen, len(documents))
     source = args.data or "IMDB"
     # class names as text, never escapes; a name holding \r stays on its row (issue 63)

@@ -25,8 +25,9 @@ def test_predict_texts_and_file_print_json_lines(exported, tmp_path, capsys):
     expected = predictor.predict_proba(texts)
     assert [r["text_id"] for r in rows] == [0, 1, 2, 3]
     np.testing.assert_allclose([r["probability"] for r in rows], expected, atol=1e-6)
-    for row in rows:
+    for row, text in zip(rows, texts, strict=True):
         keys = {"text_id", "label", "label_probability", "probabilities", "probability"}
+        keys |= {"no_text"} if not text.strip() else set()  # "" is answered and flagged
         assert set(row) == {*keys, "probability_of"} and row["probability_of"] == "positive"
         assert row["label"] == ("positive" if row["probability"] >= 0.5 else "negative")
         assert row["probabilities"]["positive"] == row["probability"]

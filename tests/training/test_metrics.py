@@ -157,15 +157,15 @@ def test_bad_input_names_the_argument(labels, probabilities, names, match):
 
 def test_format_metrics_is_a_markdown_table():
     probabilities = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.6, 0.3, 0.1]])
-    metrics = classification_metrics([0, 1, 2], probabilities, ["1\r", "a|b", "3"])
+    metrics = classification_metrics([0, 1, 2], probabilities, ["1", "a|b", "3"])
     text = format_metrics(json.loads(json.dumps(metrics)))  # as read back from metrics.json
     lines = text.splitlines()
     assert lines[0] == "accuracy 66.67 % · macro-F1 0.5556 · 3 examples"  # "a|b": no MAE
-    assert "| 1  | 0.5000 | 1.0000 | 0.6667 | 1 |" in lines  # "1\r" kept on its row
+    assert "| 1 | 0.5000 | 1.0000 | 0.6667 | 1 |" in lines
     assert "| a\\|b | 1.0000 | 1.0000 | 1.0000 | 1 |" in lines  # the name's bar is escaped
     assert "| 3 | 0.0000 | 0.0000 | 0.0000 | 1 |" in lines
-    assert "| true \\ predicted | 1  | a\\|b | 3 |" in lines
-    assert "| 3 | 1 | 0 | 0 |" in lines  # the "3" review was predicted "1\r"
+    assert "| true \\ predicted | 1 | a\\|b | 3 |" in lines
+    assert "| 3 | 1 | 0 | 0 |" in lines  # the "3" review was predicted "1"
     # every table row has as many cells as its header
     for row in (line for line in lines if line.startswith("|")):
         cells = row.replace("\\|", "").count("|")

@@ -384,5 +384,4 @@ def _total(metrics):
 
 def _cell(text):
     """A class name fit for a markdown table cell."""
-    cell = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    return cell.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")  # one row
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
