@@ -64,7 +64,6 @@ from hatt.data.documents import (
     label_names,
     warn_empty,
 )
-from hatt.data.text import fingerprints
 from hatt.data.unlabeled import IN_MEMORY_UNLABELED
 from hatt.training.run import loop
 from hatt.training.run import metrics as metrics_lib
@@ -552,10 +551,9 @@ class TextClassifier:
     def _held_out(self, texts, indices, probabilities):
         """``training_documents``: how many of ``texts`` it trained on (``None``: it keeps no
         fingerprints); ``held_out``: the figures of the others alone, when some are."""
-        trained_on = self._training_fingerprints()
-        if trained_on is None:
+        seen = export.seen_in_training(self._training_fingerprints(), texts)
+        if seen is None:
             return {"training_documents": None}
-        seen = np.isin(fingerprints(texts), trained_on) if texts else np.zeros(0, bool)
         out = {"training_documents": int(seen.sum())}
         if 0 < out["training_documents"] < len(texts):
             out["held_out"] = metrics_lib.classification_metrics(

@@ -87,11 +87,10 @@ def training_fingerprints(source):
     return values.astype(np.int64).reshape(-1) if values.dtype.kind in "iu" else None
 
 
-def seen_in_training(source, texts):
-    """Which of ``texts`` the model loaded from ``source`` trained on (its train and
-    validation documents, by :func:`hatt.data.text.fingerprints`): a boolean array, or
-    ``None`` when the model keeps no fingerprints (:func:`training_fingerprints`)."""
-    trained_on = training_fingerprints(source)
+def seen_in_training(trained_on, texts):
+    """Which of ``texts`` a model trained on (its train and validation documents), given
+    its fingerprints ``trained_on`` (:func:`training_fingerprints`): a boolean array, or
+    ``None`` when the model keeps none (``trained_on`` is ``None``)."""
     if trained_on is None:
         return None
     texts = list(texts)

@@ -289,6 +289,17 @@ def test_one_failing_request_does_not_fail_its_batch(fake):
     assert json.loads(responses[1].text)["error"].endswith("the fake model exploded")
 
 
+def _fake_app(name, run, class_names):
+    """An app serving one fake two-class SavedModel-like predictor ``run``, and it."""
+    predictor = export.Predictor(
+        run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
+        class_names=class_names,
+    )  # fmt: skip
+    return serve.create_app(
+        {name: serve.served_model(name, predictor)}, serve.Settings()
+    ), predictor
+
+
 def test_every_answer_names_the_class_of_probability():
     # issue 64, item 5: ("unhappy", "happy"): p(happy) = 0.25, the label unhappy
     def unhappy_run(batch):
@@ -296,11 +307,7 @@ def test_every_answer_names_the_class_of_probability():
         out["probability"] = out["probability"] * 0 + 0.25
         return out
 
-    predictor = export.Predictor(
-        unhappy_run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
-        class_names=("unhappy", "happy"),
-    )  # fmt: skip
-    app = serve.create_app({"feel": serve.served_model("feel", predictor)}, serve.Settings())
+    app, predictor = _fake_app("feel", unhappy_run, ("unhappy", "happy"))
     with TestClient(app) as client:
         rows = client.post("/v1/models/feel:predict", json={"instances": ["meh"]}).json()
         columns = client.post("/v1/models/feel:predict", json={"inputs": ["meh"]}).json()
@@ -319,11 +326,7 @@ def test_every_answer_names_the_class_of_probability():
 
 def test_a_review_without_text_is_answered_and_said_in_both_formats():
     # issue 63, second pass: `:predict {"instances": [""]}` answered 200 without a word
-    predictor = export.Predictor(
-        fake_run, family="cnn", score_kind="saliency", source="fake", kind="saved_model",
-        class_names=("neg", "pos"),
-    )  # fmt: skip
-    app = serve.create_app({"m": serve.served_model("m", predictor)}, serve.Settings())
+    app, _ = _fake_app("m", fake_run, ("neg", "pos"))
     with TestClient(app) as client:
         rows = client.post("/v1/models/m:predict", json={"instances": ["", "fine", " "]}).json()
         columns = client.post("/v1/models/m:predict", json={"inputs": ["fine"]}).json()

@@ -61,6 +61,11 @@ def check_seed(name, value):
         )
 
 
+def check_at_most(name, value, most):
+    if value > most:
+        raise ValueError(f"Expected {name} to be at most {most:,}. Received: {name}={value!r}")
+
+
 def check_positive_int(name, value, minimum=1):
     if value < minimum:
         raise ValueError(f"Expected {name} to be an int >= {minimum}. Received: {name}={value!r}")

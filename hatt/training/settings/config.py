@@ -27,6 +27,7 @@ from hatt.models._checks import ARGUMENT_CHECKS, unknown_keys_error
 from hatt.names import CLASS_WEIGHTS, STRATEGIES
 from hatt.training.settings import glove, scale
 from hatt.training.settings.checks import (
+    check_at_most,
     check_choice,
     check_fields,
     check_positive_int,
@@ -318,11 +319,6 @@ class TrainConfig:
 # Upper bounds of settings whose huge values hang or exhaust memory before training starts
 # (issue 63: --epochs 10**20 built one dataset an epoch until killed).
 MOST = {"epochs": 100_000, "max_tokens": 50_000_000, "sequence_length": 1_000_000}
-
-
-def check_at_most(name, value, most):
-    if value > most:
-        raise ValueError(f"Expected {name} to be at most {most:,}. Received: {name}={value!r}")
 
 
 def check_kernel_width(model_kwargs, sequence_length):

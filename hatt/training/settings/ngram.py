@@ -7,6 +7,7 @@ import numpy as np
 from hatt.models._checks import unknown_keys_error
 from hatt.models.head import NgramChannel
 from hatt.training.settings.checks import (
+    check_at_most,
     check_choice,
     check_fields,
     check_positive_int,
@@ -108,11 +109,7 @@ class NgramSettings:
     def __post_init__(self):
         check_fields(self, prefix="ngram.")
         for name, most in NGRAM_MOST.items():  # past these a run crawls or exhausts memory
-            value = getattr(self, name)
-            if isinstance(value, int) and value > most:
-                raise ValueError(
-                    f"Expected ngram.{name} to be at most {most:,}. Received: ngram.{name}={value!r}"
-                )
+            check_at_most(f"ngram.{name}", getattr(self, name), most)
         self.channel()  # the layer's own checks
         check_choice("ngram.fit", self.fit, NGRAM_FITS)
         check_choice("ngram.init", self.init, NGRAM_INITS)
